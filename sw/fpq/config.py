@@ -1,0 +1,302 @@
+"""The one configuration source: every runtime parameter, its unit, format, range and default.
+
+``FIELDS`` is the single declaration. From it come:
+
+* :class:`Config`, the validated user-level configuration (errors name the field and range);
+* :meth:`Config.registers` and the tables, i.e. the raw values the hardware holds, which the
+  bit-exact model (``fpq.queue_manager``) runs on, so model and RTL see the same numbers;
+* the register map (``fpq.regmap``): addresses, the RTL register file, JSON, C header, docs.
+
+A field is either ``reg`` (a hardware register with the same meaning), or ``host`` (the driver
+folds it into derived registers or the tables: the hardware never sees it directly).
+"""
+
+from dataclasses import dataclass, field as dc_field
+import math
+
+from .formats import (QAVG, PROB, PROB_ONE, CLEAR_PERIOD, RATE, QPKTS_BITS, QBYTES_BITS,
+                      DECAY_SHIFT_BITS)
+
+__all__ = ["Field", "FIELDS", "Build", "Config", "ConfigError", "MODES", "RSS_KEY",
+           "lt_qt_float", "expand_seed", "DECAY_TABLE_DEPTH", "FLUSH_CLEAR_PERIODS"]
+
+MODES = {"droptail": 0, "red": 1, "fpq": 2}
+#: The Microsoft RSS verification key (first 20 bytes are used). Public: set your own in
+#: deployment, an attacker who knows the key can make flows collide (see docs/RELIABILITY.md).
+RSS_KEY = bytes.fromhex("6d5a56da255b0ec24167253d43a38fb0d0ca2bcbae7b30b477cb2da38030f20c"
+                        "6a42b73bbeac01fa")[:20]
+DECAY_TABLE_DEPTH = 256
+#: A backlog of clears longer than this many full vector sweeps (8 * t_clear) wipes the
+#: vector instead of replaying the clears one by one (e^-8 of the bits would survive).
+FLUSH_CLEAR_PERIODS = 8
+
+
+class ConfigError(ValueError):
+    """A configuration value is out of range; the message names the field and the range."""
+
+
+@dataclass(frozen=True)
+class Build:
+    """Build-time (synthesis) parameters. The RTL is elaborated for one of these."""
+    vec_bits: int = 8192       # flow vector size in bits (power of two, 64..65536)
+    table_depth: int = 8192    # entries in the r(N) table (power of two, 16..65536)
+    #: Decisions use the average queue after the arrival ``avg_lag`` arrivals earlier; this is
+    #: the pipeline distance between the averager and the decision in the RTL.
+    avg_lag: int = 8
+
+    def __post_init__(self):
+        for name, lo, hi in (("vec_bits", 64, 65536), ("table_depth", 16, 65536)):
+            v = getattr(self, name)
+            if not isinstance(v, int) or v < lo or v > hi or v & (v - 1):
+                raise ConfigError(f"{name}: {v!r} must be a power of two in [{lo}, {hi}]")
+        if not isinstance(self.avg_lag, int) or not 1 <= self.avg_lag <= 64:
+            raise ConfigError(f"avg_lag: {self.avg_lag!r} must be an integer in [1, 64]")
+
+
+@dataclass(frozen=True)
+class Field:
+    name: str
+    kind: str          # "reg" or "host"
+    type: str          # "int", "float", "bool", "enum", "bytes"
+    unit: str
+    fmt: str           # storage format in hardware (or "host")
+    lo: object         # number, or callable(Build) -> number
+    hi: object
+    default: object
+    doc: str
+
+    def bounds(self, build):
+        lo = self.lo(build) if callable(self.lo) else self.lo
+        hi = self.hi(build) if callable(self.hi) else self.hi
+        return lo, hi
+
+
+FIELDS = [
+    Field("mode", "reg", "enum", "-", "2 bits: droptail=0 red=1 fpq=2", 0, 2, "fpq",
+          "Queue discipline."),
+    Field("ecn", "reg", "bool", "-", "1 bit", 0, 1, False,
+          "Mark ECN-capable packets instead of dropping them early (forced drops still drop)."),
+    Field("tick_hz", "host", "float", "Hz", "host", 1e3, 1e10, 150e6,
+          "Clock-tick rate of descriptor timestamps; converts seconds to ticks."),
+    Field("p_pkts", "host", "float", "packets", "host", 0.0, 65535.0, 21.7,
+          "P, the delay-bandwidth product (FPQ paper Fig. 5). Folded into the r(N) table."),
+    Field("v_max", "reg", "int", "bits", "17 bits", 1, lambda b: b.vec_bits, 5000,
+          "Bits of the flow vector in use (hash range); <= the build-time vector size."),
+    Field("t_clear_s", "host", "float", "s", "host -> clear_period (UQ32.16 ticks)", 1e-9, 1e6,
+          4.0, "Time to clear as many bits as the vector has (FPQ paper Fig. 4)."),
+    Field("clear_literal", "reg", "bool", "-", "1 bit", 0, 1, False,
+          "Clear schedule: 0 carries the fractional remainder (exact rate); 1 is the paper's "
+          "literal code, which restarts the schedule at each arrival that clears."),
+    Field("lt_plus_one", "host", "bool", "-", "host", 0, 1, False,
+          "Add the OCR's `+1` to the window in l_t = (0.87 / ((q_t+P)/N [+1]))^2."),
+    Field("lc_correction", "host", "bool", "-", "host", 0, 1, False,
+          "Linear-counting correction N' = -v_max ln(1 - N/v_max) for hash collisions."),
+    Field("n_cap", "reg", "int", "flows", "log2(table_depth) bits", 1,
+          lambda b: b.table_depth - 1, lambda b: b.table_depth - 1,
+          "Cap on the flow count used for decisions (raw popcount units)."),
+    Field("wq_shift", "reg", "int", "-", "5 bits", 0, 16, 9,
+          "EWMA weight w_q = 2^-wq_shift of the average queue (ns default 0.002 ~ 2^-9)."),
+    Field("idle_pkt_time_s", "host", "float", "s", "host -> idle_cell_log, decay table",
+          1e-12, 10.0, 576 * 8 / 1e6,
+          "Transmission time of a typical packet: while the queue is idle the average decays "
+          "as if one empty-queue sample arrived per this time (RED's idle-time rule)."),
+    Field("red_min_th", "reg", "float", "packets", "QAVG UQ20.16", 0.0, QAVG.max_value - 1, 5.0,
+          "RED min_th."),
+    Field("red_max_th", "reg", "float", "packets", "QAVG UQ20.16", 1.0, QAVG.max_value, 45.0,
+          "RED max_th (>= min_th + 1)."),
+    Field("red_max_p", "reg", "float", "-", "PROB UQ1.32", 0.0, 1.0, 0.02, "RED max_p."),
+    Field("red_gentle", "reg", "bool", "-", "1 bit", 0, 1, False,
+          "Gentle RED: p rises from max_p to 1 between max_th and 2 max_th."),
+    Field("limit_pkts", "reg", "int", "packets", f"{QPKTS_BITS} bits", 1, (1 << QPKTS_BITS) - 1,
+          (1 << QPKTS_BITS) - 1, "Hard queue limit in packets (forced drop above it)."),
+    Field("limit_bytes", "reg", "int", "bytes", f"{QBYTES_BITS} bits", 1, (1 << QBYTES_BITS) - 1,
+          (1 << QBYTES_BITS) - 1, "Hard queue limit in bytes (forced drop above it)."),
+    Field("hash_key", "reg", "bytes", "-", "160 bits (first 136 used)", 20, 20, RSS_KEY,
+          "Toeplitz hash key. Secret in deployment."),
+    Field("seed_decide", "host", "int", "-", "host -> rng_decide_state (128 bits)", 0,
+          (1 << 64) - 1, 1, "Seed of the per-arrival random numbers."),
+    Field("seed_clear", "host", "int", "-", "host -> rng_clear_state (128 bits)", 0,
+          (1 << 64) - 1, 2, "Seed of the random indices of cleared bits."),
+]
+FIELD_BY_NAME = {f.name: f for f in FIELDS}
+
+
+def expand_seed(seed):
+    """128-bit xorshift128 state (four 32-bit words) from a 64-bit seed, with splitmix64."""
+    words = []
+    x = seed & 0xFFFFFFFFFFFFFFFF
+    for _ in range(2):
+        x = (x + 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF
+        z = x
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & 0xFFFFFFFFFFFFFFFF
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & 0xFFFFFFFFFFFFFFFF
+        z ^= z >> 31
+        words += [z & 0xFFFFFFFF, z >> 32]
+    if not any(words):
+        words[3] = 1
+    return tuple(words)
+
+
+def lt_qt_float(n, p_pkts, plus_one=False):
+    """FPQ paper Fig. 5: ``(q_t, l_t)`` for a flow count ``n`` (``n < 1`` is treated as 1)."""
+    n = max(float(n), 1.0)
+    q_t = max(p_pkts / (2 * n - 1), 6 * n)
+    window = (q_t + p_pkts) / n + (1 if plus_one else 0)
+    l_t = min((0.87 / window) ** 2, 0.021)
+    return q_t, l_t
+
+
+def _check_number(f, value, build):
+    lo, hi = f.bounds(build)
+    if f.type == "bool":
+        if not isinstance(value, (bool, int)) or value not in (0, 1, True, False):
+            raise ConfigError(f"{f.name}: {value!r} must be true or false")
+        return bool(value)
+    if f.type == "enum":
+        if value not in MODES:
+            raise ConfigError(f"{f.name}: {value!r} must be one of {', '.join(MODES)}")
+        return value
+    if f.type == "bytes":
+        if not isinstance(value, (bytes, bytearray)) or len(value) != lo:
+            raise ConfigError(f"{f.name}: must be exactly {lo} bytes, got {value!r}")
+        return bytes(value)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(f"{f.name}: {value!r} is not a number (allowed range [{lo}, {hi}] "
+                          f"{f.unit})")
+    if not math.isfinite(value) or value < lo or value > hi:
+        raise ConfigError(f"{f.name}: {value!r} is out of range [{lo}, {hi}] {f.unit}")
+    if f.type == "int" and (not float(value).is_integer()):
+        raise ConfigError(f"{f.name}: {value!r} must be an integer in [{lo}, {hi}]")
+    return int(value) if f.type == "int" else float(value)
+
+
+@dataclass(frozen=True)
+class Config:
+    """A validated configuration. ``Config(mode="red", red_max_p=0.1)``; unknown keys and
+    out-of-range values raise :class:`ConfigError` naming the field and its range."""
+    values: dict = dc_field(default_factory=dict)
+    build: Build = dc_field(default_factory=Build)
+
+    def __init__(self, build=None, **values):
+        build = build or Build()
+        unknown = sorted(set(values) - set(FIELD_BY_NAME))
+        if unknown:
+            raise ConfigError(f"unknown configuration field(s): {', '.join(unknown)}; "
+                              f"known: {', '.join(FIELD_BY_NAME)}")
+        full = {}
+        for f in FIELDS:
+            default = f.default(build) if callable(f.default) else f.default
+            full[f.name] = _check_number(f, values.get(f.name, default), build)
+        object.__setattr__(self, "values", full)
+        object.__setattr__(self, "build", build)
+        self._check_relations()
+
+    def __getattr__(self, name):
+        try:
+            return self.__dict__["values"][name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def replace(self, **changes):
+        v = dict(self.values)
+        v.update(changes)
+        return Config(build=self.build, **v)
+
+    def _check_relations(self):
+        v = self.values
+        if v["red_max_th"] < v["red_min_th"] + 1:
+            raise ConfigError(f"red_max_th: {v['red_max_th']} must be >= red_min_th + 1 "
+                              f"= {v['red_min_th'] + 1} packets")
+        period = v["t_clear_s"] * v["tick_hz"] / v["v_max"]
+        if period < 1.0:
+            raise ConfigError(
+                f"t_clear_s: {v['t_clear_s']} s clears more than one bit per tick with "
+                f"v_max={v['v_max']} at tick_hz={v['tick_hz']:g}; allowed range "
+                f"[{v['v_max'] / v['tick_hz']:.6g}, ...] s")
+        if period * (1 << CLEAR_PERIOD.frac_bits) > CLEAR_PERIOD.max_raw:
+            raise ConfigError(f"t_clear_s: {v['t_clear_s']} s is longer than the clear-period "
+                              f"register holds; allowed range [..., "
+                              f"{CLEAR_PERIOD.max_value * v['v_max'] / v['tick_hz']:.6g}] s")
+
+    # ---- derived raw values --------------------------------------------------------------
+    def clear_period_raw(self):
+        v = self.values
+        return CLEAR_PERIOD.to_raw(v["t_clear_s"] * v["tick_hz"] / v["v_max"], "t_clear_s")
+
+    def idle_cell_log(self):
+        """Ticks per idle-decay table cell, as a power of two: 255 cells span the time the
+        average takes to decay by 2^-36 (to zero in QAVG)."""
+        v = self.values
+        per_pkt = -math.log2(1 - 2.0 ** -v["wq_shift"]) if v["wq_shift"] else 64.0
+        full_ticks = QAVG.width / per_pkt * v["idle_pkt_time_s"] * v["tick_hz"]
+        return max(0, min(47, math.ceil(math.log2(max(full_ticks / 255, 1.0)))))
+
+    def decay_table(self):
+        """Right shift of the average for an arrival after ``c`` idle cells (c = 0..255):
+        the float decay ``(1-w)^(1 + c*cell/pkt_time)`` rounded to a power of two, as in
+        Linux's RED ``Stab``."""
+        v = self.values
+        per_pkt = -math.log2(1 - 2.0 ** -v["wq_shift"]) if v["wq_shift"] else 64.0
+        cell_pkts = (1 << self.idle_cell_log()) / (v["idle_pkt_time_s"] * v["tick_hz"])
+        top = (1 << DECAY_SHIFT_BITS) - 1
+        return [min(top, int(round((1 + c * cell_pkts) * per_pkt)))
+                for c in range(DECAY_TABLE_DEPTH)]
+
+    def n_effective(self, n):
+        """The flow count the table uses for raw popcount ``n`` (correction, N < 1 -> 1)."""
+        v = self.values
+        if v["lc_correction"] and n > 0:
+            m = v["v_max"]
+            n = -m * math.log(1 - min(n, m - 0.5) / m)
+        return max(float(n), 1.0)
+
+    def rate_table(self):
+        """``r(n) = l_t / q_t`` for n = 0..table_depth-1, as packed RATE words."""
+        v = self.values
+        out = []
+        for n in range(self.build.table_depth):
+            q_t, l_t = lt_qt_float(self.n_effective(n), v["p_pkts"], v["lt_plus_one"])
+            out.append(RATE.pack(*RATE.encode(l_t / q_t, "rate_table")))
+        return out
+
+    def registers(self):
+        """Raw register values (integers) as the hardware holds them, derived fields included."""
+        v = self.values
+        min_th = QAVG.to_raw(v["red_min_th"], "red_min_th")
+        max_th = QAVG.to_raw(v["red_max_th"], "red_max_th")
+        max_p = PROB.to_raw(v["red_max_p"], "red_max_p")
+        slope1 = (max_p / PROB_ONE) / ((max_th - min_th) / (1 << QAVG.frac_bits))
+        slope2 = (1 - max_p / PROB_ONE) / (max_th / (1 << QAVG.frac_bits))
+        period = self.clear_period_raw()
+        return {
+            "mode": MODES[v["mode"]],
+            "ecn": int(v["ecn"]),
+            "v_max": v["v_max"],
+            "clear_period": period,
+            "flush_after": FLUSH_CLEAR_PERIODS * v["v_max"] * period,
+            "clear_literal": int(v["clear_literal"]),
+            "n_cap": v["n_cap"],
+            "wq_shift": v["wq_shift"],
+            "idle_cell_log": self.idle_cell_log(),
+            "red_min_th": min_th,
+            "red_max_th": max_th,
+            "red_max_p": max_p,
+            "red_slope1": RATE.pack(*RATE.encode(slope1, "red_slope1")),
+            "red_slope2": RATE.pack(*RATE.encode(slope2, "red_slope2")),
+            "red_gentle": int(v["red_gentle"]),
+            "limit_pkts": v["limit_pkts"],
+            "limit_bytes": v["limit_bytes"],
+            "hash_key": int.from_bytes(v["hash_key"], "big"),
+            "rng_decide_state": _words_to_int(expand_seed(v["seed_decide"])),
+            "rng_clear_state": _words_to_int(expand_seed(v["seed_clear"])),
+        }
+
+    def to_dict(self):
+        d = dict(self.values)
+        d["hash_key"] = d["hash_key"].hex()
+        return d
+
+
+def _words_to_int(words):
+    """Four 32-bit words (x, y, z, w) as one 128-bit register value, x in the low word."""
+    return sum(w << (32 * i) for i, w in enumerate(words))

@@ -1,0 +1,54 @@
+"""Bit-exact model of the drop/mark probability (PROB raw integer, ``p * 2**32``, saturated).
+
+All modes share one datapath, ``p = offset + rate * (A - base)``, with the product formed as
+``((mant * D) << 1) >> shift`` (see ``formats.RATE``) and the sum saturated at ``2**32`` (p=1):
+
+============  ===================================  ========  =========  ==========
+mode          region of the average A              rate      base       offset
+============  ===================================  ========  =========  ==========
+fpq           any                                  r[n]      0          0
+red           A < min_th                           -> p = 0
+red           min_th <= A < max_th                 slope1    min_th     0
+red           A >= max_th, not gentle              -> p = 1
+red gentle    max_th <= A < 2 max_th               slope2    max_th     max_p
+red gentle    A >= 2 max_th                        -> p = 1
+droptail      any                                  -> p = 0
+============  ===================================  ========  =========  ==========
+
+``r[n] = l_t(n) / q_t(n)`` comes from the host-filled table (``Config.rate_table``), so
+``p = l_t * q_a / q_t``, the FPQ paper's Fig. 6; ``slope1 = max_p / (max_th - min_th)`` and
+``slope2 = (1 - max_p) / max_th`` are host-computed registers.
+"""
+
+from .formats import PROB_ONE, RATE
+
+__all__ = ["probability", "MODE_DROPTAIL", "MODE_RED", "MODE_FPQ"]
+
+MODE_DROPTAIL, MODE_RED, MODE_FPQ = 0, 1, 2
+_MB = RATE.mant_bits
+_MMASK = (1 << _MB) - 1
+
+
+def scale(word, d):
+    """``rate * D`` in PROB units for a packed RATE word and a QAVG raw difference ``d``."""
+    return (((word & _MMASK) * d) << 1) >> (word >> _MB)
+
+
+def probability(mode, avg, rate_word, regs):
+    """Probability for average ``avg`` (QAVG raw). ``rate_word`` is ``r[n]`` (FPQ only)."""
+    if mode == MODE_FPQ:
+        p = scale(rate_word, avg)
+    elif mode == MODE_RED:
+        lo = regs["red_min_th"]
+        hi = regs["red_max_th"]
+        if avg < lo:
+            return 0
+        if avg < hi:
+            p = scale(regs["red_slope1"], avg - lo)
+        elif regs["red_gentle"] and avg < 2 * hi:
+            p = regs["red_max_p"] + scale(regs["red_slope2"], avg - hi)
+        else:
+            return PROB_ONE
+    else:
+        return 0
+    return PROB_ONE if p > PROB_ONE else p

@@ -1,0 +1,198 @@
+"""The bit-exact golden model of the queue manager: what the RTL computes, arrival by arrival.
+
+``QueueManager(config).arrive(Arrival(ts, flow, length, ecn)) -> Verdict`` and
+``.depart(Departure(ts, length))``. The exact order of operations is the specification the RTL
+matches; it is written out in ``sw/README.md`` ("The bit-exact contract"). In short, per arrival:
+
+1. flow counter: clears owed up to ``ts``, then set the flow's bit; ``n = min(N, n_cap)``;
+2. probability from ``n`` and the average queue after arrival ``k - avg_lag`` (0 before that);
+3. early decision: FPQ ``u < p``; RED accumulates ``p`` since the last early drop and drops
+   when the sum reaches a random threshold (Floyd's uniform spacing of drops); ``u`` is the
+   arrival's random number, drawn in every mode;
+4. ECN mark instead of an early drop when enabled and the packet is ECN-capable;
+5. hard limits (packets and bytes) on the exact queue: forced drop;
+6. queue occupancy and counters; then the averager takes this arrival's queue sample.
+
+A departure applies to the exact queue immediately (departures presented in the same clock
+as an arrival come first). Departing from an empty queue, or more bytes than are queued,
+counts ``dep_errors`` and saturates at zero.
+"""
+
+from collections import namedtuple
+
+from .config import Config
+from .formats import PROB_ONE, COUNTER_BITS, SEQ_BITS, TIME_BITS
+from .flow_hash import ToeplitzHash
+from .flow_counter import FlowCounter
+from .queue_averager import QueueAverager
+from .drop_probability import probability, MODE_FPQ, MODE_RED
+from .random_source import XorShift128
+
+__all__ = ["QueueManager", "Arrival", "Departure", "Verdict", "ACTIONS",
+           "ENQUEUE", "MARK", "DROP_EARLY", "DROP_FORCED", "COUNTERS"]
+
+ENQUEUE, MARK, DROP_EARLY, DROP_FORCED = 0, 1, 2, 3
+ACTIONS = ("enqueue", "mark", "drop_early", "drop_forced")
+
+Arrival = namedtuple("Arrival", "ts flow length ecn", defaults=(False,))
+Arrival.__doc__ = ("Arrival descriptor: timestamp (ticks), 104-bit flow key "
+                   "(fpq.flow_hash.pack_flow), length in bytes, ECN-capable.")
+Departure = namedtuple("Departure", "ts length")
+Departure.__doc__ = "Departure descriptor: timestamp (ticks), length in bytes."
+Verdict = namedtuple("Verdict", "seq action n avg prob")
+Verdict.__doc__ = ("Verdict: arrival sequence number (mod 2**32), action (ENQUEUE, MARK, "
+                   "DROP_EARLY, DROP_FORCED), flow count used n, average queue used (QAVG raw), "
+                   "probability (PROB raw).")
+
+#: Statistics counters, in register-map order.
+COUNTERS = ("arrivals", "enqueued", "marked", "early_drops", "forced_drops", "departures",
+            "dep_errors")
+_CMASK = (1 << COUNTER_BITS) - 1
+_TMASK = (1 << TIME_BITS) - 1
+_SMASK = (1 << SEQ_BITS) - 1
+
+
+class QueueManager:
+    """Bit-exact model. ``config`` is a :class:`fpq.config.Config` (defaults if omitted)."""
+
+    def __init__(self, config=None):
+        self.config = config or Config()
+        self.build = self.config.build
+        regs = self.config.registers()
+        self.fc = FlowCounter(self.build.vec_bits, regs["v_max"], regs["clear_period"],
+                              regs["flush_after"], regs["clear_literal"],
+                              regs["rng_clear_state"])
+        self.avg = QueueAverager(regs["wq_shift"], regs["idle_cell_log"],
+                                 self.config.decay_table())
+        self.rng = XorShift128(regs["rng_decide_state"])
+        self.history = [0] * self.build.avg_lag
+        self.seq = 0
+        self.occ_pkts = 0
+        self.occ_bytes = 0
+        self.max_queue = 0
+        self.red_acc = 0
+        self.red_thresh = PROB_ONE - 1
+        self.counters = dict.fromkeys(COUNTERS, 0)
+        self._apply(regs, self.config.rate_table())
+
+    # ---- configuration -----------------------------------------------------------------------
+    def _apply(self, regs, rate_table):
+        self.regs = regs
+        self.mode = regs["mode"]
+        self.rate_table = rate_table
+        self.hash = ToeplitzHash(regs["hash_key"])
+
+    def configure(self, config):
+        """Apply a new configuration between two arrivals (the hardware's COMMIT).
+
+        State is kept: the vector (wiped if v_max changes), average, queue, counters. Seeds are
+        reloaded only if they changed."""
+        regs = config.registers()
+        old = self.regs
+        if config.build != self.build:
+            raise ValueError("build: build-time parameters cannot change at runtime")
+        self.fc.configure(regs["v_max"], regs["clear_period"], regs["flush_after"],
+                          regs["clear_literal"])
+        self.avg.configure(regs["wq_shift"], regs["idle_cell_log"], config.decay_table())
+        if regs["rng_decide_state"] != old["rng_decide_state"]:
+            self.rng.load(regs["rng_decide_state"])
+        if regs["rng_clear_state"] != old["rng_clear_state"]:
+            self.fc.rng.load(regs["rng_clear_state"])
+        self.config = config
+        self._apply(regs, config.rate_table())
+
+    # ---- events ------------------------------------------------------------------------------
+    def arrive(self, desc):
+        """Decide one arrival. ``desc`` is an :class:`Arrival` (or any (ts, flow, length, ecn))."""
+        ts, flow, length, ecn = desc
+        ts &= _TMASK
+        regs = self.regs
+        fc = self.fc
+        # 1. flow counter
+        fc.advance(ts)
+        fc.set(self.hash(flow))
+        n = fc.n_raw
+        if n > regs["n_cap"]:
+            n = regs["n_cap"]
+        # 2. probability from the lagged average
+        lag = self.build.avg_lag
+        slot = self.seq % lag
+        avg_used = self.history[slot]
+        mode = self.mode
+        p = probability(mode, avg_used, self.rate_table[n], regs)
+        # 3. early decision
+        u = self.rng.next()
+        early = False
+        if mode == MODE_FPQ:
+            early = u < p
+        elif mode == MODE_RED:
+            if p == 0:
+                self.red_acc = 0
+                self.red_thresh = u
+            else:
+                acc = self.red_acc + p
+                if acc >= self.red_thresh:
+                    early = True
+                    self.red_acc = 0
+                    self.red_thresh = u
+                else:
+                    self.red_acc = acc
+        # 4.-5. mark, hard limits
+        q = self.occ_pkts
+        c = self.counters
+        c["arrivals"] = (c["arrivals"] + 1) & _CMASK
+        if early and not (regs["ecn"] and ecn):
+            action = DROP_EARLY
+            c["early_drops"] = (c["early_drops"] + 1) & _CMASK
+        elif q + 1 > regs["limit_pkts"] or self.occ_bytes + length > regs["limit_bytes"]:
+            action = DROP_FORCED
+            c["forced_drops"] = (c["forced_drops"] + 1) & _CMASK
+        else:
+            action = MARK if early else ENQUEUE
+            if early:
+                c["marked"] = (c["marked"] + 1) & _CMASK
+            c["enqueued"] = (c["enqueued"] + 1) & _CMASK
+            self.occ_pkts = q + 1
+            self.occ_bytes += length
+            if q + 1 > self.max_queue:
+                self.max_queue = q + 1
+        # 6. averager sample (the queue this arrival found), into the lag line
+        self.history[slot] = self.avg.update(q, ts)
+        verdict = Verdict(self.seq & _SMASK, action, n, avg_used, p)
+        self.seq += 1
+        return verdict
+
+    def depart(self, desc):
+        """Apply one departure. ``desc`` is a :class:`Departure` (or any (ts, length))."""
+        ts, length = desc
+        c = self.counters
+        c["departures"] = (c["departures"] + 1) & _CMASK
+        if self.occ_pkts == 0 or length > self.occ_bytes:
+            c["dep_errors"] = (c["dep_errors"] + 1) & _CMASK
+        self.occ_bytes = max(0, self.occ_bytes - length)
+        if self.occ_pkts:
+            self.occ_pkts -= 1
+            if self.occ_pkts == 0:
+                self.avg.went_idle(ts & _TMASK)
+
+    def run(self, events):
+        """Feed a sequence of Arrival/Departure events; returns the list of verdicts."""
+        out = []
+        arrive, depart = self.arrive, self.depart
+        for ev in events:
+            if type(ev) is Departure:
+                depart(ev)
+            else:
+                out.append(arrive(ev))
+        return out
+
+    # ---- telemetry ---------------------------------------------------------------------------
+    @property
+    def n_raw(self):
+        return self.fc.n_raw
+
+    def snapshot(self):
+        """Readable state, with the names the register map uses for its telemetry registers."""
+        return {"n_raw": self.fc.n_raw, "n": min(self.fc.n_raw, self.regs["n_cap"]),
+                "avg": self.avg.avg, "occ_pkts": self.occ_pkts, "occ_bytes": self.occ_bytes,
+                "max_queue": self.max_queue, **self.counters}

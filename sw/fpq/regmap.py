@@ -1,0 +1,291 @@
+"""The register map, derived from ``fpq.config``: addresses, widths, access, ranges, resets.
+
+From ``REGISTERS`` come the RTL register file (``fpq_hdl.registers``), the JSON map, the C
+header and ``docs/REGISTERS.md`` (``write_all``; a test fails when the committed copies are
+stale). The bus is 32-bit words at byte addresses; a register wider than 32 bits takes
+consecutive words, least significant word first.
+
+Behaviour the hardware guarantees (and the model mirrors in :func:`check_registers`):
+
+* Configuration registers are *shadows*: writes land there and change nothing until
+  ``CONTROL.COMMIT``. The commit waits until no arrival is in flight (the arrival port is not
+  ready meanwhile), checks every shadow value against its range, then applies all of them in
+  one clock. If any value is out of range the commit is rejected: nothing changes,
+  ``STATUS.COMMIT_REJECTED`` is set and ``STATUS.REJECT_INDEX`` names the first bad register
+  (its index in ``REGISTERS``). So no verdict is ever computed from half-old, half-new values.
+* A commit that changes ``v_max`` wipes the flow vector (the port stalls ``vec_bits`` clocks);
+  one that changes a ``rng_*_state`` reloads that generator.
+* Table writes (``rate_table``, ``decay_table``) go to the inactive bank; a commit after any
+  table write swaps the banks. Reads of a table return the inactive bank.
+* Writes to read-only registers or unmapped addresses are ignored and set
+  ``STATUS.BAD_WRITE``; reads of unmapped addresses return 0. Sticky bits clear by writing
+  ``CONTROL.CLEAR_ERRORS``.
+* Counters are 64 bits (they cannot wrap in 3900 years at 150 M events/s); a write to either
+  word of a counter clears it.
+"""
+
+from dataclasses import dataclass
+import json
+import os
+
+from .config import FIELDS, Build, Config, DECAY_TABLE_DEPTH
+from .formats import (QAVG, PROB, PROB_ONE, CLEAR_PERIOD, RATE, QPKTS_BITS, QBYTES_BITS,
+                      DECAY_SHIFT_BITS)
+from .queue_manager import COUNTERS
+
+__all__ = ["Register", "Table", "registers", "tables", "check_registers", "write_all",
+           "ID_VALUE", "CONTROL_COMMIT", "CONTROL_CLEAR_ERRORS", "STATUS_BITS"]
+
+ID_VALUE = 0x46505131  # "FPQ1"
+CONTROL_COMMIT = 1 << 0
+CONTROL_CLEAR_ERRORS = 1 << 1
+STATUS_BITS = {"BUSY": 0, "COMMIT_REJECTED": 1, "BAD_WRITE": 2}
+STATUS_REJECT_INDEX_SHIFT = 8
+
+
+@dataclass(frozen=True)
+class Register:
+    name: str
+    offset: int        # byte address of the least significant word
+    width: int         # bits
+    access: str        # "rw" (shadowed config), "ro", "wo" (strobe), "rc" (ro, write clears)
+    kind: str          # "control", "config", "counter", "telemetry"
+    lo: int            # allowed raw range (config registers; checked at commit)
+    hi: int
+    reset: int
+    fmt: str
+    doc: str
+
+    @property
+    def words(self):
+        return (self.width + 31) // 32
+
+
+@dataclass(frozen=True)
+class Table:
+    name: str
+    offset: int
+    depth: int
+    width: int
+    fmt: str
+    doc: str
+
+
+# Config registers: (name, width, lo, hi, format, doc); lo/hi may depend on the build.
+def _config_specs(build):
+    fdoc = {f.name: f.doc for f in FIELDS}
+    return [
+        ("mode", 2, 0, 2, "0 droptail, 1 red, 2 fpq", fdoc["mode"]),
+        ("ecn", 1, 0, 1, "bool", fdoc["ecn"]),
+        ("v_max", 17, 1, build.vec_bits, "bits", fdoc["v_max"]),
+        ("clear_period", CLEAR_PERIOD.width, 1 << CLEAR_PERIOD.frac_bits, CLEAR_PERIOD.max_raw,
+         str(CLEAR_PERIOD), "Ticks between two clears (>= 1.0): t_clear * tick_hz / v_max."),
+        ("flush_after", 64, 0, (1 << 64) - 1, "UQ48.16 ticks",
+         "Backlog of clears (in ticks) at which the vector is wiped instead: 8 t_clear."),
+        ("clear_literal", 1, 0, 1, "bool", fdoc["clear_literal"]),
+        ("n_cap", 16, 1, build.table_depth - 1, "flows", fdoc["n_cap"]),
+        ("wq_shift", 5, 0, 16, "shift", fdoc["wq_shift"]),
+        ("idle_cell_log", 6, 0, 47, "shift", "Ticks per idle-decay table cell, log2."),
+        ("red_min_th", QAVG.width, 0, QAVG.max_raw, str(QAVG), fdoc["red_min_th"]),
+        ("red_max_th", QAVG.width, 1 << QAVG.frac_bits, QAVG.max_raw, str(QAVG),
+         fdoc["red_max_th"] + " Commit also rejects max_th < min_th + 1.0."),
+        ("red_max_p", PROB.width, 0, PROB_ONE, str(PROB), fdoc["red_max_p"]),
+        ("red_slope1", RATE.width, 0, (1 << RATE.width) - 1, "RATE m16 s6",
+         "max_p / (max_th - min_th), per packet (driver computes)."),
+        ("red_slope2", RATE.width, 0, (1 << RATE.width) - 1, "RATE m16 s6",
+         "(1 - max_p) / max_th, per packet (driver computes; gentle RED)."),
+        ("red_gentle", 1, 0, 1, "bool", fdoc["red_gentle"]),
+        ("limit_pkts", QPKTS_BITS, 1, (1 << QPKTS_BITS) - 1, "packets", fdoc["limit_pkts"]),
+        ("limit_bytes", QBYTES_BITS, 1, (1 << QBYTES_BITS) - 1, "bytes", fdoc["limit_bytes"]),
+        ("hash_key", 160, 0, (1 << 160) - 1, "key bits 0..159, bit 0 = MSB of byte 0 at the top",
+         fdoc["hash_key"]),
+        ("rng_decide_state", 128, 0, (1 << 128) - 1, "xorshift128 x|y|z|w (x low)",
+         "State loaded into the per-arrival generator (all-zero loads w = 1)."),
+        ("rng_clear_state", 128, 0, (1 << 128) - 1, "xorshift128 x|y|z|w (x low)",
+         "State loaded into the clear-index generator (all-zero loads w = 1)."),
+    ]
+
+
+TELEMETRY = [
+    ("n_raw", 17, "ro", "Flow-vector popcount N."),
+    ("n", 16, "ro", "min(N, n_cap): the count decisions use."),
+    ("avg", QAVG.width, "ro", "Average queue (QAVG) after the latest arrival."),
+    ("occ_pkts", QPKTS_BITS, "ro", "Queue occupancy, packets."),
+    ("occ_bytes", QBYTES_BITS, "ro", "Queue occupancy, bytes."),
+    ("max_queue", QPKTS_BITS, "rc", "Largest occupancy seen (packets); write clears."),
+]
+
+
+def registers(build=None):
+    """All registers for ``build`` (a :class:`fpq.config.Build`), in index order."""
+    build = build or Build()
+    defaults = Config(build=build).registers()
+    regs = [
+        Register("id", 0x000, 32, "ro", "control", 0, 0, ID_VALUE, "const", "'FPQ1'."),
+        Register("build", 0x004, 32, "ro", "control", 0, 0, _build_word(build), "fields",
+                 "[4:0] log2 vec_bits, [9:5] log2 table_depth, [16:10] avg_lag."),
+        Register("control", 0x008, 2, "wo", "control", 0, 0, 0, "strobes",
+                 "bit 0 COMMIT, bit 1 CLEAR_ERRORS."),
+        Register("status", 0x00C, 16, "ro", "control", 0, 0, 0, "flags",
+                 "bit 0 BUSY (commit or wipe under way), bit 1 COMMIT_REJECTED, bit 2 BAD_WRITE "
+                 "(sticky); [15:8] REJECT_INDEX."),
+    ]
+    offset = 0x040
+    for name, width, lo, hi, fmt, doc in _config_specs(build):
+        words = (width + 31) // 32
+        offset = (offset + 4 * words - 1) // (4 * words) * (4 * words) if words > 1 else offset
+        regs.append(Register(name, offset, width, "rw", "config", lo, hi, defaults[name], fmt,
+                             doc))
+        offset += 4 * words
+    assert offset <= 0x200
+    offset = 0x200
+    for name in COUNTERS:
+        regs.append(Register(name, offset, 64, "rc", "counter", 0, 0, 0, "count",
+                             f"Counter: {name.replace('_', ' ')}; write clears."))
+        offset += 8
+    offset = 0x280
+    for name, width, access, doc in TELEMETRY:
+        words = (width + 31) // 32
+        regs.append(Register(name, offset, width, access, "telemetry", 0, 0, 0, "", doc))
+        offset += 4 * words
+    return regs
+
+
+def tables(build=None):
+    build = build or Build()
+    return [
+        Table("decay_table", 0x1000, DECAY_TABLE_DEPTH, DECAY_SHIFT_BITS, "shift",
+              "Idle decay: right shift of the average after c idle cells."),
+        Table("rate_table", 0x40000, build.table_depth, RATE.width, "RATE m16 s6",
+              "FPQ r(n) = l_t(n) / q_t(n) for n = 0 .. table_depth-1."),
+    ]
+
+
+def _build_word(build):
+    return ((build.vec_bits.bit_length() - 1) | ((build.table_depth.bit_length() - 1) << 5)
+            | (build.avg_lag << 10))
+
+
+def check_registers(values, build=None):
+    """The commit check the hardware does. Returns the index (in ``registers()``) of the first
+    config register out of range, or None if the commit is accepted."""
+    for i, r in enumerate(registers(build)):
+        if r.kind != "config":
+            continue
+        v = values[r.name]
+        if not r.lo <= v <= r.hi:
+            return i
+        if r.name == "red_max_th" and v < values["red_min_th"] + (1 << QAVG.frac_bits):
+            return i
+    return None
+
+
+# ---- generators -------------------------------------------------------------------------
+def to_json(build=None):
+    build = build or Build()
+    return json.dumps({
+        "build": {"vec_bits": build.vec_bits, "table_depth": build.table_depth,
+                  "avg_lag": build.avg_lag},
+        "bus": {"data_bits": 32, "address": "byte", "word_order": "least significant first"},
+        "registers": [dict(r.__dict__, words=r.words, index=i)
+                      for i, r in enumerate(registers(build))],
+        "tables": [dict(t.__dict__) for t in tables(build)],
+        "control": {"COMMIT": CONTROL_COMMIT, "CLEAR_ERRORS": CONTROL_CLEAR_ERRORS},
+        "status": STATUS_BITS | {"REJECT_INDEX_SHIFT": STATUS_REJECT_INDEX_SHIFT},
+    }, indent=1, default=str) + "\n"
+
+
+def to_c_header(build=None):
+    build = build or Build()
+    lines = ["/* Generated by `fpq regmap` from sw/fpq/config.py and sw/fpq/regmap.py.",
+             " * Do not edit. Byte addresses of 32-bit words; wide registers take consecutive",
+             " * words, least significant first. */",
+             "#ifndef FPQ_REGS_H", "#define FPQ_REGS_H", "",
+             f"#define FPQ_BUILD_VEC_BITS {build.vec_bits}u",
+             f"#define FPQ_BUILD_TABLE_DEPTH {build.table_depth}u",
+             f"#define FPQ_BUILD_AVG_LAG {build.avg_lag}u",
+             f"#define FPQ_ID_VALUE 0x{ID_VALUE:08x}u",
+             f"#define FPQ_CONTROL_COMMIT 0x{CONTROL_COMMIT:x}u",
+             f"#define FPQ_CONTROL_CLEAR_ERRORS 0x{CONTROL_CLEAR_ERRORS:x}u"]
+    for name, bit in STATUS_BITS.items():
+        lines.append(f"#define FPQ_STATUS_{name} (1u << {bit})")
+    lines.append(f"#define FPQ_STATUS_REJECT_INDEX_SHIFT {STATUS_REJECT_INDEX_SHIFT}")
+    lines.append("")
+    for i, r in enumerate(registers(build)):
+        n = r.name.upper()
+        lines.append(f"/* {r.doc} [{r.access}, {r.width} bits, {r.fmt}] */")
+        lines.append(f"#define FPQ_REG_{n} 0x{r.offset:05x}u")
+        lines.append(f"#define FPQ_REG_{n}_WIDTH {r.width}u")
+        lines.append(f"#define FPQ_REG_{n}_INDEX {i}u")
+    for t in tables(build):
+        n = t.name.upper()
+        lines.append(f"/* {t.doc} */")
+        lines.append(f"#define FPQ_{n} 0x{t.offset:05x}u")
+        lines.append(f"#define FPQ_{n}_DEPTH {t.depth}u")
+    lines += ["", "#endif /* FPQ_REGS_H */", ""]
+    return "\n".join(lines)
+
+
+def to_markdown(build=None):
+    build = build or Build()
+    out = ["# Register map", "",
+           "Generated by `make regmap` from `sw/fpq/config.py` (the one configuration source) "
+           "and `sw/fpq/regmap.py`; do not edit by hand. Build: "
+           f"vec_bits {build.vec_bits}, table_depth {build.table_depth}, avg_lag "
+           f"{build.avg_lag}. Byte addresses; 32-bit words; wide registers take consecutive "
+           "words, least significant first.", "",
+           "## Behaviour", ""]
+    doc = __doc__.split("Behaviour the hardware guarantees (and the model mirrors in "
+                        ":func:`check_registers`):")[1]
+    out += [line[0:] for line in doc.strip("\n").splitlines()]
+    out += ["", "## Registers", "",
+            "| index | address | name | access | bits | format | range (raw) | reset | description |",
+            "|---|---|---|---|---|---|---|---|---|"]
+    for i, r in enumerate(registers(build)):
+        rng = f"{r.lo:#x} .. {r.hi:#x}" if r.kind == "config" else ""
+        out.append(f"| {i} | 0x{r.offset:05x} | `{r.name}` | {r.access} | {r.width} | {r.fmt} | "
+                   f"{rng} | {r.reset:#x} | {r.doc} |")
+    out += ["", "## Tables", "", "| address | name | depth | bits | format | description |",
+            "|---|---|---|---|---|---|"]
+    for t in tables(build):
+        out.append(f"| 0x{t.offset:05x} | `{t.name}` | {t.depth} | {t.width} | {t.fmt} | "
+                   f"{t.doc} |")
+    out += ["", "## Configuration fields", "",
+            "User-level fields (`fpq.Config`). `host` fields are folded by the driver into "
+            "derived registers or the tables.", "",
+            "| field | kind | type | unit | hardware format | range | default | description |",
+            "|---|---|---|---|---|---|---|---|"]
+    for f in FIELDS:
+        lo, hi = f.bounds(build)
+        default = f.default(build) if callable(f.default) else f.default
+        if isinstance(default, bytes):
+            default = default.hex()
+            lo = hi = f"{lo} bytes"
+        out.append(f"| `{f.name}` | {f.kind} | {f.type} | {f.unit} | {f.fmt} | [{lo}, {hi}] | "
+                   f"{default} | {f.doc} |")
+    return "\n".join(out) + "\n"
+
+
+GENERATED = {
+    "sw/generated/regmap.json": to_json,
+    "sw/generated/fpq_regs.h": to_c_header,
+    "docs/REGISTERS.md": to_markdown,
+}
+
+
+def write_all(out=None, docs=None, root=None):
+    """Write the generated files (paths relative to the repository ``root``)."""
+    root = root or os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+    written = []
+    for rel, gen in GENERATED.items():
+        path = os.path.join(root, rel)
+        if rel.endswith(".md") and docs:
+            path = os.path.join(root, docs) if not os.path.isabs(docs) else docs
+        elif out and not rel.endswith(".md"):
+            path = os.path.join(out, os.path.basename(rel)) if os.path.isabs(out) else \
+                os.path.join(root, out, os.path.basename(rel))
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            f.write(gen())
+        written.append(path)
+    return written

@@ -1,0 +1,223 @@
+"""Trace files of arrival and departure descriptors: compact binary, and CSV export.
+
+Binary layout (all little-endian)::
+
+    offset  size  field
+    0       8     magic  b"FPQTRACE"
+    8       2     version (1)
+    10      2     record size in bytes (32)
+    12      4     metadata length M in bytes
+    16      8     tick_hz (float64): ticks per second of the timestamps
+    24      8     record count R
+    32      M     metadata: UTF-8 JSON object (scenario, seed, ...)
+    32+M    pad   zero bytes up to a multiple of 8
+    ...     32*R  records
+
+    record: ts u64 | kind u8 (0 arrival, 1 departure) | flags u8 (bit 0: ECN-capable) |
+            length u16 (bytes, 1..65535) | src_ip u32 | dst_ip u32 | src_port u16 |
+            dst_port u16 | proto u8 | 7 zero bytes
+
+Departures carry zeros in the 5-tuple. Records are in the order the queue manager sees them;
+timestamps never decrease. Readers check everything and name the first bad record; writers
+write to a temporary file and rename it, so a failed write leaves no partial file.
+"""
+
+import json
+import os
+import struct
+import tempfile
+
+import numpy as np
+
+from .flow_hash import pack_flow, unpack_flow
+from .queue_manager import Arrival, Departure
+
+__all__ = ["write_trace", "read_trace", "write_csv", "read_csv", "TraceError", "RECORD_DTYPE"]
+
+MAGIC = b"FPQTRACE"
+VERSION = 1
+_HEAD = struct.Struct("<8sHHIdQ")
+RECORD_DTYPE = np.dtype([("ts", "<u8"), ("kind", "u1"), ("flags", "u1"), ("length", "<u2"),
+                         ("src_ip", "<u4"), ("dst_ip", "<u4"), ("src_port", "<u2"),
+                         ("dst_port", "<u2"), ("proto", "u1"), ("pad", "V7")])
+assert RECORD_DTYPE.itemsize == 32
+CSV_COLUMNS = ("ts", "kind", "src_ip", "dst_ip", "src_port", "dst_port", "proto", "length", "ecn")
+
+
+class TraceError(ValueError):
+    """A malformed trace; the message names the file, the record and the field."""
+
+
+def _atomic_write(path, write):
+    path = os.fspath(path)
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=os.path.basename(path))
+    try:
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def _to_records(events):
+    rec = np.zeros(len(events), RECORD_DTYPE)
+    prev = 0
+    for i, ev in enumerate(events):
+        if type(ev) is Departure:
+            ts, length = ev
+            kind, flags, fields = 1, 0, (0, 0, 0, 0, 0)
+        else:
+            ts, flow, length, ecn = ev
+            kind, flags = 0, int(bool(ecn))
+            if not 0 <= flow < (1 << 104):
+                raise TraceError(f"event {i}: flow {flow!r} is not a 104-bit flow key")
+            fields = unpack_flow(flow)
+        if not isinstance(ts, int) or not 0 <= ts < (1 << 64):
+            raise TraceError(f"event {i}: ts {ts!r} is out of range [0, 2**64)")
+        if ts < prev:
+            raise TraceError(f"event {i}: ts {ts} is earlier than the previous event's {prev}")
+        if not 1 <= length <= 0xFFFF:
+            raise TraceError(f"event {i}: length {length!r} is out of range [1, 65535]")
+        prev = ts
+        rec[i] = (ts, kind, flags, length, *fields, b"\0" * 7)
+    return rec
+
+
+def write_trace(path, events, tick_hz, metadata=None):
+    """Write ``events`` (Arrival / Departure) to ``path``; ``tick_hz`` scales the timestamps."""
+    rec = _to_records(events)
+    meta = json.dumps(metadata or {}, sort_keys=True).encode()
+    pad = (-(_HEAD.size + len(meta))) % 8
+
+    def write(f):
+        f.write(_HEAD.pack(MAGIC, VERSION, RECORD_DTYPE.itemsize, len(meta), float(tick_hz),
+                           len(rec)))
+        f.write(meta + b"\0" * pad)
+        f.write(rec.tobytes())
+    _atomic_write(path, write)
+
+
+def read_records(path):
+    """Read and check a trace; returns ``(header dict, numpy record array)``."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if len(data) < _HEAD.size:
+        raise TraceError(f"{path}: {len(data)} bytes is too short for the {_HEAD.size}-byte header")
+    magic, version, rsize, mlen, tick_hz, count = _HEAD.unpack_from(data)
+    if magic != MAGIC:
+        raise TraceError(f"{path}: magic {magic!r} is not {MAGIC!r}: not an FPQ trace")
+    if version != VERSION:
+        raise TraceError(f"{path}: version {version} is not supported (only {VERSION})")
+    if rsize != RECORD_DTYPE.itemsize:
+        raise TraceError(f"{path}: record size {rsize} is not {RECORD_DTYPE.itemsize}")
+    if not (tick_hz > 0 and tick_hz < 1e15):
+        raise TraceError(f"{path}: tick_hz {tick_hz} is out of range (0, 1e15)")
+    start = _HEAD.size + mlen + (-(_HEAD.size + mlen)) % 8
+    if start > len(data):
+        raise TraceError(f"{path}: metadata length {mlen} runs past the end of the file")
+    try:
+        meta = json.loads(data[_HEAD.size:_HEAD.size + mlen] or b"{}")
+    except ValueError as exc:
+        raise TraceError(f"{path}: metadata is not valid JSON ({exc})") from None
+    body = len(data) - start
+    if body != count * rsize:
+        raise TraceError(f"{path}: header says {count} records ({count * rsize} bytes) but the "
+                         f"file holds {body} bytes after the header: truncated or padded")
+    rec = np.frombuffer(data, RECORD_DTYPE, count=count, offset=start)
+    _check(path, rec)
+    return {"tick_hz": tick_hz, "metadata": meta, "count": count}, rec
+
+
+def _check(path, rec):
+    def first(mask, what):
+        bad = np.flatnonzero(mask)
+        if bad.size:
+            i = int(bad[0])
+            raise TraceError(f"{path}: record {i}: {what} (value {rec[i][what.split()[0]]})")
+    first(rec["kind"] > 1, "kind must be 0 (arrival) or 1 (departure)")
+    first(rec["flags"] > 1, "flags must be 0 or 1 (bit 0: ECN-capable)")
+    first(rec["length"] == 0, "length must be in [1, 65535]")
+    if rec.size > 1:
+        back = np.flatnonzero(rec["ts"][1:] < rec["ts"][:-1])
+        if back.size:
+            i = int(back[0]) + 1
+            raise TraceError(f"{path}: record {i}: ts {rec['ts'][i]} is earlier than record "
+                             f"{i - 1}'s {rec['ts'][i - 1]}")
+
+
+def records_to_events(rec):
+    out = []
+    for ts, kind, flags, length, s, d, sp, dp, pr in zip(
+            rec["ts"].tolist(), rec["kind"].tolist(), rec["flags"].tolist(),
+            rec["length"].tolist(), rec["src_ip"].tolist(), rec["dst_ip"].tolist(),
+            rec["src_port"].tolist(), rec["dst_port"].tolist(), rec["proto"].tolist()):
+        if kind:
+            out.append(Departure(ts, length))
+        else:
+            out.append(Arrival(ts, (s << 72) | (d << 40) | (sp << 24) | (dp << 8) | pr, length,
+                               bool(flags)))
+    return out
+
+
+def read_trace(path):
+    """Read a trace: ``(header, [Arrival | Departure, ...])``."""
+    header, rec = read_records(path)
+    return header, records_to_events(rec)
+
+
+def _ip(x):
+    return ".".join(str((x >> s) & 0xFF) for s in (24, 16, 8, 0))
+
+
+def write_csv(path, events):
+    """CSV export, one event per line, columns ``CSV_COLUMNS`` (IP addresses dotted)."""
+    def write(f):
+        f.write((",".join(CSV_COLUMNS) + "\n").encode())
+        lines = []
+        for ev in events:
+            if type(ev) is Departure:
+                lines.append(f"{ev.ts},dep,,,,,,{ev.length},")
+            else:
+                s, d, sp, dp, pr = unpack_flow(ev.flow)
+                lines.append(f"{ev.ts},arr,{_ip(s)},{_ip(d)},{sp},{dp},{pr},{ev.length},"
+                             f"{int(bool(ev.ecn))}")
+        f.write(("\n".join(lines) + ("\n" if lines else "")).encode())
+    _atomic_write(path, write)
+
+
+def read_csv(path):
+    """Read a CSV written by :func:`write_csv` back into events; errors name line and column."""
+    import csv
+    out = []
+    with open(path, newline="") as f:
+        reader = csv.reader(f)
+        head = next(reader, None)
+        if tuple(head or ()) != CSV_COLUMNS:
+            raise TraceError(f"{path}: line 1: header must be {','.join(CSV_COLUMNS)}")
+        for lineno, row in enumerate(reader, 2):
+            try:
+                if len(row) != len(CSV_COLUMNS):
+                    raise ValueError(f"has {len(row)} columns, expected {len(CSV_COLUMNS)}")
+                col = dict(zip(CSV_COLUMNS, row))
+                ts, length = int(col["ts"]), int(col["length"])
+                if col["kind"] == "dep":
+                    out.append(Departure(ts, length))
+                elif col["kind"] == "arr":
+                    def ip(name):
+                        parts = [int(x) for x in col[name].split(".")]
+                        if len(parts) != 4 or any(not 0 <= x <= 255 for x in parts):
+                            raise ValueError(f"{name} {col[name]!r} is not a dotted IPv4 address")
+                        return (parts[0] << 24) | (parts[1] << 16) | (parts[2] << 8) | parts[3]
+                    out.append(Arrival(ts, pack_flow(ip("src_ip"), ip("dst_ip"),
+                                                     int(col["src_port"]), int(col["dst_port"]),
+                                                     int(col["proto"])), length,
+                                       col["ecn"] == "1"))
+                else:
+                    raise ValueError(f"kind {col['kind']!r} must be arr or dep")
+            except ValueError as exc:
+                raise TraceError(f"{path}: line {lineno}: {exc}") from None
+    _to_records(out)  # same checks as the binary writer (ranges, order)
+    return out

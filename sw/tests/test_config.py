@@ -1,0 +1,75 @@
+"""The configuration source: paper reference values, ranges, errors that name the field."""
+import pytest
+
+from fpq import Config, ConfigError, Build
+from fpq.config import lt_qt_float, FIELDS
+from fpq.formats import RATE
+
+
+@pytest.mark.parametrize("n, lt_percent", [(10, 1.13), (25, 1.60), (75, 1.91), (100, 1.96)])
+def test_reference_lt_values(n, lt_percent):
+    # FPQ_NOTES reference values for P = 21.7, no +1; q_t = 6N for N >= 2
+    q_t, l_t = lt_qt_float(n, 21.7)
+    assert q_t == 6 * n
+    assert round(100 * l_t, 2) == lt_percent
+
+
+def test_lt_caps_at_paper_maximum_and_n_below_one_is_one():
+    assert lt_qt_float(10_000, 21.7)[1] == 0.021
+    assert lt_qt_float(0, 21.7) == lt_qt_float(1, 21.7)
+
+
+def test_plus_one_lowers_lt():
+    assert lt_qt_float(10, 21.7, plus_one=True)[1] < lt_qt_float(10, 21.7)[1]
+
+
+@pytest.mark.parametrize("field, value, fragment", [
+    ("v_max", 0, "v_max: 0 is out of range [1, 8192]"),
+    ("v_max", 8193, "v_max: 8193 is out of range [1, 8192]"),
+    ("wq_shift", 17, "wq_shift: 17 is out of range [0, 16]"),
+    ("red_max_p", 1.5, "red_max_p: 1.5 is out of range [0.0, 1.0]"),
+    ("mode", "blue", "mode: 'blue' must be one of droptail, red, fpq"),
+    ("n_cap", 8192, "n_cap: 8192 is out of range [1, 8191]"),
+    ("v_max", 10.5, "v_max: 10.5 must be an integer"),
+    ("hash_key", b"short", "hash_key: must be exactly 20 bytes"),
+    ("ecn", 2, "ecn: 2 must be true or false"),
+    ("limit_pkts", float("nan"), "limit_pkts: nan is out of range"),
+])
+def test_bad_values_name_field_and_range(field, value, fragment):
+    with pytest.raises(ConfigError) as exc:
+        Config(**{field: value})
+    assert fragment in str(exc.value)
+
+
+def test_unknown_field_is_named():
+    with pytest.raises(ConfigError, match="unknown configuration field.*bogus"):
+        Config(bogus=1)
+
+
+def test_relations_are_checked():
+    with pytest.raises(ConfigError, match="red_max_th: 5.5 must be >= red_min_th \\+ 1"):
+        Config(red_min_th=5, red_max_th=5.5)
+    with pytest.raises(ConfigError, match="t_clear_s: .* more than one bit per tick"):
+        Config(tick_hz=1e3, t_clear_s=1.0, v_max=5000)
+
+
+def test_build_parameters_are_checked():
+    with pytest.raises(ConfigError, match="vec_bits: 1000 must be a power of two"):
+        Build(vec_bits=1000)
+    assert Config(build=Build(vec_bits=65536), v_max=65536).v_max == 65536
+
+
+def test_every_field_default_is_valid_and_documented():
+    c = Config()
+    for f in FIELDS:
+        assert f.doc and f.unit
+        assert f.name in c.values
+
+
+def test_rate_format_relative_error():
+    # normalised 16-bit mantissa: relative error <= 2^-16 across the range used
+    for k in range(-60, 1):
+        for frac in (1.0, 1.2345, 1.5, 1.99):
+            v = frac * 2.0 ** k
+            m, s = RATE.encode(v)
+            assert abs(RATE.decode(m, s) - v) / v <= 2 ** -16
