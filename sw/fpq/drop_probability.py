@@ -37,7 +37,7 @@ def scale(word, d):
 def probability(mode, avg, rate_word, regs):
     """Probability for average ``avg`` (QAVG raw). ``rate_word`` is ``r[n]`` (FPQ only)."""
     if mode == MODE_FPQ:
-        p = scale(rate_word, avg)
+        p = (((rate_word & _MMASK) * avg) << 1) >> (rate_word >> _MB)  # scale(), inlined: hot
     elif mode == MODE_RED:
         lo = regs["red_min_th"]
         hi = regs["red_max_th"]

@@ -19,6 +19,7 @@ counts ``dep_errors`` and saturates at zero.
 """
 
 from collections import namedtuple
+import functools
 
 from .config import Config
 from .formats import PROB_ONE, COUNTER_BITS, SEQ_BITS, TIME_BITS
@@ -43,6 +44,8 @@ Verdict = namedtuple("Verdict", "seq action n avg prob")
 Verdict.__doc__ = ("Verdict: arrival sequence number (mod 2**32), action (ENQUEUE, MARK, "
                    "DROP_EARLY, DROP_FORCED), flow count used n, average queue used (QAVG raw), "
                    "probability (PROB raw).")
+
+_new_verdict = functools.partial(tuple.__new__, Verdict)  # Verdict(...) without arg parsing
 
 #: Statistics counters, in register-map order.
 COUNTERS = ("arrivals", "enqueued", "marked", "early_drops", "forced_drops", "departures",
@@ -72,7 +75,9 @@ class QueueManager:
         self.max_queue = 0
         self.red_acc = 0
         self.red_thresh = PROB_ONE - 1
-        self.counters = dict.fromkeys(COUNTERS, 0)
+        self._count = [0, 0, 0, 0]   # per action: enqueue, mark, drop_early, drop_forced
+        self._departures = 0
+        self._dep_errors = 0
         self._apply(regs, self.config.rate_table())
 
     # ---- configuration -----------------------------------------------------------------------
@@ -81,6 +86,17 @@ class QueueManager:
         self.mode = regs["mode"]
         self.rate_table = rate_table
         self.hash = ToeplitzHash(regs["hash_key"])
+        self._hash_cache = self.hash._cache
+        # bound methods of the components, looked up once (the per-arrival path is hot)
+        self._advance = self.fc.advance
+        self._set = self.fc.set
+        self._rand = self.rng.next
+        self._update = self.avg.update
+        self._lag = self.build.avg_lag
+        self._n_cap = regs["n_cap"]
+        self._ecn = regs["ecn"]
+        self._limit_pkts = regs["limit_pkts"]
+        self._limit_bytes = regs["limit_bytes"]
 
     def configure(self, config):
         """Apply a new configuration between two arrivals (the hardware's COMMIT).
@@ -106,22 +122,24 @@ class QueueManager:
         """Decide one arrival. ``desc`` is an :class:`Arrival` (or any (ts, flow, length, ecn))."""
         ts, flow, length, ecn = desc
         ts &= _TMASK
-        regs = self.regs
         fc = self.fc
         # 1. flow counter
-        fc.advance(ts)
-        fc.set(self.hash(flow))
+        self._advance(ts)
+        h = self._hash_cache.get(flow)
+        if h is None:
+            h = self.hash(flow)
+        self._set(h)
         n = fc.n_raw
-        if n > regs["n_cap"]:
-            n = regs["n_cap"]
+        if n > self._n_cap:
+            n = self._n_cap
         # 2. probability from the lagged average
-        lag = self.build.avg_lag
-        slot = self.seq % lag
+        seq = self.seq
+        slot = seq % self._lag
         avg_used = self.history[slot]
         mode = self.mode
-        p = probability(mode, avg_used, self.rate_table[n], regs)
+        p = probability(mode, avg_used, self.rate_table[n], self.regs)
         # 3. early decision
-        u = self.rng.next()
+        u = self._rand()
         early = False
         if mode == MODE_FPQ:
             early = u < p
@@ -139,36 +157,29 @@ class QueueManager:
                     self.red_acc = acc
         # 4.-5. mark, hard limits
         q = self.occ_pkts
-        c = self.counters
-        c["arrivals"] = (c["arrivals"] + 1) & _CMASK
-        if early and not (regs["ecn"] and ecn):
+        c = self._count
+        if early and not (self._ecn and ecn):
             action = DROP_EARLY
-            c["early_drops"] = (c["early_drops"] + 1) & _CMASK
-        elif q + 1 > regs["limit_pkts"] or self.occ_bytes + length > regs["limit_bytes"]:
+        elif q + 1 > self._limit_pkts or self.occ_bytes + length > self._limit_bytes:
             action = DROP_FORCED
-            c["forced_drops"] = (c["forced_drops"] + 1) & _CMASK
         else:
             action = MARK if early else ENQUEUE
-            if early:
-                c["marked"] = (c["marked"] + 1) & _CMASK
-            c["enqueued"] = (c["enqueued"] + 1) & _CMASK
             self.occ_pkts = q + 1
             self.occ_bytes += length
             if q + 1 > self.max_queue:
                 self.max_queue = q + 1
+        c[action] += 1
         # 6. averager sample (the queue this arrival found), into the lag line
-        self.history[slot] = self.avg.update(q, ts)
-        verdict = Verdict(self.seq & _SMASK, action, n, avg_used, p)
-        self.seq += 1
-        return verdict
+        self.history[slot] = self._update(q, ts)
+        self.seq = seq + 1
+        return _new_verdict((seq & _SMASK, action, n, avg_used, p))
 
     def depart(self, desc):
         """Apply one departure. ``desc`` is a :class:`Departure` (or any (ts, length))."""
         ts, length = desc
-        c = self.counters
-        c["departures"] = (c["departures"] + 1) & _CMASK
+        self._departures += 1
         if self.occ_pkts == 0 or length > self.occ_bytes:
-            c["dep_errors"] = (c["dep_errors"] + 1) & _CMASK
+            self._dep_errors += 1
         self.occ_bytes = max(0, self.occ_bytes - length)
         if self.occ_pkts:
             self.occ_pkts -= 1
@@ -187,6 +198,14 @@ class QueueManager:
         return out
 
     # ---- telemetry ---------------------------------------------------------------------------
+    @property
+    def counters(self):
+        """The statistics counters (64-bit, wrapping), named as in the register map."""
+        enq, mark, early, forced = self._count
+        values = (enq + mark + early + forced, enq + mark, mark, early, forced,
+                  self._departures, self._dep_errors)
+        return {name: v & _CMASK for name, v in zip(COUNTERS, values)}
+
     @property
     def n_raw(self):
         return self.fc.n_raw

@@ -13,17 +13,25 @@ an all-zero state (the generator's fixed point) is replaced by ``w = 1``, in har
 
 __all__ = ["XorShift128"]
 
+#: Numbers generated ahead per refill of the model's buffer (a speed measure only: the sequence
+#: is the same as one ``step`` at a time).
+BLOCK = 1024
+
 _M = 0xFFFFFFFF
 
 
 class XorShift128:
-    __slots__ = ("x", "y", "z", "w")
+    """``next()`` returns the next output. Outputs are generated ``BLOCK`` at a time into a
+    buffer (Python is faster in a tight loop); ``step()`` is the one-at-a-time reference."""
+    __slots__ = ("x", "y", "z", "w", "_buf", "_pos")
 
     def __init__(self, state):
         """``state``: the 128-bit register value, ``x`` in bits 31..0, ``w`` in bits 127..96."""
         self.load(state)
 
     def load(self, state):
+        self._buf = []
+        self._pos = 0
         self.x = state & _M
         self.y = (state >> 32) & _M
         self.z = (state >> 64) & _M
@@ -31,11 +39,8 @@ class XorShift128:
         if not (self.x | self.y | self.z | self.w):
             self.w = 1
 
-    @property
-    def state(self):
-        return self.x | (self.y << 32) | (self.z << 64) | (self.w << 96)
-
-    def next(self):
+    def step(self):
+        """One step of the recurrence; the reference form of what ``next`` returns."""
         x = self.x
         t = (x ^ (x << 11)) & _M
         self.x = self.y
@@ -44,3 +49,24 @@ class XorShift128:
         w = w ^ (w >> 19) ^ t ^ (t >> 8)
         self.w = w
         return w
+
+    def _refill(self):
+        x, y, z, w = self.x, self.y, self.z, self.w
+        out = []
+        append = out.append
+        for _ in range(BLOCK):
+            t = (x ^ (x << 11)) & _M
+            x, y, z = y, z, w
+            w = w ^ (w >> 19) ^ t ^ (t >> 8)
+            append(w)
+        self.x, self.y, self.z, self.w = x, y, z, w
+        self._buf = out
+        self._pos = 0
+
+    def next(self):
+        pos = self._pos
+        if pos == len(self._buf):
+            self._refill()
+            pos = 0
+        self._pos = pos + 1
+        return self._buf[pos]
