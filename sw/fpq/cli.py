@@ -1,6 +1,6 @@
 """The ``fpq`` command. Subcommands come from the packages that own them:
 
-* ``fpq.cli`` (here): ``demo``, ``regmap``, ``bench``, ``trace-csv``;
+* ``fpq.cli`` (here): ``demo``, ``regmap``, ``bench``, ``accuracy``, ``trace-csv``;
 * ``fpq_sim.cli.register(subparsers)``: ``sim``, ``figures``, ``trace`` (TCP simulator);
 * ``fpq_hdl.cli.register(subparsers)``: ``verilog`` (RTL export).
 
@@ -32,6 +32,23 @@ def _bench(args):
     return bench_main(args)
 
 
+def _accuracy(args):
+    from .accuracy import markdown, write_results
+    try:
+        flows = [int(x) for x in args.flows.split(",")]
+    except ValueError:
+        raise ValueError(f"--flows: {args.flows!r} must be comma-separated integers") from None
+    bad = [f for f in flows if not 1 <= f <= 65536]
+    if bad:
+        raise ValueError(f"--flows: {bad[0]} is out of range [1, 65536]")
+    text = markdown(flows, seed=args.seed, progress=lambda m: print(m, file=sys.stderr))
+    print(text)
+    if args.write:
+        write_results(text, args.write)
+        print(f"wrote {args.write}", file=sys.stderr)
+    return 0
+
+
 def _trace_csv(args):
     from .trace import read_trace, write_csv
     header, events = read_trace(args.input)
@@ -61,7 +78,16 @@ def build_parser():
 
     p = sub.add_parser("bench", help="golden-model throughput benchmark")
     p.add_argument("--arrivals", type=int, default=300_000)
+    p.add_argument("--repeat", type=int, default=3, help="runs per case; the best counts")
     p.set_defaults(func=_bench)
+
+    p = sub.add_parser("accuracy", help="flow-count accuracy and fixed-vs-float error tables")
+    p.add_argument("--flows", default="10,100,1000,5000",
+                   help="comma-separated true flow counts (default 10,100,1000,5000)")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--write", metavar="RESULTS_MD", nargs="?", const="docs/RESULTS.md",
+                   help="replace the accuracy section of this file (default docs/RESULTS.md)")
+    p.set_defaults(func=_accuracy)
 
     p = sub.add_parser("trace-csv", help="convert a binary trace to CSV")
     p.add_argument("input")

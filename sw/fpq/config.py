@@ -80,8 +80,10 @@ FIELDS = [
           "Clock-tick rate of descriptor timestamps; converts seconds to ticks."),
     Field("p_pkts", "host", "float", "packets", "host", 0.0, 65535.0, 21.7,
           "P, the delay-bandwidth product (FPQ paper Fig. 5). Folded into the r(N) table."),
-    Field("v_max", "reg", "int", "bits", "17 bits", 1, lambda b: b.vec_bits, 5000,
-          "Bits of the flow vector in use (hash range); <= the build-time vector size."),
+    Field("v_max", "reg", "int", "bits", "17 bits", 1, lambda b: b.vec_bits,
+          lambda b: min(5000, b.vec_bits),
+          "Bits of the flow vector in use (hash range); <= the build-time vector size. "
+          "Default: the paper's 5000, or the whole vector if it is smaller."),
     Field("t_clear_s", "host", "float", "s", "host -> clear_period (UQ32.16 ticks)", 1e-9, 1e6,
           4.0, "Time to clear as many bits as the vector has (FPQ paper Fig. 4)."),
     Field("clear_literal", "reg", "bool", "-", "1 bit", 0, 1, False,

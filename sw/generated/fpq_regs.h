@@ -39,7 +39,7 @@
 #define FPQ_REG_ECN 0x00044u
 #define FPQ_REG_ECN_WIDTH 1u
 #define FPQ_REG_ECN_INDEX 5u
-/* Bits of the flow vector in use (hash range); <= the build-time vector size. [rw, 17 bits, bits] */
+/* Bits of the flow vector in use (hash range); <= the build-time vector size. Default: the paper's 5000, or the whole vector if it is smaller. [rw, 17 bits, bits] */
 #define FPQ_REG_V_MAX 0x00048u
 #define FPQ_REG_V_MAX_WIDTH 17u
 #define FPQ_REG_V_MAX_INDEX 6u

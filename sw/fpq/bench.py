@@ -1,0 +1,66 @@
+"""``fpq bench``: golden-model throughput, arrivals per second on one core.
+
+Each case replays the same pre-built event list (synthetic Poisson traffic of 1000 flows into
+a FIFO link at 1.1 times its rate, so the queue, the averager and the drop paths are all
+exercised) through a fresh model; the best of ``--repeat`` runs is reported, because other
+work on the machine only ever makes a run slower. Event generation is outside the timing.
+Results are recorded by hand, with date and machine, in ``docs/BENCHMARKS.md``.
+"""
+
+import os
+import platform
+import random
+import time
+
+from .config import Config
+from .float_model import FloatQueueManager
+from .queue_manager import QueueManager, Departure
+from .synthetic import flow_keys, poisson_arrivals, serve_link
+
+__all__ = ["main", "measure"]
+
+
+def _events(arrivals, flows, seed):
+    cfg = Config()
+    keys = flow_keys(flows, seed)
+    link = 1250.0
+    duration = arrivals / (1.1 * link)
+    arr = poisson_arrivals(keys, 1.1 * link / flows, 0.0, duration, cfg.tick_hz,
+                           random.Random(seed))
+    # the event order one model produces; the others replay it verbatim (same work per event)
+    return serve_link(QueueManager(Config(limit_pkts=2000)), arr, link, 1000, cfg.tick_hz).events
+
+
+def measure(make_model, events, repeat=3):
+    """Best arrivals/s of ``make_model()`` over ``repeat`` replays of ``events``."""
+    n_arr = sum(1 for e in events if type(e) is not Departure)
+    best = 0.0
+    for _ in range(repeat):
+        model = make_model()
+        t0 = time.perf_counter()
+        model.run(events)
+        best = max(best, n_arr / (time.perf_counter() - t0))
+    return best, n_arr
+
+
+def main(args):
+    if not 1000 <= args.arrivals <= 100_000_000:
+        raise ValueError(f"--arrivals: {args.arrivals} is out of range [1000, 100000000]")
+    if not 1 <= args.repeat <= 100:
+        raise ValueError(f"--repeat: {args.repeat} is out of range [1, 100]")
+    events = _events(args.arrivals, 1000, 1)
+    cases = [
+        ("bit-exact, fpq", lambda: QueueManager(Config(limit_pkts=2000))),
+        ("bit-exact, red", lambda: QueueManager(Config(mode="red", limit_pkts=2000))),
+        ("bit-exact, droptail", lambda: QueueManager(Config(mode="droptail", limit_pkts=2000))),
+        ("float (paper), fpq", lambda: FloatQueueManager(Config(limit_pkts=2000))),
+    ]
+    print(f"fpq bench {time.strftime('%Y-%m-%d')}: {platform.python_implementation()} "
+          f"{platform.python_version()}, {platform.machine()}, {os.cpu_count()} cores; "
+          f"{len(events)} events, best of {args.repeat}")
+    print("| model | arrivals | arrivals/s |")
+    print("|---|---|---|")
+    for name, make in cases:
+        rate, n = measure(make, events, args.repeat)
+        print(f"| {name} | {n} | {rate:,.0f} |")
+    return 0
