@@ -1,0 +1,111 @@
+"""``fpq sim``, ``fpq trace`` and ``fpq figures``: the simulator's subcommands of ``fpq``."""
+
+import json
+import os
+import tempfile
+
+__all__ = ["register"]
+
+
+def _write_json(path, data):
+    """Write JSON atomically: a failed write leaves no partial file."""
+    path = os.fspath(path)
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".json")
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(data, f, indent=1)
+            f.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def _sim(args):
+    from .scenario import load
+    from .network import Network
+    sc = load(args.scenario, args.set or ())
+    net = Network(sc)
+    net.run()
+    s = net.summary(transfer_times=args.transfer_times)
+    if args.json:
+        _write_json(args.json, s)
+    t = s["transfers"]
+    line = (f"{sc['name'] or args.scenario}: {s['flows_total']} flows, "
+            f"{sc['queue']['discipline']}: loss {100 * s['loss_rate']:.2f} %, "
+            f"queue {s['avg_queue_pkts']:.1f} pkts, utilisation {100 * s['utilisation']:.1f} %, "
+            f"goodput {s['goodput_pkts_per_s']:.1f} pkt/s")
+    if t["count"]:
+        line += (f", {t['count']} transfers: p5 {t['p5']:.2f} s, median {t['p50']:.2f} s, "
+                 f"p95 {t['p95']:.2f} s")
+    print(line)
+    print(f"{s['events']} events in {s['wall_seconds']:.2f} s "
+          f"({s['events_per_second'] or 0:.0f} events/s)" +
+          (f"; wrote {args.json}" if args.json else ""))
+    return 0
+
+
+def _trace(args):
+    from fpq.trace import write_trace
+    from .scenario import load
+    from .network import Network
+    sc = load(args.scenario, args.set or ())
+    if args.duration is not None:
+        if not 0 < args.duration <= sc["run"]["duration_s"]:
+            raise ValueError(f"--duration: {args.duration} is out of range "
+                             f"(0, {sc['run']['duration_s']}] s (run.duration_s)")
+    net = Network(sc, trace=True)
+    net.run(args.duration)
+    events = net.trace
+    if args.max_events is not None:
+        events = events[:args.max_events]
+    meta = {"source": "fpq_sim", "scenario": sc["name"], "seed": sc["run"]["seed"],
+            "duration_s": net.sim.now, "discipline": sc["queue"]["discipline"],
+            "flows": len(net.senders), "config": net.config.to_dict(),
+            "sets": list(args.set or ())}
+    write_trace(args.out, events, net.config.tick_hz, meta)
+    arr = sum(1 for e in events if len(e) == 4)
+    print(f"wrote {args.out}: {len(events)} descriptors ({arr} arrivals, "
+          f"{len(events) - arr} departures) over {net.sim.now:g} s, tick_hz "
+          f"{net.config.tick_hz:g}")
+    return 0
+
+
+def _figures(args):
+    from .figures import main
+    return main(args)
+
+
+def _positive_int(text):
+    v = int(text)
+    if v < 1:
+        raise ValueError(f"{v} must be >= 1")
+    return v
+
+
+def register(sub):
+    p = sub.add_parser("sim", help="run a TCP simulation scenario (TOML)")
+    p.add_argument("scenario", help="scenario file (schema: sim/scenarios/README.md)")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE",
+                   help="override a scenario key, e.g. flows.0.count=75 or queue.discipline=fpq")
+    p.add_argument("--json", metavar="OUT.json", help="write the summary here")
+    p.add_argument("--transfer-times", action="store_true",
+                   help="include every transfer time in the JSON")
+    p.set_defaults(func=_sim)
+
+    p = sub.add_parser("trace", help="bottleneck arrival/departure descriptors of a scenario, "
+                                     "as an FPQ trace for the RTL benches")
+    p.add_argument("scenario")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE")
+    p.add_argument("--out", required=True, help="trace file to write (fpq.trace format)")
+    p.add_argument("--duration", type=float, help="simulate only this many seconds")
+    p.add_argument("--max-events", type=_positive_int, help="keep only the first N descriptors")
+    p.set_defaults(func=_trace)
+
+    p = sub.add_parser("figures", help="reproduce the papers' figures; writes PNG + CSV and "
+                                       "the results section of docs/RESULTS.md")
+    from .figures import add_arguments
+    add_arguments(p)
+    p.set_defaults(func=_figures)

@@ -1,0 +1,185 @@
+"""Builds the papers' dumbbell from a validated scenario, runs it, and summarises it.
+
+Topology (FPQ paper Fig. 8, 1997 paper Fig. 1): each sender has its own access link to router
+A; A's output port to B is the bottleneck (the queue discipline lives there); receivers sit at
+B. ACKs return over a B -> A link (bottleneck bandwidth unless set, same delay) and the
+sender's access link, each a FIFO with serialisation and propagation delay (no losses: ACK
+paths are far from full in these scenarios).
+"""
+
+import math
+import random
+import time
+
+import numpy as np
+
+import fpq
+from fpq.float_model import FloatQueueManager
+
+from .engine import Simulator, Link
+from .router import OutputPort
+from .scenario import queue_config
+from .tcp import TcpParams, Sender, Receiver, Counters
+
+__all__ = ["Network", "run_scenario", "summarise"]
+
+
+def _draw(rng, value):
+    return rng.uniform(value[0], value[1]) if isinstance(value, list) else value
+
+
+class Network:
+    """A scenario, built and ready to run. ``trace=True`` records the bottleneck descriptors;
+    ``qm`` overrides the queue manager (any object with ``arrive``/``depart``)."""
+
+    def __init__(self, sc, trace=False, qm=None, log=None):
+        self.sc = sc
+        run, b = sc["run"], sc["bottleneck"]
+        self.rng = random.Random(run["seed"])
+        self.sim = sim = Simulator()
+        self.counters = Counters()
+        self.config = cfg = queue_config(sc)
+        if qm is None:
+            qm = (fpq.QueueManager(cfg) if sc["queue"]["model"] == "exact"
+                  else FloatQueueManager(cfg))
+        self.qm = qm
+        self.trace = [] if trace else None
+        self.port = OutputPort(sim, qm, b["bandwidth_bps"], b["delay_s"], cfg.tick_hz,
+                               b["loss_rate"], random.Random(run["seed"] ^ 0x5EED), self.trace)
+        self.reverse = Link(b["reverse_bandwidth_bps"] or b["bandwidth_bps"], b["delay_s"])
+        self.transfers = []          # (flow index, start, end)
+        self.senders, self.receivers, self.groups = [], [], []
+        total = sum(g["count"] for g in sc["flows"])
+        index = 0
+        for gi, g in enumerate(sc["flows"]):
+            pkt = b["packet_bytes"]
+            params = TcpParams(
+                variant=g["tcp"], max_window=max(1, g["max_window_bytes"] // pkt),
+                tick=g["tick_s"], rto_init=g["rto_init_s"], rto_min=g["rto_min_s"],
+                rto_max=g["rto_max_s"], max_backoff=g["max_backoff"],
+                dupack_threshold=g["dupack_threshold"], delayed_ack=g["delayed_ack"],
+                delack_timeout=g["delack_timeout_s"], ack_every=g["ack_every"],
+                transfer_pkts=g["transfer_pkts"] if g["workload"] == "transfers" else None,
+                think_time=g["think_s"], packet_bytes=pkt, ack_bytes=b["ack_bytes"])
+            for _ in range(g["count"]):
+                bw = (g["access_bw_total_bps"] / total if g["access_bw_total_bps"]
+                      else _draw(self.rng, g["access_bw_bps"]))
+                delay = _draw(self.rng, g["access_delay_s"])
+                self._add_flow(index, gi, params, bw, delay, log)
+                start = g["start_s"] + self.rng.uniform(0.0, g["start_jitter_s"])
+                sim.at(start, self.senders[-1].start, None)
+                index += 1
+        self.warm_delivered = [0] * index
+        self.warmup = run["warmup_s"]
+        if self.warmup > 0:
+            sim.at(self.warmup, self._end_warmup, None)
+        self.wall = 0.0
+
+    def _add_flow(self, index, group, params, bw, delay, log):
+        sim = self.sim
+        fwd, back = Link(bw, delay), Link(bw, delay)
+        port_arrive, reverse = self.port.arrive, self.reverse
+        at = sim.at
+        # 10.0.0.0/16 senders, 10.1.0.0/16 receivers, one port pair per flow
+        key = fpq.pack_flow(0x0A000000 + index + 1, 0x0A010000 + index + 1,
+                            1024 + index % 60000, 80, 6)
+
+        def send_data(pkt):
+            at(fwd.pass_through(sim.now, pkt.size), port_arrive, pkt)
+
+        sender = Sender(sim, params, index, send_data, self.counters, self._transfer_done,
+                        key, log)
+
+        def send_ack(pkt, on_ack=sender.on_ack):
+            size = pkt.size
+            at(back.pass_through(reverse.pass_through(sim.now, size), size), on_ack, pkt)
+
+        receiver = Receiver(sim, params, index, send_ack, self.counters, log)
+        sender.receiver, receiver.sender = receiver, sender
+        self.senders.append(sender)
+        self.receivers.append(receiver)
+        self.groups.append(group)
+
+    def _transfer_done(self, sender, start, end):
+        self.transfers.append((sender.index, start, end))
+
+    def _end_warmup(self, _):
+        now = self.sim.now
+        self.port.reset_stats(now)
+        self.warm_delivered = [r.delivered for r in self.receivers]
+
+    def run(self, until=None):
+        until = self.sc["run"]["duration_s"] if until is None else until
+        t0 = time.perf_counter()
+        self.sim.run(until)
+        self.wall += time.perf_counter() - t0
+        return self
+
+    # ---- accounting -------------------------------------------------------------------------
+    def packets_in_flight(self):
+        """(data, acks) packets scheduled to arrive somewhere, queued or on the wire."""
+        data = acks = 0
+        for arg in self.sim.pending():
+            if hasattr(arg, "is_ack"):
+                if arg.is_ack:
+                    acks += 1
+                else:
+                    data += 1
+        return data + len(self.port.queue), acks
+
+    def summary(self, transfer_times=False):
+        return summarise(self, transfer_times)
+
+
+def _pct(a, q):
+    return float(np.percentile(a, q)) if len(a) else None
+
+
+def summarise(net, transfer_times=False):
+    sc, port = net.sc, net.port
+    end = net.sim.now
+    port.finish_stats(end)
+    span = end - (net.warmup if net.warmup < end else 0.0)
+    b = sc["bottleneck"]
+    delivered = [r.delivered - w for r, w in zip(net.receivers, net.warm_delivered)]
+    good = sum(delivered)
+    lost = port.drops + port.wire_losses
+    times = np.array([e - s for _, s, e in net.transfers if s >= net.warmup], dtype=float)
+    cap_pps = b["bandwidth_bps"] / (8.0 * b["packet_bytes"])
+    out = {
+        "scenario": sc["name"],
+        "discipline": sc["queue"]["discipline"],
+        "model": sc["queue"]["model"],
+        "flows_total": len(net.senders),
+        "duration_s": end,
+        "warmup_s": net.warmup,
+        "seed": sc["run"]["seed"],
+        "arrivals": port.arrivals,
+        "drops": port.drops,
+        "early_drops": port.early_drops,
+        "forced_drops": port.forced_drops,
+        "wire_losses": port.wire_losses,
+        "loss_rate": lost / port.arrivals if port.arrivals else 0.0,
+        "avg_queue_pkts": port.q_area / span if span > 0 else 0.0,
+        "utilisation": port.busy_time / span if span > 0 else 0.0,
+        "goodput_pkts_per_s": good / span if span > 0 else 0.0,
+        "goodput_fraction": good / span / cap_pps if span > 0 else 0.0,
+        "transfers": {"count": int(times.size),
+                      "mean": float(times.mean()) if times.size else None,
+                      "p5": _pct(times, 5), "p50": _pct(times, 50), "p95": _pct(times, 95)},
+        "flows": delivered,
+        "tcp": net.counters.as_dict(),
+        "events": net.sim.events,
+        "wall_seconds": net.wall,
+        "events_per_second": net.sim.events / net.wall if net.wall > 0 else None,
+    }
+    if transfer_times:
+        out["transfer_times"] = times.tolist()
+    return out
+
+
+def run_scenario(sc, transfer_times=False):
+    """Build, run and summarise a validated scenario (a picklable entry point for workers)."""
+    net = Network(sc)
+    net.run()
+    return net.summary(transfer_times)

@@ -1,0 +1,120 @@
+"""The bottleneck output queue: a FIFO whose admission the queue manager decides.
+
+Per arriving packet the port calls the queue manager's ``arrive`` (the golden model
+``fpq.QueueManager``, the float model ``fpq.float_model.FloatQueueManager``, or anything with
+the same interface, e.g. the Verilated RTL) with an :class:`fpq.Arrival` descriptor; the
+manager keeps its own occupancy and answers ENQUEUE / MARK / DROP_EARLY / DROP_FORCED. Accepted
+packets wait here; when a packet leaves the queue for the wire the port calls ``depart``.
+
+The queue length the manager sees is the number of packets waiting, not counting the one being
+transmitted (as in ns's RED queue). A packet that finds the link idle is enqueued and departs
+at the same timestamp. Timestamps are ``int(t * tick_hz)``.
+
+Events: one when a packet reaches the port, one when its transmission ends; the receiver's
+arrival is scheduled from there (propagation delay), after the optional uniform random loss.
+"""
+
+from collections import deque
+
+from fpq import Arrival, Departure
+
+__all__ = ["OutputPort"]
+
+
+class OutputPort:
+    __slots__ = ("sim", "qm", "bandwidth", "delay", "loss_rate", "rng", "tick_hz", "queue",
+                 "busy", "tx_end", "arrivals", "drops", "early_drops", "forced_drops",
+                 "wire_losses", "lost_total", "departures", "q_area", "q_last", "busy_time", "trace",
+                 "_arrive", "_depart")
+
+    def __init__(self, sim, qm, bandwidth, delay, tick_hz, loss_rate=0.0, rng=None, trace=None):
+        self.sim = sim
+        self.qm = qm
+        self._arrive = qm.arrive
+        self._depart = qm.depart
+        self.bandwidth = float(bandwidth)
+        self.delay = float(delay)
+        self.loss_rate = float(loss_rate)
+        self.rng = rng
+        self.tick_hz = float(tick_hz)
+        self.queue = deque()
+        self.busy = False
+        self.tx_end = 0.0
+        self.trace = trace        # a list: Arrival / Departure descriptors are appended
+        self.lost_total = 0       # drops and wire losses of the whole run (never reset)
+        self.reset_stats(0.0)
+
+    def reset_stats(self, now):
+        """Start the statistics afresh at ``now`` (end of the warm-up)."""
+        self.arrivals = 0
+        self.drops = 0
+        self.early_drops = 0
+        self.forced_drops = 0
+        self.wire_losses = 0
+        self.departures = 0
+        self.q_area = 0.0
+        self.q_last = now
+        self.busy_time = (self.tx_end - now) if self.busy else 0.0
+
+    def arrive(self, pkt):
+        """A data packet reaches the port (event)."""
+        now = self.sim.now
+        ts = int(now * self.tick_hz)
+        desc = Arrival(ts, pkt.conn.flow_key, pkt.size, False)
+        if self.trace is not None:
+            self.trace.append(desc)
+        action = self._arrive(desc)[1]
+        self.arrivals += 1
+        if action >= 2:                      # DROP_EARLY, DROP_FORCED
+            self.drops += 1
+            self.lost_total += 1
+            if action == 2:
+                self.early_drops += 1
+            else:
+                self.forced_drops += 1
+            return
+        q = self.queue
+        self.q_area += len(q) * (now - self.q_last)
+        self.q_last = now
+        q.append(pkt)
+        if not self.busy:
+            self._start(now)
+
+    def _start(self, now):
+        q = self.queue
+        self.q_area += len(q) * (now - self.q_last)
+        self.q_last = now
+        pkt = q.popleft()
+        desc = Departure(int(now * self.tick_hz), pkt.size)
+        if self.trace is not None:
+            self.trace.append(desc)
+        self._depart(desc)
+        self.departures += 1
+        tx = pkt.size * 8.0 / self.bandwidth
+        self.busy = True
+        self.busy_time += tx
+        self.tx_end = now + tx
+        self.sim.at(now + tx, self._done, pkt)
+
+    def _done(self, pkt):
+        now = self.sim.now
+        if self.loss_rate and self.rng.random() < self.loss_rate:
+            self.wire_losses += 1
+            self.lost_total += 1
+        else:
+            self.sim.at(now + self.delay, pkt.conn.receiver.on_data, pkt)
+        if self.queue:
+            self._start(now)
+        else:
+            self.busy = False
+
+    def finish_stats(self, now):
+        """Close the time integrals at ``now`` (end of the run)."""
+        self.q_area += len(self.queue) * (now - self.q_last)
+        self.q_last = now
+        if self.busy and self.tx_end > now:
+            self.busy_time -= self.tx_end - now
+            self.tx_end = now
+
+    def in_queue(self):
+        return list(self.queue)

@@ -1,0 +1,306 @@
+"""Scenario files: the TOML schema, its validation, and ``--set key=value`` overrides.
+
+A scenario is a TOML document with the sections below. Every key is checked: unknown keys,
+wrong types and out-of-range values raise :class:`ScenarioError` whose message names the key
+(``flows[0].count: 0 is out of range [1, 100000]``), before anything runs. ``SCHEMA`` is the
+single declaration; :func:`schema_markdown` renders it for ``sim/scenarios/README.md``.
+
+Numbers written as ``[lo, hi]`` (where allowed) are drawn per flow, uniformly in the range.
+"""
+
+import copy
+import math
+import tomllib
+
+import fpq
+from fpq.config import FIELD_BY_NAME
+
+__all__ = ["ScenarioError", "SCHEMA", "load", "validate", "apply_set", "schema_markdown"]
+
+
+class ScenarioError(ValueError):
+    """A bad scenario; the message names the key, the value and what is allowed."""
+
+
+class Key:
+    __slots__ = ("name", "type", "default", "lo", "hi", "choices", "doc", "ranged")
+
+    def __init__(self, name, type, default, doc, lo=None, hi=None, choices=None, ranged=False):
+        self.name, self.type, self.default, self.doc = name, type, default, doc
+        self.lo, self.hi, self.choices, self.ranged = lo, hi, choices, ranged
+
+
+REQUIRED = object()
+
+SCHEMA = {
+    "": [
+        Key("name", "str", "", "Short name, copied into results."),
+        Key("description", "str", "", "Free text."),
+    ],
+    "run": [
+        Key("duration_s", "float", REQUIRED, "Simulated time.", 1e-3, 1e6),
+        Key("warmup_s", "float", 0.0, "Statistics ignore everything before this time "
+            "(transfers count if they start after it).", 0.0, 1e6),
+        Key("seed", "int", 1, "Seed of every random choice (delays, start times, losses, "
+            "queue manager).", 0, 2**63 - 1),
+    ],
+    "bottleneck": [
+        Key("bandwidth_bps", "float", REQUIRED, "Bottleneck (router A -> B) bandwidth.",
+            1e3, 1e12),
+        Key("delay_s", "float", REQUIRED, "Bottleneck propagation delay.", 0.0, 10.0),
+        Key("packet_bytes", "int", 576, "Size of a data packet (headers included).", 41, 65535),
+        Key("ack_bytes", "int", 40, "Size of an ACK.", 1, 1500),
+        Key("loss_rate", "float", 0.0, "Uniform random loss of data packets on the bottleneck "
+            "link (after the queue).", 0.0, 0.99),
+        Key("reverse_bandwidth_bps", "float", 0.0, "B -> A bandwidth for ACKs (0: same as "
+            "bandwidth_bps).", 0.0, 1e12),
+    ],
+    "queue": [
+        Key("discipline", "str", "droptail", "Queue discipline of the bottleneck output queue.",
+            choices=("droptail", "red", "fpq")),
+        Key("model", "str", "exact", "Which queue manager decides: the bit-exact golden model "
+            "(fpq.QueueManager) or the float model of the paper "
+            "(fpq.float_model.FloatQueueManager).", choices=("exact", "float")),
+        Key("limit_pkts", "int", 0, "Hard buffer limit in packets (0: none).", 0, 65535),
+    ],
+    "flows": [
+        Key("count", "int", REQUIRED, "Number of flows in this group.", 1, 100000),
+        Key("tcp", "str", "tahoe", "TCP variant.", choices=("tahoe", "reno", "newreno")),
+        Key("access_bw_bps", "float", 0.0, "Each flow's access-link bandwidth (or [lo, hi]). "
+            "Exactly one of access_bw_bps and access_bw_total_bps.", 1e3, 1e12, ranged=True),
+        Key("access_bw_total_bps", "float", 0.0, "Access bandwidth shared out: each flow gets "
+            "this / (flows in all groups) (the papers' 10 x (10/N) Mbit/s).", 1e3, 1e12),
+        Key("access_delay_s", "float", 0.0, "Access-link propagation delay (or [lo, hi]).",
+            0.0, 10.0, ranged=True),
+        Key("workload", "str", "bulk", "bulk: one unlimited transfer; transfers: repeated "
+            "transfers of transfer_pkts packets, TCP state re-initialised after each.",
+            choices=("bulk", "transfers")),
+        Key("transfer_pkts", "int", 10, "Packets per transfer (workload = transfers).",
+            1, 10**9),
+        Key("think_s", "float", 0.0, "Pause between transfers.", 0.0, 1e6),
+        Key("start_s", "float", 0.0, "Start time of the group.", 0.0, 1e6),
+        Key("start_jitter_s", "float", 0.0, "Each flow starts at start_s + uniform(0, this).",
+            0.0, 1e6),
+        Key("delayed_ack", "bool", False, "Receiver delays ACKs (every ack_every-th packet or "
+            "the delayed-ACK timer)."),
+        Key("delack_timeout_s", "float", 0.2, "Delayed-ACK timer.", 1e-6, 10.0),
+        Key("ack_every", "int", 2, "With delayed ACKs, ACK every this many in-order packets.",
+            1, 64),
+        Key("tick_s", "float", 0.5, "TCP timer granularity (RTT measured and RTO computed in "
+            "ticks).", 1e-6, 10.0),
+        Key("max_window_bytes", "int", 65536, "Maximum window (receiver window).", 1, 2**30),
+        Key("rto_init_s", "float", 3.0, "Retransmission timeout before the first RTT sample.",
+            1e-3, 1000.0),
+        Key("rto_min_s", "float", 0.0, "Lower bound of the RTO (two ticks always apply).",
+            0.0, 1000.0),
+        Key("rto_max_s", "float", 64.0, "Upper bound of the backed-off RTO.", 1e-3, 1e5),
+        Key("max_backoff", "int", 64, "Cap of the exponential backoff multiplier.", 1, 2**20),
+        Key("dupack_threshold", "int", 3, "Duplicate ACKs that trigger fast retransmit.",
+            1, 1000),
+    ],
+}
+_QUEUE_PASSTHROUGH = sorted(set(FIELD_BY_NAME) - {"mode", "limit_pkts", "tick_hz"})
+
+
+def _check_value(where, key, value):
+    if key.type == "str":
+        if not isinstance(value, str):
+            raise ScenarioError(f"{where}: {value!r} must be a string")
+        if key.choices and value not in key.choices:
+            raise ScenarioError(f"{where}: {value!r} must be one of {', '.join(key.choices)}")
+        return value
+    if key.type == "bool":
+        if not isinstance(value, bool):
+            raise ScenarioError(f"{where}: {value!r} must be true or false")
+        return value
+    if key.ranged and isinstance(value, list):
+        if len(value) != 2:
+            raise ScenarioError(f"{where}: {value!r} must be a number or [lo, hi]")
+        lo = _check_value(f"{where}[0]", key, value[0])
+        hi = _check_value(f"{where}[1]", key, value[1])
+        if hi < lo:
+            raise ScenarioError(f"{where}: range [{lo}, {hi}] has hi < lo")
+        return [lo, hi]
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ScenarioError(f"{where}: {value!r} is not a number (allowed range "
+                            f"[{key.lo}, {key.hi}])")
+    if key.type == "int" and not float(value).is_integer():
+        raise ScenarioError(f"{where}: {value!r} must be an integer in [{key.lo}, {key.hi}]")
+    if not math.isfinite(value) or value < key.lo or value > key.hi:
+        raise ScenarioError(f"{where}: {value!r} is out of range [{key.lo}, {key.hi}]")
+    return int(value) if key.type == "int" else float(value)
+
+
+def _section(where, data, keys, extra_ok=()):
+    if not isinstance(data, dict):
+        raise ScenarioError(f"{where or 'scenario'}: must be a table")
+    known = {k.name: k for k in keys}
+    out = {}
+    for name in data:
+        if name not in known and name not in extra_ok:
+            raise ScenarioError(f"{where + '.' if where else ''}{name}: unknown key; known keys: "
+                                f"{', '.join(list(known) + list(extra_ok))}")
+    for k in keys:
+        full = f"{where}.{k.name}" if where else k.name
+        if k.name in data:
+            out[k.name] = _check_value(full, k, data[k.name])
+        elif k.default is REQUIRED:
+            raise ScenarioError(f"{full}: missing (required)")
+        else:
+            out[k.name] = k.default
+    return out
+
+
+def validate(doc):
+    """Check a parsed scenario; returns a new, complete dict (defaults filled in)."""
+    if not isinstance(doc, dict):
+        raise ScenarioError("scenario: must be a table")
+    sections = {"run", "bottleneck", "queue", "flows"}
+    top = {k: v for k, v in doc.items() if k not in sections}
+    out = _section("", top, SCHEMA[""])
+    for name in ("run", "bottleneck"):
+        if name not in doc:
+            raise ScenarioError(f"{name}: missing section [{name}]")
+        out[name] = _section(name, doc[name], SCHEMA[name])
+    if out["run"]["warmup_s"] >= out["run"]["duration_s"]:
+        raise ScenarioError(f"run.warmup_s: {out['run']['warmup_s']} must be less than "
+                            f"run.duration_s ({out['run']['duration_s']})")
+    queue = doc.get("queue", {})
+    out["queue"] = _section("queue", queue, SCHEMA["queue"], extra_ok=_QUEUE_PASSTHROUGH)
+    params = {k: v for k, v in queue.items() if k in _QUEUE_PASSTHROUGH}
+    if "hash_key" in params and isinstance(params["hash_key"], str):
+        try:
+            params["hash_key"] = bytes.fromhex(params["hash_key"])
+        except ValueError:
+            raise ScenarioError(f"queue.hash_key: {params['hash_key']!r} is not hex") from None
+    out["queue"]["params"] = params
+    try:
+        queue_config(out)
+    except fpq.ConfigError as exc:
+        raise ScenarioError(f"queue.{exc}") from None
+    flows = doc.get("flows")
+    if not isinstance(flows, list) or not flows:
+        raise ScenarioError("flows: missing: at least one [[flows]] group is required")
+    out["flows"] = []
+    for i, group in enumerate(flows):
+        where = f"flows[{i}]"
+        g = _section(where, group, SCHEMA["flows"])
+        has_bw, has_total = "access_bw_bps" in group, "access_bw_total_bps" in group
+        if has_bw == has_total:
+            raise ScenarioError(f"{where}.access_bw_bps: give exactly one of access_bw_bps and "
+                                f"access_bw_total_bps")
+        if g["max_window_bytes"] < out["bottleneck"]["packet_bytes"]:
+            raise ScenarioError(f"{where}.max_window_bytes: {g['max_window_bytes']} is less "
+                                f"than one packet ({out['bottleneck']['packet_bytes']} bytes)")
+        if g["rto_max_s"] < g["rto_min_s"]:
+            raise ScenarioError(f"{where}.rto_max_s: {g['rto_max_s']} must be >= rto_min_s")
+        out["flows"].append(g)
+    if sum(g["count"] for g in out["flows"]) > 100000:
+        raise ScenarioError("flows: more than 100000 flows in total")
+    return out
+
+
+def queue_config(sc):
+    """The fpq.Config of the bottleneck queue manager for a validated scenario."""
+    q, b = sc["queue"], sc["bottleneck"]
+    params = dict(q["params"])
+    params.setdefault("idle_pkt_time_s", b["packet_bytes"] * 8.0 / b["bandwidth_bps"])
+    params.setdefault("seed_decide", (sc["run"]["seed"] * 2 + 1) % 2**64)
+    params.setdefault("seed_clear", (sc["run"]["seed"] * 2 + 2) % 2**64)
+    if q["limit_pkts"]:
+        params["limit_pkts"] = q["limit_pkts"]
+    return fpq.Config(mode=q["discipline"], **params)
+
+
+def load(path, sets=()):
+    """Read, override (``sets``: ``key=value`` strings) and validate a scenario file."""
+    try:
+        with open(path, "rb") as f:
+            doc = tomllib.load(f)
+    except tomllib.TOMLDecodeError as exc:
+        raise ScenarioError(f"{path}: not valid TOML: {exc}") from None
+    for s in sets:
+        apply_set(doc, s)
+    try:
+        return validate(doc)
+    except ScenarioError as exc:
+        raise ScenarioError(f"{path}: {exc}") from None
+
+
+def apply_set(doc, assignment):
+    """Apply ``section.key=value`` (``flows.0.count=75`` or ``flows[0].count=75``) in place.
+    The value is read as a TOML value (``3``, ``0.5``, ``true``, ``[0, 0.01]``, ``"fpq"``);
+    a bare word is taken as a string."""
+    if "=" not in assignment:
+        raise ScenarioError(f"--set {assignment!r}: must be key=value")
+    path, raw = assignment.split("=", 1)
+    path = path.strip().replace("[", ".").replace("]", "")
+    parts = [p for p in path.split(".") if p]
+    if not parts:
+        raise ScenarioError(f"--set {assignment!r}: empty key")
+    try:
+        value = tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = raw.strip()
+    node = doc
+    for i, part in enumerate(parts[:-1]):
+        where = ".".join(parts[:i + 1])
+        if isinstance(node, list):
+            if not part.isdigit() or int(part) >= len(node):
+                raise ScenarioError(f"--set {path}: {where}: no such flow group (there are "
+                                    f"{len(node)})")
+            node = node[int(part)]
+        elif isinstance(node, dict):
+            node = node.setdefault(part, {})
+        else:
+            raise ScenarioError(f"--set {path}: {where} is not a table")
+    if not isinstance(node, dict):
+        raise ScenarioError(f"--set {path}: cannot set a key inside a non-table")
+    node[parts[-1]] = value
+    return doc
+
+
+def with_overrides(sc, **sets):
+    """A copy of a validated scenario with ``{"flows.0.count": 75, ...}`` applied, revalidated."""
+    doc = copy.deepcopy(sc)
+    doc["queue"] = {k: v for k, v in doc["queue"].items() if k != "params"}
+    doc["queue"].update(sc["queue"]["params"])
+    for k, v in sets.items():
+        parts = k.replace("[", ".").replace("]", "").split(".")
+        node = doc
+        for part in parts[:-1]:
+            node = node[int(part)] if isinstance(node, list) else node.setdefault(part, {})
+        node[parts[-1]] = v
+    # re-derive the access-bandwidth choice: only the keys the user wrote are kept
+    for g, orig in zip(doc["flows"], sc["flows"]):
+        for name in ("access_bw_bps", "access_bw_total_bps"):
+            if g.get(name) == 0.0 and orig.get(name) == 0.0:
+                del g[name]
+    return validate(doc)
+
+
+def schema_markdown():
+    """The schema as Markdown tables."""
+    lines = []
+    titles = {"": "Top level", "run": "[run]", "bottleneck": "[bottleneck]",
+              "queue": "[queue]", "flows": "[[flows]] (one or more groups)"}
+    for sec, keys in SCHEMA.items():
+        lines += [f"### {titles[sec]}", "", "| key | type | default | allowed | meaning |",
+                  "|---|---|---|---|---|"]
+        for k in keys:
+            default = "required" if k.default is REQUIRED else repr(k.default)
+            if k.choices:
+                allowed = " / ".join(k.choices)
+            elif k.lo is not None:
+                allowed = f"[{k.lo:g}, {k.hi:g}]" + (" or [lo, hi]" if k.ranged else "")
+            else:
+                allowed = ""
+            lines.append(f"| `{k.name}` | {k.type} | {default} | {allowed} | {k.doc} |")
+        lines.append("")
+        if sec == "queue":
+            lines += ["Any other key of `[queue]` is a field of the queue manager's "
+                      "configuration (`fpq.Config`, see docs/REGISTERS.md), checked with the "
+                      "same ranges: " + ", ".join(f"`{n}`" for n in _QUEUE_PASSTHROUGH) + ". "
+                      "`idle_pkt_time_s` defaults to one bottleneck packet time and the seeds "
+                      "derive from `run.seed`.", ""]
+    return "\n".join(lines)

@@ -1,0 +1,141 @@
+"""Scenario validation (errors name the key), --set overrides, the fpq sim / trace commands."""
+
+import json
+import os
+
+import pytest
+
+from fpq.cli import main
+from fpq.trace import read_trace
+from fpq import Arrival, Departure, QueueManager
+from fpq_sim.scenario import load, ScenarioError, schema_markdown
+
+ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
+SCEN = os.path.join(ROOT, "sim", "scenarios")
+TRAD = os.path.join(SCEN, "fpq-traditional.toml")
+
+GOOD = """
+name = "t"
+[run]
+duration_s = 5.0
+[bottleneck]
+bandwidth_bps = 1e6
+delay_s = 0.01
+[queue]
+discipline = "red"
+[[flows]]
+count = 3
+access_bw_bps = 1e7
+"""
+
+
+def write(tmp_path, text):
+    p = tmp_path / "s.toml"
+    p.write_text(text)
+    return str(p)
+
+
+@pytest.mark.parametrize("edit,needle", [
+    (("count = 3", "count = 0"), "flows[0].count: 0 is out of range [1, 100000]"),
+    (("count = 3", "count = 2.5"), "flows[0].count: 2.5 must be an integer"),
+    (("count = 3", "count = 3\ntcp = \"vegas\""), "flows[0].tcp: 'vegas' must be one of"),
+    (("count = 3", "count = 3\ncolour = 1"), "flows[0].colour: unknown key"),
+    (("duration_s = 5.0", "duration_s = -1"), "run.duration_s: -1 is out of range"),
+    (("duration_s = 5.0", "warmup_s = 1"), "run.duration_s: missing (required)"),
+    (("delay_s = 0.01", "delay_s = \"x\""), "bottleneck.delay_s: 'x' is not a number"),
+    (('discipline = "red"', 'discipline = "red"\nred_max_p = 2.0'),
+     "queue.red_max_p: 2.0 is out of range"),
+    (('discipline = "red"', 'discipline = "red"\nred_min_th = 50.0'),
+     "queue.red_max_th: 45.0 must be >= red_min_th + 1"),
+    (('discipline = "red"', 'discipline = "codel"'), "queue.discipline: 'codel' must be one of"),
+    (("access_bw_bps = 1e7", "access_delay_s = 0.0"), "flows[0].access_bw_bps: give exactly one"),
+    (("access_bw_bps = 1e7", "access_bw_bps = [2e6, 1e6]"), "hi < lo"),
+    (("[[flows]]", "[flow]"), "flow: unknown key"),
+    (("name = \"t\"", "name = \"t\"\n[run2]"), "run2: unknown key"),
+])
+def test_bad_scenarios_name_the_key(tmp_path, edit, needle):
+    path = write(tmp_path, GOOD.replace(*edit, 1))
+    with pytest.raises(ScenarioError) as exc:
+        load(path)
+    assert needle in str(exc.value)
+    assert str(path) in str(exc.value)
+
+
+def test_good_scenario_defaults_and_ranges(tmp_path):
+    sc = load(write(tmp_path, GOOD.replace("access_bw_bps = 1e7",
+                                           "access_bw_bps = 1e7\naccess_delay_s = [0.0, 0.02]")))
+    g = sc["flows"][0]
+    assert g["tcp"] == "tahoe" and g["tick_s"] == 0.5 and g["access_delay_s"] == [0.0, 0.02]
+    assert sc["run"]["seed"] == 1 and sc["queue"]["model"] == "exact"
+
+
+def test_set_overrides_and_errors(tmp_path):
+    path = write(tmp_path, GOOD)
+    sc = load(path, ["flows.0.count=7", "queue.discipline=fpq", "flows[0].tcp=newreno",
+                     "run.seed=9", "flows.0.access_delay_s=[0.001, 0.002]"])
+    assert sc["flows"][0]["count"] == 7 and sc["queue"]["discipline"] == "fpq"
+    assert sc["flows"][0]["tcp"] == "newreno" and sc["run"]["seed"] == 9
+    assert sc["flows"][0]["access_delay_s"] == [0.001, 0.002]
+    with pytest.raises(ScenarioError, match=r"flows.2: no such flow group"):
+        load(path, ["flows.2.count=1"])
+    with pytest.raises(ScenarioError, match=r"must be key=value"):
+        load(path, ["flows.0.count"])
+    with pytest.raises(ScenarioError, match=r"run.seed: -1 is out of range"):
+        load(path, ["run.seed=-1"])
+
+
+def test_cli_sim_writes_summary(tmp_path, capsys):
+    out = tmp_path / "out.json"
+    rc = main(["sim", TRAD, "--set", "run.duration_s=30", "--set", "run.warmup_s=5",
+               "--set", "flows.0.count=20", "--json", str(out)])
+    assert rc == 0
+    s = json.loads(out.read_text())
+    for key in ("loss_rate", "avg_queue_pkts", "utilisation", "goodput_pkts_per_s", "events",
+                "wall_seconds"):
+        assert isinstance(s[key], (int, float))
+    assert set(s["transfers"]) == {"count", "mean", "p5", "p50", "p95"}
+    assert len(s["flows"]) == 20
+    assert "loss" in capsys.readouterr().out
+
+
+def test_cli_bad_scenario_exits_2_and_writes_nothing(tmp_path, capsys):
+    out = tmp_path / "out.json"
+    rc = main(["sim", TRAD, "--set", "flows.0.count=0", "--json", str(out)])
+    assert rc == 2
+    assert "flows[0].count" in capsys.readouterr().err
+    assert not out.exists()
+    bad = write(tmp_path, "this is = = not toml")
+    assert main(["sim", bad]) == 2
+    assert "not valid TOML" in capsys.readouterr().err
+
+
+def test_cli_trace_replays_bit_exactly_through_the_golden_model(tmp_path):
+    """The trace holds what the bottleneck's queue manager saw: replaying it through a fresh
+    golden model with the recorded configuration gives a consistent queue (no departure from
+    an empty queue) and the same drop count as the simulation's summary."""
+    out = tmp_path / "t.fpqtrace"
+    rc = main(["trace", os.path.join(SCEN, "fpq-fpq.toml"), "--set", "flows.0.count=30",
+               "--duration", "20", "--out", str(out)])
+    assert rc == 0
+    header, events = read_trace(str(out))
+    arrivals = [e for e in events if type(e) is Arrival]
+    deps = [e for e in events if type(e) is Departure]
+    assert len(arrivals) > 1000 and len(deps) > 1000
+    assert header["metadata"]["scenario"] == "fpq-fpq"
+    assert len({a.flow for a in arrivals}) == 30
+    from fpq_sim.network import Network
+    sc = load(os.path.join(SCEN, "fpq-fpq.toml"), ["flows.0.count=30"])
+    net = Network(sc)
+    net.run(20.0)
+    qm = QueueManager(net.config)
+    verdicts = qm.run(events)
+    assert qm.counters["dep_errors"] == 0
+    assert sum(v.action >= 2 for v in verdicts) == net.port.lost_total
+    assert qm.counters["early_drops"] > 0
+
+
+def test_scenario_readme_documents_the_schema():
+    with open(os.path.join(SCEN, "README.md")) as f:
+        text = f.read()
+    assert schema_markdown() in text, "sim/scenarios/README.md is out of date: " \
+        "regenerate the schema section with fpq_sim.scenario.schema_markdown()"
