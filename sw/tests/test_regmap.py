@@ -51,3 +51,28 @@ def test_every_config_register_default_is_in_its_range():
     for r in registers():
         if r.kind == "config":
             assert r.lo <= r.reset <= r.hi, r.name
+
+
+def test_c_header_compiles_and_agrees_with_the_json_map(tmp_path):
+    import json
+    import shutil
+    import subprocess
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler on PATH")
+    with open(os.path.join(ROOT, "sw/generated/regmap.json")) as f:
+        regmap = json.load(f)
+    src = tmp_path / "check.c"
+    lines = ['#include <stdio.h>', '#include "fpq_regs.h"', "int main(void) {"]
+    for r in regmap["registers"]:
+        n = r["name"].upper()
+        lines.append(f'  printf("{r["name"]} %u %u %u\\n", (unsigned)FPQ_REG_{n}, '
+                     f"(unsigned)FPQ_REG_{n}_WIDTH, (unsigned)FPQ_REG_{n}_INDEX);")
+    lines += ["  return 0;", "}"]
+    src.write_text("\n".join(lines) + "\n")
+    exe = tmp_path / "check"
+    subprocess.run([cc, "-std=c99", "-Wall", "-Werror", "-I", os.path.join(ROOT, "sw/generated"),
+                    str(src), "-o", str(exe)], check=True)
+    out = subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout.split("\n")
+    for line, r in zip(out, regmap["registers"]):
+        assert line.split() == [r["name"], str(r["offset"]), str(r["width"]), str(r["index"])]
