@@ -42,7 +42,7 @@ class Build:
     table_depth: int = 8192    # entries in the r(N) table (power of two, 16..65536)
     #: Decisions use the average queue after the arrival ``avg_lag`` arrivals earlier; this is
     #: the pipeline distance between the averager and the decision in the RTL.
-    avg_lag: int = 8
+    avg_lag: int = 12
 
     def __post_init__(self):
         for name, lo, hi in (("vec_bits", 64, 65536), ("table_depth", 16, 65536)):
