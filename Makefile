@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed
 PYTEST := $(VBIN)/python -m pytest
 JOBS ?= 2
 
-.PHONY: all venv demo test test-long verilog regmap bench clean help
+.PHONY: all venv demo test test-long verilog regmap bench figures clean help
 
 help:
 	@echo "make demo       - set up .venv on first use, then run the main demo"
@@ -18,6 +18,7 @@ help:
 	@echo "make test-long  - slow tests (long bit-exact runs, syntheses)"
 	@echo "make regmap     - regenerate docs/REGISTERS.md, sw/generated/regmap.json and fpq_regs.h"
 	@echo "make bench      - golden-model benchmarks (results go to docs/BENCHMARKS.md by hand)"
+	@echo "make figures    - TCP simulator: the papers' figures, docs/figures/ + docs/RESULTS.md"
 
 venv: $(STAMP)
 
@@ -43,6 +44,9 @@ regmap: $(STAMP)
 
 bench: $(STAMP)
 	$(VBIN)/fpq bench
+
+figures: $(STAMP)
+	$(VBIN)/fpq figures --jobs $(JOBS)
 
 clean:
 	rm -rf build sim_build .pytest_cache

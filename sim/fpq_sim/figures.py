@@ -1,9 +1,436 @@
-"""``fpq figures``: reproductions of the papers' figures (work in progress)."""
+"""``fpq figures``: the papers' experiments, re-run on our simulator, as PNG + CSV and the
+"TCP simulator" section of docs/RESULTS.md (between ``<!-- BEGIN fpq figures -->`` and
+``<!-- END fpq figures -->``; the rest of the file is left alone).
+
+Experiments (scenario files in sim/scenarios/):
+
+* FPQ paper Figs. 1-3: 20-packet Tahoe transfers under uniform loss (``fpq-fig2-uniform-loss``);
+  a sensitivity run with the initial RTO at 3 s instead of ns's 6 s;
+* FPQ paper Figs. 10-13: N = 10..150 senders of repeated 10-packet transfers, traditional RED
+  router against FPQ (``fpq-traditional``, ``fpq-fpq``), 500 s each;
+* 1997 paper: 30 and 1500 bulk flows (``morris97-*``), three seeds each.
+
+Runs are independent: they go to local worker processes (``--jobs``) or to a Dask cluster
+(``--dask ADDRESS``), with a tqdm progress bar. ``--quick`` shortens every run and thins the
+sweeps (for tests; its numbers are not the reproduction).
+"""
+
+import csv
+import datetime
+import os
+import platform
+import tempfile
+import time
+
+import numpy as np
+
+from .scenario import load
+
+__all__ = ["add_arguments", "main", "plan", "run_jobs", "update_results_md"]
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SCEN = os.path.normpath(os.path.join(HERE, "..", "scenarios"))
+BEGIN, END = "<!-- BEGIN fpq figures -->", "<!-- END fpq figures -->"
+
+SWEEP_N = [10, 20, 30, 45, 60, 75, 90, 105, 120, 150]
+LOSSES = [0.0, 0.02, 0.05, 0.08, 0.10, 0.12, 0.15, 0.20]
+SEEDS_97 = [1, 2, 3]
+FAIR_75 = 75 * 10 * 576 * 8 / 1e6     # fair time of a 10-packet transfer among 75: 3.456 s
 
 
 def add_arguments(p):
-    p.add_argument("--out", default="build/figures")
+    p.add_argument("--out", default="docs/figures", help="folder for PNG and CSV "
+                   "(default docs/figures)")
+    p.add_argument("--raw", default="results/figures", help="folder for every run's JSON "
+                   "summary (default results/figures)")
+    p.add_argument("--results-md", default="docs/RESULTS.md",
+                   help="Markdown file whose fpq-figures section is rewritten")
+    p.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+                   help="local worker processes (default: all cores)")
+    p.add_argument("--dask", metavar="ADDRESS", help="run on this Dask scheduler instead "
+                   "(e.g. tcp://127.0.0.1:8786)")
+    p.add_argument("--only", choices=("loss", "sweep", "many"), action="append",
+                   help="run only these experiments (default: all)")
+    p.add_argument("--quick", action="store_true",
+                   help="short runs, few points: a smoke test, not the reproduction")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+# ---- the experiments ----------------------------------------------------------------------------
+def plan(quick=False, only=None):
+    """The list of jobs: ``(key, validated scenario, keep transfer times)``."""
+    only = set(only or ("loss", "sweep", "many"))
+    jobs = []
+
+    def add(key, name, sets, times=False):
+        jobs.append((key, load(os.path.join(SCEN, name + ".toml"), sets), times))
+
+    if "loss" in only:
+        dur = ["run.duration_s=120"] if quick else []
+        for loss in (LOSSES[::3] if quick else LOSSES):
+            add(("loss", "rto6", loss), "fpq-fig2-uniform-loss",
+                [f"bottleneck.loss_rate={loss}"] + dur, True)
+        for loss in ((0.10,) if quick else (0.10, 0.15)):
+            add(("loss", "rto3", loss), "fpq-fig2-uniform-loss",
+                [f"bottleneck.loss_rate={loss}", "flows.0.rto_init_s=3.0"] + dur, True)
+    if "sweep" in only:
+        dur = ["run.duration_s=60", "run.warmup_s=10"] if quick else []
+        for n in ([20, 75] if quick else SWEEP_N):
+            for disc, name in (("traditional", "fpq-traditional"), ("fpq", "fpq-fpq")):
+                add(("sweep", disc, n), name, [f"flows.0.count={n}"] + dur, n == 75)
+    if "many" in only:
+        for n in (30, 1500):
+            for seed in (SEEDS_97[:1] if quick else SEEDS_97):
+                sets = [f"run.seed={seed}"] + (["run.duration_s=40", "run.warmup_s=10",
+                                                "flows.0.start_jitter_s=2.0"] if quick else [])
+                add(("many", n, seed), f"morris97-{n}-flows", sets)
+    return jobs
+
+
+def _work(job):
+    from .network import run_scenario
+    key, sc, times = job
+    return key, run_scenario(sc, transfer_times=times)
+
+
+def run_jobs(jobs, n_jobs=1, dask=None, progress=True):
+    """Run ``jobs``; returns ``{key: summary}``. Largest jobs first (better packing)."""
+    from tqdm import tqdm
+    order = sorted(jobs, key=lambda j: -_cost(j[1]))
+    out = {}
+    bar = tqdm(total=len(order), desc="fpq figures", unit="run", disable=not progress)
+    try:
+        if dask:
+            from distributed import Client, as_completed
+            with Client(dask) as client:
+                futures = client.map(_work, order, pure=False)
+                for fut in as_completed(futures):
+                    key, s = fut.result()
+                    out[key] = s
+                    bar.update()
+        elif n_jobs <= 1:
+            for job in order:
+                key, s = _work(job)
+                out[key] = s
+                bar.update()
+        else:
+            from concurrent.futures import ProcessPoolExecutor, as_completed
+            with ProcessPoolExecutor(max_workers=n_jobs) as pool:
+                for fut in as_completed([pool.submit(_work, j) for j in order]):
+                    key, s = fut.result()
+                    out[key] = s
+                    bar.update()
+    finally:
+        bar.close()
+    return out
+
+
+def _cost(sc):
+    b = sc["bottleneck"]
+    return sc["run"]["duration_s"] * b["bandwidth_bps"] / (8 * b["packet_bytes"])
+
+
+# ---- outputs ------------------------------------------------------------------------------------
+def _atomic_text(path, text):
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def _csv(path, header, rows):
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(header)
+        for r in rows:
+            w.writerow([f"{x:.6g}" if isinstance(x, float) else x for x in r])
+
+
+def _cdf_rows(times, points=200):
+    """A compact CDF: the value at ``points`` evenly spaced quantiles."""
+    t = np.sort(np.asarray(times))
+    q = np.linspace(0, 1, points + 1)
+    return list(zip(q.tolist(), np.quantile(t, q).tolist())) if t.size else []
+
+
+def write_outputs(res, out, raw, quick):
+    import json
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    os.makedirs(out, exist_ok=True)
+    os.makedirs(raw, exist_ok=True)
+    for key, s in res.items():
+        name = "-".join(str(k) for k in key)
+        with open(os.path.join(raw, name + ".json"), "w") as f:
+            json.dump(s, f)
+    files = []
+
+    def save(fig, name):
+        path = os.path.join(out, name)
+        fig.tight_layout()
+        fig.savefig(path, dpi=90)
+        plt.close(fig)
+        files.append(path)
+
+    loss = {k[2]: s for k, s in res.items() if k[0] == "loss" and k[1] == "rto6"}
+    if loss:
+        ls = sorted(loss)
+        rows = []
+        for l in ls:
+            t = np.array(loss[l]["transfer_times"])
+            rows.append((l, t.size, t.mean(), np.median(t), (t < 1).mean(), (t > 10).mean()))
+        _csv(os.path.join(out, "fig1_mean_transfer_vs_loss.csv"),
+             ["loss_rate", "transfers", "mean_s", "median_s", "frac_lt_1s", "frac_gt_10s"], rows)
+        files.append(os.path.join(out, "fig1_mean_transfer_vs_loss.csv"))
+        fig, ax = plt.subplots(figsize=(5, 3.5))
+        ax.plot([100 * r[0] for r in rows], [r[2] for r in rows], "o-")
+        ax.set_xlabel("uniform loss rate (%)")
+        ax.set_ylabel("mean 20-packet transfer time (s)")
+        ax.set_title("FPQ paper Fig. 1 (ours)")
+        ax.grid(alpha=.3)
+        save(fig, "fig1_mean_transfer_vs_loss.png")
+        fig, ax = plt.subplots(figsize=(5, 3.5))
+        cdf = []
+        for l in ls:
+            if l == 0:
+                continue
+            t = np.sort(loss[l]["transfer_times"])
+            ax.step(t, np.arange(1, t.size + 1) / t.size, where="post", label=f"{100 * l:g} %")
+            cdf += [(l, q, v) for q, v in _cdf_rows(t)]
+        ax.set_xscale("log")
+        ax.set_xlabel("transfer time (s)")
+        ax.set_ylabel("fraction of transfers")
+        ax.set_title("FPQ paper Fig. 2 (ours): 20-packet transfers")
+        ax.legend(title="loss", fontsize=8)
+        ax.grid(alpha=.3)
+        save(fig, "fig2_transfer_cdf.png")
+        _csv(os.path.join(out, "fig2_transfer_cdf.csv"), ["loss_rate", "quantile", "time_s"],
+             cdf)
+        files.append(os.path.join(out, "fig2_transfer_cdf.csv"))
+        if 0.15 in loss:
+            t = np.sort(loss[0.15]["transfer_times"])
+            x = np.logspace(np.log10(4), np.log10(max(t.max(), 5)), 60)
+            ccdf = [(xi, (t > xi).mean(), (4 / xi) ** 1.8) for xi in x]
+            fig, ax = plt.subplots(figsize=(5, 3.5))
+            ax.loglog(x, [c[1] for c in ccdf], label="ours, 15 % loss")
+            ax.loglog(x, [c[2] for c in ccdf], "--", label="Pareto (4/x)^1.8")
+            ax.set_xlabel("transfer time x (s)")
+            ax.set_ylabel("P[X > x]")
+            ax.set_title("FPQ paper Fig. 3 (ours)")
+            ax.legend()
+            ax.grid(alpha=.3, which="both")
+            save(fig, "fig3_tail_15pct.png")
+            _csv(os.path.join(out, "fig3_tail_15pct.csv"), ["x_s", "ours_ccdf", "pareto_ccdf"],
+                 ccdf)
+            files.append(os.path.join(out, "fig3_tail_15pct.csv"))
+
+    sweep = {(k[1], k[2]): s for k, s in res.items() if k[0] == "sweep"}
+    if sweep:
+        ns = sorted({n for _, n in sweep})
+        rows = []
+        for n in ns:
+            row = [n]
+            for d in ("traditional", "fpq"):
+                s = sweep.get((d, n))
+                t = s["transfers"]
+                row += [s["avg_queue_pkts"], s["loss_rate"], s["utilisation"], t["p5"], t["p50"],
+                        t["p95"], t["p95"] / t["p5"], t["count"]]
+            rows.append(row)
+        head = ["N"] + [f"{d}_{m}" for d in ("trad", "fpq") for m in
+                        ("avg_queue_pkts", "loss_rate", "utilisation", "p5_s", "p50_s", "p95_s",
+                         "p95_over_p5", "transfers")]
+        _csv(os.path.join(out, "fig10_13_sweep.csv"), head, rows)
+        files.append(os.path.join(out, "fig10_13_sweep.csv"))
+        for col, fname, ylabel, title, scale in (
+                (1, "fig10_queue_vs_n.png", "average queue (packets)", "Fig. 10", 1),
+                (2, "fig11_loss_vs_n.png", "drop rate (%)", "Fig. 11", 100),
+                (7, "fig13_p95_p5_vs_n.png", "p95 / p5 of transfer time", "Fig. 13", 1)):
+            fig, ax = plt.subplots(figsize=(5, 3.5))
+            ax.plot(ns, [r[col] * scale for r in rows], "o-", label="traditional (RED)")
+            ax.plot(ns, [r[col + 8] * scale for r in rows], "s-", label="FPQ")
+            if col == 1:
+                ax.plot(ns, [6 * n for n in ns], ":", color="gray", label="6 N")
+            ax.set_xlabel("competing connections N")
+            ax.set_ylabel(ylabel)
+            ax.set_title(f"FPQ paper {title} (ours)")
+            ax.legend()
+            ax.grid(alpha=.3)
+            save(fig, fname)
+        if ("traditional", 75) in sweep and "transfer_times" in sweep[("traditional", 75)]:
+            fig, ax = plt.subplots(figsize=(5, 3.5))
+            cdf = []
+            for d, lab in (("traditional", "traditional (RED)"), ("fpq", "FPQ")):
+                t = np.sort(sweep[(d, 75)]["transfer_times"])
+                ax.step(t, np.arange(1, t.size + 1) / t.size, where="post", label=lab)
+                cdf += [(d, q, v) for q, v in _cdf_rows(t)]
+            ax.axvline(FAIR_75, color="gray", ls=":", label="fair 3.46 s")
+            ax.set_xscale("log")
+            ax.set_xlabel("transfer time (s)")
+            ax.set_ylabel("fraction of transfers")
+            ax.set_title("FPQ paper Fig. 12 (ours): N = 75")
+            ax.legend(fontsize=8)
+            ax.grid(alpha=.3)
+            save(fig, "fig12_transfer_cdf_n75.png")
+            _csv(os.path.join(out, "fig12_transfer_cdf_n75.csv"),
+                 ["router", "quantile", "time_s"], cdf)
+            files.append(os.path.join(out, "fig12_transfer_cdf_n75.csv"))
+
+    many = {(k[1], k[2]): s for k, s in res.items() if k[0] == "many"}
+    if many:
+        rows = [(n, seed, s["loss_rate"], s["goodput_fraction"], s["utilisation"],
+                 s["avg_queue_pkts"], s["tcp"]["timeouts"], s["tcp"]["fast_retx"])
+                for (n, seed), s in sorted(many.items())]
+        _csv(os.path.join(out, "morris97_many_flows.csv"),
+             ["flows", "seed", "loss_rate", "goodput_fraction", "utilisation", "avg_queue_pkts",
+              "timeouts", "fast_retransmits"], rows)
+        files.append(os.path.join(out, "morris97_many_flows.csv"))
+    return files
+
+
+# ---- RESULTS.md -------------------------------------------------------------------------------
+def _pct(x, digits=1):
+    return f"{100 * x:.{digits}f} %"
+
+
+def results_markdown(res, quick, wall, where):
+    L = []
+    L.append("## TCP simulator: the papers' experiments (sim/)")
+    L.append("")
+    L.append("Regenerate with `make figures` (`fpq figures`; PNG and CSV in docs/figures/, every "
+             "run's JSON summary in results/figures/). Our event-driven simulator (sim/, "
+             "TCP as in ns: see sim/fpq_sim/tcp.py) with the bit-exact golden model "
+             "(`fpq.QueueManager`) deciding every packet at the bottleneck. The paper's numbers "
+             "come from the prose of the papers (the plots did not survive); where the paper "
+             "gives only a trend, the trend is the comparison.")
+    if quick:
+        L += ["", "**QUICK RUN (`--quick`): shortened runs for a smoke test; these numbers are "
+              "not the reproduction.**"]
+    L.append("")
+
+    sweep = {(k[1], k[2]): s for k, s in res.items() if k[0] == "sweep"}
+    if sweep:
+        if ("traditional", 75) in sweep and "transfer_times" in sweep[("traditional", 75)]:
+            tt = np.array(sweep[("traditional", 75)]["transfer_times"])
+            tf = np.array(sweep[("fpq", 75)]["transfer_times"])
+            near = lambda t: ((t >= FAIR_75 / 2) & (t <= 2 * FAIR_75)).mean()
+            L += ["### Fig. 12: transfer times with 75 connections (10-packet transfers)", "",
+                  "![Fig. 12](figures/fig12_transfer_cdf_n75.png)", "",
+                  "| quantity | paper | ours |", "|---|---|---|",
+                  f"| fair transfer time | 3.5 s | {FAIR_75:.2f} s (75 x 10 x 576 B at 1 Mbit/s) |",
+                  f"| traditional: median | ~3.5 s | {np.median(tt):.2f} s |",
+                  f"| traditional: transfers < 1.75 s | 40 % | {_pct((tt < 1.75).mean())} |",
+                  f"| traditional: transfers > 7 s | 10 % | {_pct((tt > 7).mean())} |",
+                  f"| FPQ: median | ~3.5 s | {np.median(tf):.2f} s |",
+                  f"| FPQ: transfers in [1.75 s, 7 s] | almost all | {_pct(near(tf))} |",
+                  f"| FPQ: transfers < 1.75 s / > 7 s | - | {_pct((tf < 1.75).mean())} / "
+                  f"{_pct((tf > 7).mean())} |",
+                  f"| transfers measured (traditional / FPQ) | - | {tt.size} / {tf.size} |", ""]
+        ns = sorted({n for _, n in sweep})
+        L += ["### Figs. 10, 11, 13: queue, drop rate and unfairness against N", "",
+              "![Fig. 10](figures/fig10_queue_vs_n.png) ![Fig. 11](figures/fig11_loss_vs_n.png) "
+              "![Fig. 13](figures/fig13_p95_p5_vs_n.png)", "",
+              "Paper (prose): the traditional router's loss rate rises with N while its queue "
+              "stays short; FPQ's queue grows with N (fewer than 6 packets per connection, the "
+              "transfers are too short for larger windows) and its loss rate stays low; the "
+              "p95/p5 ratio of transfer times rises with N for traditional and stays low for "
+              "FPQ.", "",
+              "| N | trad. queue (pkts) | FPQ queue (pkts) | FPQ queue / N | trad. drop rate | "
+              "FPQ drop rate | trad. utilisation | FPQ utilisation | trad. p95/p5 | FPQ p95/p5 |",
+              "|---|---|---|---|---|---|---|---|---|---|"]
+        for n in ns:
+            a, b = sweep[("traditional", n)], sweep[("fpq", n)]
+            ra = a["transfers"]["p95"] / a["transfers"]["p5"]
+            rb = b["transfers"]["p95"] / b["transfers"]["p5"]
+            L.append(f"| {n} | {a['avg_queue_pkts']:.1f} | {b['avg_queue_pkts']:.1f} | "
+                     f"{b['avg_queue_pkts'] / n:.2f} | {_pct(a['loss_rate'], 2)} | "
+                     f"{_pct(b['loss_rate'], 2)} | {_pct(a['utilisation'])} | "
+                     f"{_pct(b['utilisation'])} | {ra:.2f} | {rb:.2f} |")
+        L.append("")
+
+    loss = {(k[1], k[2]): s for k, s in res.items() if k[0] == "loss"}
+    if loss:
+        L += ["### Figs. 1-3: 20-packet Tahoe transfers under uniform loss", "",
+              "![Fig. 1](figures/fig1_mean_transfer_vs_loss.png) "
+              "![Fig. 2](figures/fig2_transfer_cdf.png) ![Fig. 3](figures/fig3_tail_15pct.png)",
+              "", "| loss | initial RTO | transfers | mean | median | < 1 s | > 10 s | "
+              "P[X > 10 s] of the Pareto fit (4/x)^1.8 |", "|---|---|---|---|---|---|---|---|"]
+        for (rto, l), s in sorted(loss.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+            t = np.array(s["transfer_times"])
+            if not t.size:
+                continue
+            par = f"{_pct(0.4 ** 1.8)}" if l == 0.15 else ""
+            L.append(f"| {100 * l:g} % | {rto[3:]} s | {t.size} | {t.mean():.2f} s | "
+                     f"{np.median(t):.2f} s | {_pct((t < 1).mean())} | {_pct((t > 10).mean())} | "
+                     f"{par} |")
+        L += ["", "Paper: at 10 % loss about 40 % of transfers finish in under 1 s and 5 % take "
+              "more than 10 s; at 15 % the tail follows P[X <= x] = 1 - (4/x)^1.8 "
+              "(P[X > 10 s] = 19 %).", ""]
+
+    many = {(k[1], k[2]): s for k, s in res.items() if k[0] == "many"}
+    if many:
+        L += ["### TCP Behavior with Many Flows (1997): 30 and 1500 flows", "",
+              "| flows | quantity | paper | ours (mean of seeds; min-max) |", "|---|---|---|---|"]
+        for n, paper_loss, paper_good in ((30, "0.7 % (model 0.8 %)", "97 %"),
+                                          (1500, "~17 %", "> 97 %")):
+            ss = [s for (m, _), s in many.items() if m == n]
+            if not ss:
+                continue
+            lr = np.array([s["loss_rate"] for s in ss])
+            gp = np.array([s["goodput_fraction"] for s in ss])
+            qa = np.array([s["avg_queue_pkts"] for s in ss])
+            to = np.array([s["tcp"]["timeouts"] for s in ss])
+            L.append(f"| {n} | drop rate at the bottleneck | {paper_loss} | {_pct(lr.mean(), 2)} "
+                     f"({_pct(lr.min(), 2)}-{_pct(lr.max(), 2)}) |")
+            L.append(f"| {n} | goodput (new data / link capacity) | {paper_good} | "
+                     f"{_pct(gp.mean())} ({_pct(gp.min())}-{_pct(gp.max())}) |")
+            L.append(f"| {n} | average queue | ~81 (estimate) | {qa.mean():.1f} pkts |")
+            L.append(f"| {n} | retransmission timeouts per flow per 100 s | - | "
+                     f"{to.mean() / n / (ss[0]['duration_s'] / 100):.2f} |")
+        L.append("")
+    L.append(where)
+    return "\n".join(L) + "\n"
+
+
+def update_results_md(path, body):
+    """Replace what lies between the fpq-figures markers (appended if missing); atomic."""
+    text = ""
+    if os.path.exists(path):
+        with open(path) as f:
+            text = f.read()
+    block = f"{BEGIN}\n{body}{END}"
+    if BEGIN in text and END in text and text.index(BEGIN) < text.index(END):
+        a = text.index(BEGIN)
+        b = text.index(END) + len(END)
+        text = text[:a] + block + text[b:]
+    else:
+        if BEGIN in text or END in text:
+            raise ValueError(f"{path}: has only one of the markers {BEGIN} / {END}: fix by hand")
+        text = text.rstrip("\n") + ("\n\n" if text else "") + block + "\n"
+    _atomic_text(path, text)
 
 
 def main(args):
-    raise ValueError("figures: not implemented yet")
+    if args.jobs < 1:
+        raise ValueError(f"--jobs: {args.jobs} must be >= 1")
+    t0 = time.perf_counter()
+    jobs = plan(args.quick, args.only)
+    res = run_jobs(jobs, args.jobs, args.dask, progress=not args.no_progress)
+    wall = time.perf_counter() - t0
+    files = write_outputs(res, args.out, args.raw, args.quick)
+    events = sum(s["events"] for s in res.values())
+    cpu = sum(s["wall_seconds"] for s in res.values())
+    where = (f"_Generated by `fpq figures{' --quick' if args.quick else ''}` on "
+             f"{datetime.date.today().isoformat()}: {len(jobs)} runs, {events:,} events, "
+             f"{wall:.0f} s wall on {'Dask ' + args.dask if args.dask else f'{args.jobs} local processes'} "
+             f"({platform.machine()}, {os.cpu_count()} cores; {cpu:.0f} s of simulation)._")
+    update_results_md(args.results_md, results_markdown(res, args.quick, wall, where))
+    print(f"fpq figures: {len(jobs)} runs in {wall:.1f} s; wrote {len(files)} files in "
+          f"{args.out} and the fpq-figures section of {args.results_md}")
+    return 0

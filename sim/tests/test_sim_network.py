@@ -38,7 +38,7 @@ def small(discipline="red", count=20, tcp="tahoe", workload="transfers", loss=0.
 def test_packet_conservation(tcp, discipline, loss, limit):
     """Every data packet sent is delivered, dropped (queue or wire) or still in flight; every
     ACK sent is delivered or in flight. Checked at several cut times mid-run."""
-    net = Network(small(discipline, count=30, tcp=tcp, loss=loss, limit=limit,
+    net = Network(small(discipline, count=60, tcp=tcp, loss=loss, limit=limit,
                         workload="bulk" if tcp == "reno" else "transfers"))
     seen_inflight = 0
     for cut in (3.3, 11.7, 25.0, 31.9):
@@ -47,9 +47,9 @@ def test_packet_conservation(tcp, discipline, loss, limit):
         data_inflight, acks_inflight = net.packets_in_flight()
         assert c.data_sent == c.data_delivered + net.port.lost_total + data_inflight
         assert c.acks_sent == c.acks_delivered + acks_inflight
-        assert net.port.lost_total > 0          # the check is not vacuous: losses happened
         seen_inflight += data_inflight
-    assert seen_inflight > 0
+    assert net.port.lost_total > 0              # the check is not vacuous: losses happened
+    assert c.data_retx > 0 and seen_inflight > 0
 
 
 def test_summary_statistics_are_consistent():
@@ -59,8 +59,10 @@ def test_summary_statistics_are_consistent():
     assert s["drops"] == s["early_drops"] + s["forced_drops"]
     assert 0.5 < s["utilisation"] <= 1.0 + 1e-9
     cap = 1e6 / (8 * 576)
-    # goodput never exceeds the link; with few retransmissions it is close to the busy time
-    assert s["goodput_pkts_per_s"] <= cap * s["utilisation"] + 1e-6
+    # goodput never exceeds the link (give or take the packets on the wire or held out of
+    # order at the receivers when the measurement started), and most of the busy time is
+    # new data
+    assert 0.8 * cap * s["utilisation"] < s["goodput_pkts_per_s"] <= cap * 1.01
     assert sum(s["flows"]) == pytest.approx(s["goodput_pkts_per_s"] * 35.0, rel=1e-9)
     t = s["transfers"]
     assert t["count"] > 100 and t["p5"] <= t["p50"] <= t["p95"]

@@ -1,0 +1,68 @@
+"""fpq figures: the sweep machinery (local processes, Dask), outputs, and the RESULTS.md section."""
+
+import os
+
+import pytest
+
+from fpq.cli import main
+from fpq_sim import figures
+from fpq_sim.scenario import load
+
+SCEN = os.path.join(os.path.dirname(__file__), "..", "scenarios")
+
+
+def _jobs():
+    return [(("sweep", d, 15), load(os.path.join(SCEN, f"fpq-{d}.toml"),
+                                    ["flows.0.count=15", "run.duration_s=20", "run.warmup_s=5"]),
+             True) for d in ("traditional", "fpq")]
+
+
+def _strip(res):
+    return {k: {kk: vv for kk, vv in s.items() if kk not in ("wall_seconds",
+                                                             "events_per_second")}
+            for k, s in res.items()}
+
+
+def test_local_pool_and_dask_cluster_give_the_same_results():
+    distributed = pytest.importorskip("distributed")
+    serial = figures.run_jobs(_jobs(), n_jobs=1, progress=False)
+    pool = figures.run_jobs(_jobs(), n_jobs=2, progress=False)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster:
+        dask = figures.run_jobs(_jobs(), dask=cluster.scheduler_address, progress=False)
+    assert set(serial) == {("sweep", "traditional", 15), ("sweep", "fpq", 15)}
+    assert _strip(serial) == _strip(pool) == _strip(dask)
+
+
+def test_results_md_only_the_marked_section_changes(tmp_path):
+    md = tmp_path / "RESULTS.md"
+    before = "# Results\n\n<!-- BEGIN other -->\nkeep me\n<!-- END other -->\n\ntail text\n"
+    md.write_text(before)
+    figures.update_results_md(str(md), "first body\n")
+    text = md.read_text()
+    assert text.startswith(before.rstrip("\n"))
+    assert text.count(figures.BEGIN) == 1 and "first body" in text
+    figures.update_results_md(str(md), "second body\n")
+    text2 = md.read_text()
+    assert "first body" not in text2 and "second body" in text2
+    assert text2.replace("second body", "first body") == text
+    md.write_text(before + figures.BEGIN + "\nhalf")
+    with pytest.raises(ValueError, match="only one of the markers"):
+        figures.update_results_md(str(md), "x\n")
+
+
+def test_figures_command_quick_sweep(tmp_path):
+    md = tmp_path / "R.md"
+    md.write_text("# R\n\nsomeone else's text\n")
+    rc = main(["figures", "--quick", "--only", "sweep", "--jobs", "2", "--no-progress",
+               "--out", str(tmp_path / "f"), "--raw", str(tmp_path / "raw"),
+               "--results-md", str(md)])
+    assert rc == 0
+    names = set(os.listdir(tmp_path / "f"))
+    assert {"fig10_queue_vs_n.png", "fig11_loss_vs_n.png", "fig12_transfer_cdf_n75.png",
+            "fig13_p95_p5_vs_n.png", "fig10_13_sweep.csv", "fig12_transfer_cdf_n75.csv"} <= names
+    text = md.read_text()
+    assert text.startswith("# R\n\nsomeone else's text\n")
+    assert "QUICK RUN" in text and "| 75 |" in text
+    rows = (tmp_path / "f" / "fig10_13_sweep.csv").read_text().splitlines()
+    assert rows[0].startswith("N,") and [r.split(",")[0] for r in rows[1:]] == ["20", "75"]
