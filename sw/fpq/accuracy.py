@@ -130,27 +130,39 @@ def probability_error(samples=20000, seed=1):
 
 def markdown(flow_counts=(10, 100, 1000, 5000), seed=1, progress=print):
     t0 = time.time()
+    seeds = (seed, seed + 1, seed + 2)
     lines = ["### Flow-count accuracy (v_max 5000, t_clear 4 s)", "",
              "Each of F flows sends Poisson traffic at 10 packets/s; N is averaged over the "
-             "arrivals of seconds 20-40 (5 t_clear of warm-up). E[N] is what the counter "
-             "itself should read (collisions, and clears of live flows' bits; see "
-             "`sw/fpq/accuracy.py`), averaged over hash keys or for the buckets these flows "
-             "actually hash to; "
-             "`corrected` is the linear-counting estimate -v_max ln(1 - N/v_max) that the "
-             "`lc_correction` option folds into the r(N) table.", "",
-             "| true flows F | arrivals | distinct hash buckets | E[N] over hash keys | "
+             "arrivals of seconds 20-40 (5 t_clear of warm-up). Three runs per row, each with "
+             "its own flows and hash key (seeds "
+             f"{', '.join(map(str, seeds))}): means, with the range of the three in brackets. "
+             "E[N] is what the counter itself should read (collisions, and clears of live "
+             "flows' bits; see `sw/fpq/accuracy.py`), over all hash keys, or for the buckets "
+             "these flows actually hash to. `corrected` is the linear-counting estimate "
+             "-v_max ln(1 - N/v_max) that the `lc_correction` option folds into the r(N) "
+             "table. The float model (first seed only) follows the paper's Fig. 4 in "
+             "continuous time.", "",
+             "| true flows F | arrivals per run | distinct hash buckets | E[N] over hash keys | "
              "E[N] for these buckets | bit-exact N | error vs F | bit-exact corrected | "
              "error vs F | float-model N | float corrected |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
+
+    def stat(rows, key, f=None):
+        vals = [r[key] if f is None else 100 * (r[key] / f - 1) for r in rows]
+        mean = sum(vals) / len(vals)
+        if f is None:
+            return f"{mean:.1f}"
+        return f"{mean:+.1f} % [{min(vals):+.1f}, {max(vals):+.1f}]"
+
     for f in flow_counts:
         progress(f"  flow count: {f} flows ...")
-        r = flow_count_row(f, seed=seed)
+        rows = [flow_count_row(f, seed=s, with_float=(s == seed)) for s in seeds]
         lines.append(
-            f"| {f} | {r['arrivals']} | {r['distinct']} | {r['expected']:.1f} | "
-            f"{r['expected_here']:.1f} | {r['exact']:.1f} | "
-            f"{100 * (r['exact'] / f - 1):+.1f} % | {r['exact_corrected']:.1f} | "
-            f"{100 * (r['exact_corrected'] / f - 1):+.1f} % | {r['float']:.1f} | "
-            f"{r['float_corrected']:.1f} |")
+            f"| {f} | {rows[0]['arrivals']} | {stat(rows, 'distinct')} | "
+            f"{rows[0]['expected']:.1f} | {stat(rows, 'expected_here')} | "
+            f"{stat(rows, 'exact')} | {stat(rows, 'exact', f)} | "
+            f"{stat(rows, 'exact_corrected')} | {stat(rows, 'exact_corrected', f)} | "
+            f"{rows[0]['float']:.1f} | {rows[0]['float_corrected']:.1f} |")
     progress("  fixed vs float probability ...")
     err = probability_error(seed=seed)
     lines += ["", "### Fixed-point against float probability", "",
