@@ -18,6 +18,7 @@ help:
 	@echo "make test-long  - slow tests (long bit-exact runs, syntheses)"
 	@echo "make regmap     - regenerate docs/REGISTERS.md, sw/generated/regmap.json and fpq_regs.h"
 	@echo "make bench      - golden-model benchmarks (results go to docs/BENCHMARKS.md by hand)"
+	@echo "make verilog    - the RTL queue manager as one Verilog file: build/fpq_queue_manager.v"
 	@echo "make figures    - TCP simulator: the papers' figures, docs/figures/ + docs/RESULTS.md"
 
 venv: $(STAMP)
@@ -38,6 +39,9 @@ test: $(STAMP)
 
 test-long: $(STAMP)
 	$(PYTEST) -q -m long
+
+verilog: $(STAMP)
+	$(VBIN)/fpq verilog -o build/fpq_queue_manager.v
 
 regmap: $(STAMP)
 	$(VBIN)/fpq regmap

@@ -1,0 +1,140 @@
+"""Drop/mark probability: FPQ's ``r(N) * q_a``, RED and gentle RED, in PROB fixed point."""
+
+from amaranth import *
+from amaranth.lib import wiring, memory
+from amaranth.lib.wiring import In, Out
+
+from fpq.formats import QAVG, PROB, PROB_ONE, RATE
+from fpq.drop_probability import MODE_FPQ, MODE_RED
+
+from .layouts import config_layout
+
+__all__ = ["DropProbability"]
+
+_HALF = 18  # the average is multiplied in two halves, one 18 x 18 DSP each
+
+
+class DropProbability(wiring.Component):
+    """Bit-exact ``fpq.drop_probability.probability``: ``p = offset + rate * (A - base)``.
+
+    The product is ``((mant * D) << 1) >> shift`` with ``(mant, shift)`` a ``RATE`` word
+    (``fpq.formats.RATE``) and ``D`` a ``QAVG`` difference; the sum saturates at
+    ``PROB_ONE`` (p = 1). FPQ takes the rate from the host-filled table ``r(n) = l_t/q_t``
+    (linear-counting correction and ``N < 1 -> 1`` are folded into it by the host), so the
+    whole of FPQ's Figs. 5-6 costs one table read and one multiply per packet.
+
+    Pipeline (one arrival per clock, never stalls):
+
+    * cycle 0: ``n = min(n_raw, n_cap)``, table read address;
+    * cycle 1: ``avg`` arrives; ``A - min_th``, ``A - max_th``, ``A - 2 max_th`` in parallel
+      (their signs are RED's region compares);
+    * cycle 2: select rate word, difference and offset by mode and region;
+    * cycle 3: two 16 x 18 partial products (DSP);
+    * cycle 4: their sum (52 bits);
+    * cycle 5: ``<< 1 >> shift`` (barrel shifter), overflow flag;
+    * cycle 6: ``+ offset``, saturation; ``prob`` is valid at cycle 7.
+
+    Latency: 7 clocks from ``n_raw`` (6 from ``avg``). ``n`` is valid at cycle 1.
+
+    Parameters
+    ----------
+    build : fpq.Build
+        ``build.table_depth`` entries in the r(N) table.
+
+    Attributes
+    ----------
+    n_raw : In(17)
+    avg : In(QAVG.width)
+        The lagged average, one clock after ``n_raw``.
+    config : In(config_layout(build))
+        Uses ``mode``, ``n_cap`` and the ``red_*`` registers.
+    table_we, table_addr, table_data : In
+        Host write port of the r(N) table (``RATE`` words).
+    n : Out(16)
+    prob : Out(PROB.width)
+    """
+
+    LATENCY = 7
+
+    def __init__(self, build):
+        self.table_depth = table_depth = build.table_depth
+        abits = (table_depth - 1).bit_length()
+        super().__init__({
+            "n_raw": In(17), "avg": In(QAVG.width), "config": In(config_layout(build)),
+            "table_we": In(1), "table_addr": In(abits), "table_data": In(RATE.width),
+            "n": Out(16), "prob": Out(PROB.width),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        self.mode, self.n_cap = self.config.mode, self.config.n_cap
+        for name in ("min_th", "max_th", "max_p", "slope1", "slope2", "gentle"):
+            setattr(self, "red_" + name, self.config["red_" + name])
+        m.submodules.table = table = memory.Memory(shape=RATE.width, depth=self.table_depth,
+                                                    init=[])
+        wp, rp = table.write_port(), table.read_port()
+        m.d.comb += [wp.en.eq(self.table_we), wp.addr.eq(self.table_addr),
+                     wp.data.eq(self.table_data)]
+        # cycle 0
+        nc = Mux(self.n_raw > self.n_cap, self.n_cap, self.n_raw)
+        m.d.comb += rp.addr.eq(nc)
+        m.d.sync += self.n.eq(nc)
+        # cycle 1
+        w = QAVG.width + 2
+        avg1 = Signal(QAVG.width)
+        d1, d2 = Signal(signed(w)), Signal(signed(w))
+        neg3 = Signal()
+        m.d.sync += [avg1.eq(self.avg), d1.eq(self.avg - self.red_min_th),
+                     d2.eq(self.avg - self.red_max_th),
+                     neg3.eq((self.avg - (self.red_max_th << 1)).as_signed() < 0)]
+        word1 = Signal(RATE.width)
+        m.d.sync += word1.eq(rp.data)
+        # cycle 2: select by mode and region
+        mant, shift = Signal(RATE.mant_bits), Signal(RATE.shift_bits)
+        d, off = Signal(QAVG.width), Signal(PROB.width)
+        force0, force1 = Signal(), Signal()
+        sel_word = Signal(RATE.width)
+        with m.If(self.mode == MODE_FPQ):
+            m.d.comb += sel_word.eq(word1)
+            m.d.sync += [d.eq(avg1), off.eq(0), force0.eq(0), force1.eq(0)]
+        with m.Elif(self.mode == MODE_RED):
+            with m.If(d1 < 0):
+                m.d.sync += [force0.eq(1), force1.eq(0), d.eq(0), off.eq(0)]
+            with m.Elif(d2 < 0):
+                m.d.comb += sel_word.eq(self.red_slope1)
+                m.d.sync += [force0.eq(0), force1.eq(0), d.eq(d1), off.eq(0)]
+            with m.Elif(self.red_gentle & neg3):
+                m.d.comb += sel_word.eq(self.red_slope2)
+                m.d.sync += [force0.eq(0), force1.eq(0), d.eq(d2), off.eq(self.red_max_p)]
+            with m.Else():
+                m.d.sync += [force0.eq(0), force1.eq(1), d.eq(0), off.eq(0)]
+        with m.Else():
+            m.d.sync += [force0.eq(1), force1.eq(0), d.eq(0), off.eq(0)]
+        m.d.sync += [mant.eq(sel_word[:RATE.mant_bits]), shift.eq(sel_word[RATE.mant_bits:])]
+        # cycle 3: partial products
+        pl, ph = Signal(RATE.mant_bits + _HALF), Signal(RATE.mant_bits + QAVG.width - _HALF)
+        m.d.sync += [pl.eq(mant * d[:_HALF]), ph.eq(mant * d[_HALF:])]
+        shift3, off3, f03, f13 = Signal.like(shift), Signal.like(off), Signal(), Signal()
+        m.d.sync += [shift3.eq(shift), off3.eq(off), f03.eq(force0), f13.eq(force1)]
+        # cycle 4: sum
+        prod = Signal(RATE.mant_bits + QAVG.width)
+        m.d.sync += prod.eq(pl + (ph << _HALF))
+        shift4, off4, f04, f14 = Signal.like(shift), Signal.like(off), Signal(), Signal()
+        m.d.sync += [shift4.eq(shift3), off4.eq(off3), f04.eq(f03), f14.eq(f13)]
+        # cycle 5: << 1 >> shift; anything at or above 2**33 saturates whatever the offset
+        scaled = Signal(PROB.width + 1)
+        big = Signal()
+        shifted = (Cat(Const(0, 1), prod) >> shift4)
+        m.d.sync += [scaled.eq(shifted[:PROB.width + 1]),
+                     big.eq(shifted[PROB.width + 1:] != 0)]
+        off5, f05, f15 = Signal.like(off), Signal(), Signal()
+        m.d.sync += [off5.eq(off4), f05.eq(f04), f15.eq(f14)]
+        # cycle 6: offset and saturation
+        total = off5 + scaled
+        with m.If(f05):
+            m.d.sync += self.prob.eq(0)
+        with m.Elif(f15 | big | (total > PROB_ONE)):
+            m.d.sync += self.prob.eq(PROB_ONE)
+        with m.Else():
+            m.d.sync += self.prob.eq(total)
+        return m

@@ -1,0 +1,228 @@
+"""Flow counter: the bit vector with random clearing and the flow count N (FPQ paper Fig. 4)."""
+
+from amaranth import *
+from amaranth.lib import wiring, memory
+from amaranth.lib.wiring import In, Out
+
+from fpq.formats import TIME_BITS, CLEAR_PERIOD, RAND_BITS
+
+from .flow_hash import reduce_index
+from .layouts import config_layout
+from .random_source import RandomSource
+
+__all__ = ["FlowCounter"]
+
+_FX = CLEAR_PERIOD.frac_bits
+_RING = TIME_BITS + _FX          # the clear schedule lives in UQ48.16 ticks, modulo 2**64
+
+
+class FlowCounter(wiring.Component):
+    """Bit-exact ``fpq.flow_counter.FlowCounter`` at one arrival per clock.
+
+    It has two parts at two places of the queue manager's pipeline.
+
+    **Clear schedule (cycle 0, at the arrival port).** Which clears an arrival owes depends
+    only on timestamps, never on the vector, so it is decided where the arrival enters. Three
+    64-bit registers hold ``next_due``, ``next_due + clear_period`` and ``next_due +
+    flush_after``; each clock compares the arrival's ``ts << 16`` with all three in parallel
+    (one carry chain deep; the updates are ``nd <- nd_p``, ``nd_p += period``, no add in
+    series with a compare). Outcomes per clock:
+
+    * nothing owed: the arrival is accepted;
+    * one clear owed: a clear (random index from its own xorshift128) and the arrival go down
+      the pipeline in the same slot, clear first; so clears due on every clock cost nothing;
+    * more than one owed: a clear goes alone and the arrival waits (``ready`` low): the hardware
+      works off the backlog one clear per clock, which does not change any verdict;
+    * backlog >= ``flush_after``: a wipe slot goes down and ``ready`` stays low ``vec_bits + 2``
+      clocks while the vector is zeroed (a backlog of 8 full sweeps: rare by construction).
+
+    In paper-literal mode the last clear of an arrival restarts the schedule at ``ts + period``.
+
+    **Vector (cycles ``set_delay`` .. ``set_delay + 2``).** Two read-modify-writes of one bit
+    per clock (the arrival's set and one clear), each needing the old bit for N. It is the
+    XOR two-write-port memory built from 1R1W RAMs, portable to iCE40 as well as ECP5: banks
+    P and Q, bit = P ^ Q; a set writes ``P[a] = ~Q[a]``, a clear writes ``Q[b] = P[b]``; each
+    bank has two read ports (yosys duplicates the RAM). A clear and a set of the same index in
+    one slot is the clear first: the bit ends 1 and N changes as for the set alone, so the
+    clear's write is dropped. Reads are not transparent; the writes of the previous clock are
+    forwarded (one register per bank), which is all the read-to-write distance needs, so the
+    same flow on every clock counts exactly once and nothing stalls.
+
+    * cycle ``set_delay``: read addresses (set and clear index, registered);
+    * ``set_delay + 1``: old bits, writes, N increment/decrement (registered);
+    * ``set_delay + 2``: ``N += inc - dec`` (or 0 after a wipe); ``n_raw`` is valid at
+      ``set_delay + 3``, the popcount after this slot's clear and set.
+
+    Throughput: one arrival per clock with up to one clear owed per arrival.
+
+    Parameters
+    ----------
+    build : fpq.Build
+        ``build.vec_bits`` is the vector size.
+    set_delay : int
+        Clocks from the accept (cycle 0) to ``set_valid``/``set_index`` (>= 3).
+
+    Attributes
+    ----------
+    config : In(config_layout(build))
+        Uses ``v_max``, ``clear_period``, ``flush_after``, ``clear_literal`` (stable while
+        arrivals are in flight) and ``rng_clear_state`` (loaded on ``load_rng``).
+    restart : In(1)
+        Restarts the schedule: ``next_due = clear_period`` (the model's reset state).
+    wipe_req : In(1)
+        Strobe: wipe the vector before the next arrival (a commit that changes ``v_max``).
+    arrival_valid, ts : In
+        The arrival at the port (cycle 0).
+    can_accept : In(1)
+        Room downstream (the verdict FIFO's credit).
+    ready : Out(1)
+        The arrival may be accepted this clock (may depend on ``arrival_valid``, ``ts``).
+    set_valid, set_index : In
+        The accepted arrival's vector index, ``set_delay`` clocks after the accept.
+    n_raw : Out(17)
+        N after the slot that was at cycle 0 ``set_delay + 3`` clocks ago.
+    busy : Out(1)
+        A wipe is pending or under way.
+    """
+
+    def __init__(self, build, set_delay):
+        assert set_delay >= 3
+        vec_bits = build.vec_bits
+        self.vec_bits = vec_bits
+        self.set_delay = set_delay
+        self.index_bits = (vec_bits - 1).bit_length()
+        super().__init__({
+            "config": In(config_layout(build)), "load_rng": In(1),
+            "restart": In(1), "wipe_req": In(1),
+            "arrival_valid": In(1), "ts": In(TIME_BITS), "can_accept": In(1),
+            "ready": Out(1),
+            "set_valid": In(1), "set_index": In(self.index_bits),
+            "n_raw": Out(17), "busy": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.rng = rng = RandomSource()
+        cfg = self.config
+        m.d.comb += [rng.seed.eq(cfg.rng_clear_state), rng.load.eq(self.load_rng)]
+
+        # ---- clear schedule (cycle 0) -------------------------------------------------------
+        period = Signal(_RING)
+        m.d.comb += period.eq(cfg.clear_period)
+        nd, nd_p, nd_f = (Signal(_RING, name=n) for n in ("next_due", "next_due_p",
+                                                             "next_due_f"))
+        stall_bits = (self.vec_bits + 2).bit_length()
+        wait = Signal(stall_bits)
+        pending_wipe = Signal()
+        now = Cat(Const(0, _FX), self.ts)
+        owed = ~(now - nd)[_RING - 1]
+        more = ~(now - nd_p)[_RING - 1]
+        flush = owed & ~cfg.flush_after[_RING - 1] & ~(now - nd_f)[_RING - 1]
+        go = self.arrival_valid & self.can_accept & (wait == 0) & ~pending_wipe
+        clear0 = Signal()
+        wipe0 = Signal()
+        jump = Signal()
+        advance = Signal()
+        m.d.comb += self.busy.eq(pending_wipe | (wait != 0))
+
+        with m.If(go):
+            with m.If(flush):
+                m.d.comb += [wipe0.eq(1), jump.eq(1)]
+            with m.Elif(owed):
+                m.d.comb += [clear0.eq(1), rng.step.eq(1)]
+                with m.If(more):
+                    m.d.comb += advance.eq(1)
+                with m.Else():
+                    m.d.comb += [self.ready.eq(1), jump.eq(cfg.clear_literal),
+                                 advance.eq(~cfg.clear_literal)]
+            with m.Else():
+                m.d.comb += self.ready.eq(1)
+        with m.If((wait == 0) & pending_wipe):
+            m.d.comb += wipe0.eq(1)
+            m.d.sync += pending_wipe.eq(0)
+        with m.If(self.wipe_req):
+            m.d.sync += pending_wipe.eq(1)
+
+        with m.If(wipe0):
+            m.d.sync += wait.eq(self.vec_bits + 2)
+        with m.Elif(wait != 0):
+            m.d.sync += wait.eq(wait - 1)
+
+        with m.If(self.restart):
+            m.d.sync += [nd.eq(period), nd_p.eq(period << 1),
+                         nd_f.eq(period + cfg.flush_after)]
+        with m.Elif(jump):
+            m.d.sync += [nd.eq(now + period), nd_p.eq(now + (period << 1)),
+                         nd_f.eq(now + period + cfg.flush_after)]
+        with m.Elif(advance):
+            m.d.sync += [nd.eq(nd_p), nd_p.eq(nd_p + period), nd_f.eq(nd_f + period)]
+
+        # ---- clear index: r -> (r * v_max) >> 32, aligned with the set index -------------
+        clr_v, r = Signal(), Signal(RAND_BITS)
+        m.d.sync += [clr_v.eq(clear0), r.eq(rng.value)]
+        wipe_v = Signal()
+        m.d.sync += wipe_v.eq(wipe0)
+        for i in range(self.set_delay - 3):
+            clr_v_n, r_n, wipe_n = Signal(name=f"clr_v{i}"), Signal(32, name=f"r{i}"), \
+                Signal(name=f"wipe{i}")
+            m.d.sync += [clr_v_n.eq(clr_v), r_n.eq(r), wipe_n.eq(wipe_v)]
+            clr_v, r, wipe_v = clr_v_n, r_n, wipe_n
+        clr_index = reduce_index(m, r, cfg.v_max, self.index_bits)
+        clr_v0 = Signal()          # cycle set_delay
+        wipe_s0 = Signal()
+        # two more register stages for the valid/wipe bits (the multiply takes two)
+        cv_a, wp_a = Signal(), Signal()
+        m.d.sync += [cv_a.eq(clr_v), wp_a.eq(wipe_v)]
+        m.d.sync += [clr_v0.eq(cv_a), wipe_s0.eq(wp_a)]
+
+        # ---- vector: XOR two-write-port memory from 1R1W RAMs -----------------------------
+        m.submodules.bank_p = bank_p = memory.Memory(shape=1, depth=self.vec_bits, init=[])
+        m.submodules.bank_q = bank_q = memory.Memory(shape=1, depth=self.vec_bits, init=[])
+        wp_p, wp_q = bank_p.write_port(), bank_q.write_port()
+        rp_pa, rp_pb = bank_p.read_port(), bank_p.read_port()
+        rp_qa, rp_qb = bank_q.read_port(), bank_q.read_port()
+        a0, b0 = self.set_index, clr_index
+        m.d.comb += [rp_pa.addr.eq(a0), rp_qa.addr.eq(a0), rp_pb.addr.eq(b0),
+                     rp_qb.addr.eq(b0)]
+        sv, cv, wipe1, same = Signal(), Signal(), Signal(), Signal()
+        a, b = Signal(self.index_bits), Signal(self.index_bits)
+        m.d.sync += [sv.eq(self.set_valid), cv.eq(clr_v0), wipe1.eq(wipe_s0), a.eq(a0),
+                     b.eq(b0), same.eq(self.set_valid & clr_v0 & (a0 == b0))]
+
+        # the previous clock's writes, forwarded over the non-transparent reads
+        lp_en, lp_addr, lp_data = Signal(), Signal(self.index_bits), Signal()
+        lq_en, lq_addr, lq_data = Signal(), Signal(self.index_bits), Signal()
+        pa = Mux(lp_en & (lp_addr == a), lp_data, rp_pa.data)
+        pb = Mux(lp_en & (lp_addr == b), lp_data, rp_pb.data)
+        qa = Mux(lq_en & (lq_addr == a), lq_data, rp_qa.data)
+        qb = Mux(lq_en & (lq_addr == b), lq_data, rp_qb.data)
+        old_a, old_b = pa ^ qa, pb ^ qb
+        set_w = sv & ~old_a
+        clr_w = cv & ~same & old_b
+
+        wiping = Signal()
+        wcount = Signal(self.index_bits)
+        with m.If(wipe1):
+            m.d.sync += [wiping.eq(1), wcount.eq(0)]
+        with m.Elif(wiping):
+            m.d.sync += wcount.eq(wcount + 1)
+            with m.If(wcount == self.vec_bits - 1):
+                m.d.sync += wiping.eq(0)
+        m.d.comb += [
+            wp_p.en.eq(set_w | wiping), wp_p.addr.eq(Mux(wiping, wcount, a)),
+            wp_p.data.eq(~qa & ~wiping),
+            wp_q.en.eq(clr_w | wiping), wp_q.addr.eq(Mux(wiping, wcount, b)),
+            wp_q.data.eq(pb & ~wiping),
+        ]
+        m.d.sync += [lp_en.eq(wp_p.en), lp_addr.eq(wp_p.addr), lp_data.eq(wp_p.data),
+                     lq_en.eq(wp_q.en), lq_addr.eq(wp_q.addr), lq_data.eq(wp_q.data)]
+
+        inc, dec, wipe2 = Signal(), Signal(), Signal()
+        m.d.sync += [inc.eq(set_w), dec.eq(clr_w), wipe2.eq(wipe1)]
+        n = Signal(17)
+        with m.If(wipe2):
+            m.d.sync += n.eq(0)
+        with m.Else():
+            m.d.sync += n.eq(n + inc - dec)
+        m.d.comb += self.n_raw.eq(n)
+        return m

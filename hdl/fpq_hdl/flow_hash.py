@@ -1,0 +1,95 @@
+"""Flow hash: runtime-keyed Toeplitz of the 104-bit IPv4 5-tuple, reduced to ``[0, v_max)``."""
+
+from amaranth import *
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from fpq.formats import FLOW_BITS, HASH_BITS
+
+from .layouts import config_layout
+
+__all__ = ["FlowHash", "reduce_index"]
+
+#: Input bits XORed in the first pipeline stage (13 groups of one byte for IPv4).
+GROUP = 8
+
+
+def reduce_index(m, value, v_max, index_bits):
+    """``(value * v_max) >> 32`` in two registered stages (``fpq.flow_hash.reduce_index``).
+
+    Stage 1 forms two 16 x 17-bit partial products (each fits one 18 x 18 DSP); stage 2 adds
+    them. Returns the index signal, valid two clocks after ``value``."""
+    lo = Signal(16 + len(v_max))
+    hi = Signal(16 + len(v_max))
+    m.d.sync += [lo.eq(value[0:16] * v_max), hi.eq(value[16:32] * v_max)]
+    index = Signal(index_bits)
+    m.d.sync += index.eq((lo + (hi << 16)) >> 32)
+    return index
+
+
+class FlowHash(wiring.Component):
+    """The golden model's ``ToeplitzHash`` followed by ``reduce_index``.
+
+    Toeplitz (Microsoft RSS): for every set input bit ``i`` (``i = 0`` the MSB of the 104-bit
+    flow key) XOR in the 32-bit key window starting at key bit ``i``. With a runtime key each
+    output bit is an AND-XOR tree of 104 (data, key) pairs: no carry chain, so it pipelines to
+    any clock rate. Stage 1 XORs 13 groups of 8 input bits, stage 2 the 13 partial sums,
+    stages 3-4 the multiply-shift ``(hash * v_max) >> 32`` (two DSP partial products, then one
+    adder). Cost on ECP5: see docs/BENCHMARKS.md ("RTL (hdl/)").
+
+    Why Toeplitz rather than CRC or H3: it is the RSS function NICs already use (test vectors,
+    existing keys), a re-key is a register write, and the key is only 135 bits. It is linear, so
+    the key must stay secret (an attacker who knows it can make flows collide).
+
+    IPv6: the 296-bit 5-tuple (src 128 | dst 128 | ports 32 | proto 8) fits the same structure
+    with a 327-bit (40-byte RSS) key: 37 groups in stage 1, a 3-level XOR tree in stage 2
+    (one more stage at this clock rate), about 2.8 times the LUTs.
+
+    Latency: 4 clocks from ``flow`` to ``index``; throughput: one flow per clock, no stall.
+
+    Parameters
+    ----------
+    build : fpq.Build
+        ``index`` has ``log2(build.vec_bits)`` bits.
+
+    Attributes
+    ----------
+    flow : In(104)
+    config : In(config_layout(build))
+        Uses ``hash_key`` (key bit 0 = MSB of key byte 0 = bit 159) and ``v_max``; they must not
+        change while flows are in the pipeline (commits happen only when it is empty).
+    hash : Out(32)
+        The Toeplitz hash, 2 clocks after ``flow``.
+    index : Out(index_bits)
+        ``(hash * v_max) >> 32``, 4 clocks after ``flow``.
+    """
+
+    LATENCY = 4
+    HASH_LATENCY = 2
+
+    def __init__(self, build):
+        self.index_bits = index_bits = (build.vec_bits - 1).bit_length()
+        super().__init__({"flow": In(FLOW_BITS), "config": In(config_layout(build)),
+                          "hash": Out(HASH_BITS), "index": Out(index_bits)})
+
+    def elaborate(self, platform):
+        m = Module()
+        key = self.config.hash_key
+        key_bits = len(key)
+        partials = []
+        for g in range(0, FLOW_BITS, GROUP):
+            acc = 0
+            for i in range(g, min(g + GROUP, FLOW_BITS)):
+                lsb = key_bits - HASH_BITS - i
+                window = key[lsb:lsb + HASH_BITS]
+                acc = acc ^ Mux(self.flow[FLOW_BITS - 1 - i], window, 0)
+            p = Signal(HASH_BITS, name=f"partial{g // GROUP}")
+            m.d.sync += p.eq(acc)
+            partials.append(p)
+        acc = 0
+        for p in partials:
+            acc = acc ^ p
+        m.d.sync += self.hash.eq(acc)
+        index = reduce_index(m, self.hash, self.config.v_max, self.index_bits)
+        m.d.comb += self.index.eq(index)
+        return m

