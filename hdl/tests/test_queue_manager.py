@@ -18,7 +18,7 @@ COMMON = dict(build=BUILD, tick_hz=1e6, t_clear_s=0.1, idle_pkt_time_s=1e-4, ecn
 MODES = {
     "fpq": Config(mode="fpq", wq_shift=6, limit_pkts=300, lc_correction=True, **COMMON),
     "red": Config(mode="red", wq_shift=5, red_min_th=5, red_max_th=45, red_max_p=0.1,
-                  red_gentle=True, limit_pkts=120, **COMMON),
+                  red_gentle=True, limit_pkts=70, **COMMON),
     "droptail": Config(mode="droptail", limit_pkts=60, limit_bytes=50_000, **COMMON),
 }
 SEEDS = {"fpq": 101, "red": 102, "droptail": 103}

@@ -1,0 +1,76 @@
+"""DropProbability against fpq.drop_probability.probability, every mode and region, with
+random r(N) words over the whole RATE range (saturation included)."""
+import random
+
+import pytest
+from amaranth.sim import Simulator
+
+from fpq import Build, Config
+from fpq.drop_probability import probability
+from fpq.formats import QAVG, RATE
+from fpq_hdl.drop_probability import DropProbability
+from fpq_hdl.layouts import config_layout
+from hdl_harness import pack
+
+BUILD = Build(table_depth=64)
+CASES = {
+    "fpq": dict(mode="fpq", n_cap=40),
+    "red": dict(mode="red", red_min_th=5, red_max_th=45, red_max_p=0.02),
+    "red_gentle": dict(mode="red", red_min_th=0.5, red_max_th=3000.25, red_max_p=0.3,
+                       red_gentle=True),
+    "droptail": dict(mode="droptail"),
+}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_probability_matches_model(case):
+    rnd = random.Random(case)
+    config = Config(build=BUILD, **CASES[case])
+    regs = config.registers()
+    table = [RATE.pack(rnd.getrandbits(RATE.mant_bits), rnd.randrange(64))
+             for _ in range(BUILD.table_depth)]
+    table[:8] = [0, RATE.pack(0xFFFF, 0), RATE.pack(0x8000, 63)] + config.rate_table()[3:8]
+    th = [regs["red_min_th"], regs["red_max_th"], 2 * regs["red_max_th"]]
+    inputs = []
+    for _ in range(1500):
+        n = rnd.randrange(1 << 17)  if rnd.random() < 0.2 else rnd.randrange(BUILD.table_depth)
+        r = rnd.random()
+        if r < 0.3:
+            avg = max(0, min(QAVG.max_raw, rnd.choice(th) + rnd.randint(-3, 3)))
+        elif r < 0.6:
+            avg = rnd.randrange(4 * regs["red_max_th"] + 1)
+        else:
+            avg = rnd.randrange(QAVG.max_raw + 1)
+        inputs.append((n, avg))
+    dut = DropProbability(BUILD)
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    got_p, got_n = [], []
+
+    async def bench(ctx):
+        ctx.set(dut.config.as_value(), pack(config_layout(BUILD), regs))
+        for i, w in enumerate(table):
+            ctx.set(dut.table_we, 1)
+            ctx.set(dut.table_addr, i)
+            ctx.set(dut.table_data, w)
+            await ctx.tick()
+        ctx.set(dut.table_we, 0)
+        for k in range(len(inputs) + DropProbability.LATENCY + 1):
+            if k < len(inputs):
+                ctx.set(dut.n_raw, inputs[k][0])
+            if 1 <= k <= len(inputs):
+                ctx.set(dut.avg, inputs[k - 1][1])
+            _, _, p, n = await ctx.tick().sample(dut.prob, dut.n)
+            if 1 <= k <= len(inputs):
+                got_n.append(n)
+            if DropProbability.LATENCY <= k < len(inputs) + DropProbability.LATENCY:
+                got_p.append(p)
+    sim.add_testbench(bench)
+    sim.run()
+    want_n = [min(n, regs["n_cap"]) for n, _ in inputs]
+    want_p = [probability(regs["mode"], avg, table[nc], regs)
+              for nc, (_, avg) in zip(want_n, inputs)]
+    assert got_n == want_n
+    assert got_p == want_p
+    if case != "droptail":
+        assert len(set(want_p)) > 100 and (1 << 32) in want_p

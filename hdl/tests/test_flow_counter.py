@@ -1,0 +1,119 @@
+"""FlowCounter against fpq.flow_counter.FlowCounter: N after every arrival, in carry and
+paper-literal mode, with backlogs (the port stalls), flushes (wipes) and repeated flows."""
+import random
+
+import pytest
+from amaranth.sim import Simulator
+
+from fpq import Build, Config
+from fpq.flow_counter import FlowCounter as Model
+from fpq.flow_hash import reduce_index
+from fpq_hdl.flow_counter import FlowCounter
+from fpq_hdl.layouts import config_layout
+from hdl_harness import pack
+
+SET_DELAY = 3
+
+
+def run(config, events):
+    """``events``: (ts, hash) per arrival. Returns the DUT's N after each arrival and the
+    number of clocks the port stalled."""
+    build = config.build
+    regs = config.registers()
+    dut = FlowCounter(build, SET_DELAY)
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    got = []
+    stalls = [0]
+
+    async def bench(ctx):
+        ctx.set(dut.config.as_value(), pack(config_layout(build), regs))
+        ctx.set(dut.load_rng, 1)
+        ctx.set(dut.restart, 1)
+        ctx.set(dut.can_accept, 1)
+        await ctx.tick()
+        ctx.set(dut.load_rng, 0)
+        ctx.set(dut.restart, 0)
+        accepted = {}          # cycle -> index
+        reads = {}             # cycle -> arrival number
+        i, cycle = 0, 0
+        while len(got) < len(events):
+            if i < len(events):
+                ctx.set(dut.arrival_valid, 1)
+                ctx.set(dut.ts, events[i][0])
+            else:
+                ctx.set(dut.arrival_valid, 0)
+            idx = accepted.pop(cycle - SET_DELAY, None)
+            ctx.set(dut.set_valid, idx is not None)
+            ctx.set(dut.set_index, idx or 0)
+            _, _, ready, n = await ctx.tick().sample(dut.ready, dut.n_raw)
+            if cycle in reads:
+                got.append(n)
+                del reads[cycle]
+            if i < len(events):
+                if ready:
+                    accepted[cycle] = reduce_index(events[i][1], regs["v_max"])
+                    reads[cycle + SET_DELAY + 3] = i
+                    i += 1
+                else:
+                    stalls[0] += 1
+            cycle += 1
+    sim.add_testbench(bench)
+    sim.run()
+    return got, stalls[0]
+
+
+def expected(config, events):
+    regs = config.registers()
+    m = Model(config.build.vec_bits, regs["v_max"], regs["clear_period"], regs["flush_after"],
+              regs["clear_literal"], regs["rng_clear_state"])
+    out = []
+    for ts, h in events:
+        m.advance(ts)
+        m.set(h)
+        out.append(m.n_raw)
+    return out, m
+
+
+def make_events(seed, n, flows, dts, repeat=0.3):
+    rnd = random.Random(seed)
+    pool = [rnd.getrandbits(32) for _ in range(flows)]
+    t, h, out = 0, pool[0], []
+    for _ in range(n):
+        t += rnd.choice(dts)
+        if rnd.random() >= repeat:
+            h = rnd.choice(pool)
+        out.append((t, h))
+    return out
+
+
+@pytest.mark.parametrize("literal", [False, True])
+def test_n_matches_model_with_clears_every_clock_and_backlogs(literal):
+    build = Build(vec_bits=256, table_depth=256)
+    # period 1.25 ticks; time steps 0..4 ticks: 0 to 4 clears owed per arrival
+    config = Config(build=build, v_max=200, tick_hz=1e6, t_clear_s=250e-6, n_cap=255,
+                    clear_literal=literal)
+    events = make_events(1, 3000, 150, (0, 1, 1, 1, 2, 4))
+    want, model = expected(config, events)
+    got, stalls = run(config, events)
+    assert got == want
+    assert model.clears > 1000 and stalls > 100
+
+
+def test_same_flow_every_clock_counts_once():
+    build = Build(vec_bits=64, table_depth=16)
+    config = Config(build=build, v_max=64, tick_hz=1e6, t_clear_s=64e-3, n_cap=15)
+    events = [(t, 0x12345678 if t % 50 < 40 else t * 2654435761 % (1 << 32))
+              for t in range(1, 1500)]
+    want, _ = expected(config, events)
+    got, stalls = run(config, events)
+    assert got == want and stalls == 0
+
+
+def test_flush_wipes_like_the_model():
+    build = Build(vec_bits=64, table_depth=16)
+    config = Config(build=build, v_max=50, tick_hz=1e6, t_clear_s=500e-6, n_cap=15)
+    events = make_events(3, 600, 40, (0, 1, 2, 3, 5000))   # 5000 ticks > 8 t_clear: flush
+    want, model = expected(config, events)
+    got, _ = run(config, events)
+    assert got == want and model.wipes > 10

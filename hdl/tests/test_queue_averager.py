@@ -1,0 +1,67 @@
+"""QueueAverager against fpq.queue_averager.QueueAverager: EWMA for every w_q shift and the
+idle-time decay through the host-filled table."""
+import random
+
+import pytest
+from amaranth.sim import Simulator
+
+from fpq import Build, Config
+from fpq.queue_averager import QueueAverager as Model
+from fpq_hdl.queue_averager import QueueAverager
+from fpq_hdl.layouts import config_layout
+from hdl_harness import pack
+
+BUILD = Build(table_depth=16)
+
+
+@pytest.mark.parametrize("wq_shift", [0, 1, 5, 9, 16])
+def test_average_matches_model(wq_shift):
+    rnd = random.Random(wq_shift)
+    config = Config(build=BUILD, wq_shift=wq_shift, tick_hz=1e6, idle_pkt_time_s=1e-4)
+    regs = config.registers()
+    table = config.decay_table()
+    model = Model(regs["wq_shift"], regs["idle_cell_log"], table)
+    samples, want = [], []
+    q = 0
+    for i in range(2000):
+        q = max(0, min((1 << 20) - 1, q + rnd.randint(-3, 4))) if rnd.random() < 0.97 \
+            else rnd.randrange(1 << 20)
+        idle = rnd.random() < 0.05
+        diff = rnd.choice((rnd.randint(-50, 3000), rnd.randint(0, 1 << 30),
+                           rnd.randint(-(1 << 47), (1 << 47) - 1)))
+        valid = rnd.random() < 0.8
+        if valid:
+            t0 = rnd.randrange(1 << 48)
+            if idle:
+                model.went_idle(t0)
+            want.append(model.update(q, (t0 + diff) % (1 << 48)))
+        samples.append((valid, q, idle, diff))
+    dut = QueueAverager(BUILD)
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    got = []
+
+    async def bench(ctx):
+        ctx.set(dut.config.as_value(), pack(config_layout(BUILD), regs))
+        for i, w in enumerate(table):
+            ctx.set(dut.table_we, 1)
+            ctx.set(dut.table_addr, i)
+            ctx.set(dut.table_data, w)
+            await ctx.tick()
+        ctx.set(dut.table_we, 0)
+        for k in range(len(samples) + 2):
+            if k < len(samples):
+                valid, q, idle, diff = samples[k]
+                ctx.set(dut.valid, valid)
+                ctx.set(dut.q, q)
+                ctx.set(dut.idle, idle)
+                ctx.set(dut.idle_diff, diff)
+            else:
+                ctx.set(dut.valid, 0)
+            _, _, avg = await ctx.tick().sample(dut.avg)
+            if k >= 2 and samples[k - 2][0]:
+                got.append(avg)
+    sim.add_testbench(bench)
+    sim.run()
+    assert got == want
+    assert len(set(want)) > 100
