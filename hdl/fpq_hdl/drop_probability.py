@@ -48,8 +48,11 @@ class DropProbability(wiring.Component):
         The lagged average, one clock after ``n_raw``.
     config : In(config_layout(build))
         Uses ``mode``, ``n_cap`` and the ``red_*`` registers.
+    table_bank : In(1)
+        The active bank: the pipeline reads it, host writes go to the other one (so a commit
+        swaps tables atomically).
     table_we, table_addr, table_data : In
-        Host write port of the r(N) table (``RATE`` words).
+        Host write port of the r(N) table (``RATE`` words), into the inactive bank.
     n : Out(16)
     prob : Out(PROB.width)
     """
@@ -61,7 +64,8 @@ class DropProbability(wiring.Component):
         abits = (table_depth - 1).bit_length()
         super().__init__({
             "n_raw": In(17), "avg": In(QAVG.width), "config": In(config_layout(build)),
-            "table_we": In(1), "table_addr": In(abits), "table_data": In(RATE.width),
+            "table_bank": In(1), "table_we": In(1), "table_addr": In(abits),
+            "table_data": In(RATE.width),
             "n": Out(16), "prob": Out(PROB.width),
         })
 
@@ -70,14 +74,14 @@ class DropProbability(wiring.Component):
         self.mode, self.n_cap = self.config.mode, self.config.n_cap
         for name in ("min_th", "max_th", "max_p", "slope1", "slope2", "gentle"):
             setattr(self, "red_" + name, self.config["red_" + name])
-        m.submodules.table = table = memory.Memory(shape=RATE.width, depth=self.table_depth,
+        m.submodules.table = table = memory.Memory(shape=RATE.width, depth=2 * self.table_depth,
                                                     init=[])
         wp, rp = table.write_port(), table.read_port()
-        m.d.comb += [wp.en.eq(self.table_we), wp.addr.eq(self.table_addr),
+        m.d.comb += [wp.en.eq(self.table_we), wp.addr.eq(Cat(self.table_addr, ~self.table_bank)),
                      wp.data.eq(self.table_data)]
         # cycle 0
         nc = Mux(self.n_raw > self.n_cap, self.n_cap, self.n_raw)
-        m.d.comb += rp.addr.eq(nc)
+        m.d.comb += rp.addr.eq(Cat(nc[:len(self.table_addr)], self.table_bank))
         m.d.sync += self.n.eq(nc)
         # cycle 1
         w = QAVG.width + 2

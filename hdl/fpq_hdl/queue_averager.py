@@ -36,8 +36,10 @@ class QueueAverager(wiring.Component):
         Arrival (cycle 0): the queue it found, whether the queue was idle and for how long.
     config : In(config_layout(build))
         Uses ``wq_shift`` and ``idle_cell_log``.
+    table_bank : In(1)
+        Active bank; host writes go to the other one.
     table_we, table_addr, table_data : In
-        Host write port of the idle-decay table.
+        Host write port of the idle-decay table (inactive bank).
     avg_next : Out(QAVG.width)
         The updated average (cycle 1, combinational; equals ``avg`` when no arrival).
     avg : Out(QAVG.width)
@@ -47,7 +49,7 @@ class QueueAverager(wiring.Component):
         super().__init__({
             "valid": In(1), "q": In(QPKTS_BITS), "idle": In(1), "idle_diff": In(signed(TIME_BITS)),
             "config": In(config_layout(build)),
-            "table_we": In(1), "table_addr": In(8), "table_data": In(DECAY_SHIFT_BITS),
+            "table_bank": In(1), "table_we": In(1), "table_addr": In(8), "table_data": In(DECAY_SHIFT_BITS),
             "avg_next": Out(QAVG.width), "avg": Out(QAVG.width),
         })
 
@@ -55,15 +57,16 @@ class QueueAverager(wiring.Component):
         m = Module()
         self.wq_shift, self.idle_cell_log = self.config.wq_shift, self.config.idle_cell_log
         m.submodules.decay = decay = memory.Memory(shape=DECAY_SHIFT_BITS,
-                                                    depth=DECAY_TABLE_DEPTH, init=[])
+                                                    depth=2 * DECAY_TABLE_DEPTH, init=[])
         wp, rp = decay.write_port(), decay.read_port()
-        m.d.comb += [wp.en.eq(self.table_we), wp.addr.eq(self.table_addr),
+        m.d.comb += [wp.en.eq(self.table_we), wp.addr.eq(Cat(self.table_addr, ~self.table_bank)),
                      wp.data.eq(self.table_data)]
         # cycle 0
         cells = (self.idle_diff.as_unsigned() >> self.idle_cell_log)
-        m.d.comb += rp.addr.eq(Mux(self.idle_diff < 0, 0,
-                                   Mux(cells > DECAY_TABLE_DEPTH - 1, DECAY_TABLE_DEPTH - 1,
-                                       cells)))
+        m.d.comb += rp.addr.eq(Cat(Mux(self.idle_diff < 0, 0,
+                                       Mux(cells > DECAY_TABLE_DEPTH - 1,
+                                           DECAY_TABLE_DEPTH - 1, cells))[:8],
+                                   self.table_bank))
         v1, idle1 = Signal(), Signal()
         qs = Signal(QAVG.width)
         m.d.sync += [v1.eq(self.valid), idle1.eq(self.idle),

@@ -82,11 +82,15 @@ class QueueManager(wiring.Component):
     verdicts : Out(stream.Signature(VERDICT))
     config : In(config_layout(build))
         Raw configuration registers (``fpq.Config.registers()``); change only while idle.
-    load_rng, restart, wipe : In(1)
-        Strobes: load both generators from the config seeds; restart the clear schedule at
+    load_rng_decide, load_rng_clear, restart, wipe : In(1)
+        Strobes: load a generator from its config seed; restart the clear schedule at
         ``next_due = clear_period``; wipe the flow vector (``busy`` meanwhile).
-    rate_we, rate_addr, rate_data, decay_we, decay_addr, decay_data : In
-        Table write ports (r(N) table, idle-decay table).
+    hold : In(1)
+        Accept no arrival (the register file's commit waits for an empty pipeline).
+    idle : Out(1)
+        No arrival is in the pipeline (verdicts may still wait in the FIFO).
+    rate_bank, rate_we, rate_addr, rate_data, decay_bank, decay_we, decay_addr, decay_data : In
+        Tables (r(N), idle decay): the active bank, and a write port into the other bank.
     counters : Out(7 x 64)
         ``fpq.queue_manager.COUNTERS`` in order; ``counter_clear`` bit i clears counter i.
     n_raw, n, avg, occ_pkts, occ_bytes, max_queue, busy : Out
@@ -106,9 +110,12 @@ class QueueManager(wiring.Component):
             "departures": In(stream.Signature(DEPARTURE)),
             "verdicts": Out(stream.Signature(VERDICT)),
             "config": In(self._config_layout),
-            "load_rng": In(1), "restart": In(1), "wipe": In(1),
-            "rate_we": In(1), "rate_addr": In(tbits), "rate_data": In(RATE.width),
-            "decay_we": In(1), "decay_addr": In(8), "decay_data": In(DECAY_SHIFT_BITS),
+            "load_rng_decide": In(1), "load_rng_clear": In(1), "restart": In(1),
+            "wipe": In(1), "hold": In(1), "idle": Out(1),
+            "rate_bank": In(1), "rate_we": In(1), "rate_addr": In(tbits),
+            "rate_data": In(RATE.width),
+            "decay_bank": In(1), "decay_we": In(1), "decay_addr": In(8),
+            "decay_data": In(DECAY_SHIFT_BITS),
             "counters": Out(data.ArrayLayout(COUNTER_BITS, len(COUNTERS))),
             "counter_clear": In(len(COUNTERS)), "clear_max_queue": In(1),
             "n_raw": Out(17), "n": Out(16), "avg": Out(QAVG.width),
@@ -135,13 +142,13 @@ class QueueManager(wiring.Component):
         outstanding = Signal(range(FIFO_DEPTH + 1))
         accept = Signal()
         m.d.comb += [
-            fc.load_rng.eq(self.load_rng),
+            fc.load_rng.eq(self.load_rng_clear),
             fc.restart.eq(self.restart), fc.wipe_req.eq(self.wipe),
             fc.arrival_valid.eq(arr.valid), fc.ts.eq(arr.payload.ts),
-            fc.can_accept.eq(outstanding < FIFO_DEPTH),
+            fc.can_accept.eq((outstanding < FIFO_DEPTH) & ~self.hold),
             arr.ready.eq(fc.ready), accept.eq(arr.valid & fc.ready),
             dep.ready.eq(1),
-            rng.seed.eq(cfg.rng_decide_state), rng.load.eq(self.load_rng),
+            rng.seed.eq(cfg.rng_decide_state), rng.load.eq(self.load_rng_decide),
             rng.step.eq(accept), self.busy.eq(fc.busy),
         ]
         read = self.verdicts.valid & self.verdicts.ready
@@ -182,7 +189,7 @@ class QueueManager(wiring.Component):
         m.d.comb += lag_rp.addr.eq(stages[_S_AVG].lag)
         m.d.comb += [
             dp.n_raw.eq(fc.n_raw), dp.avg.eq(lag_rp.data),
-            dp.table_we.eq(self.rate_we), dp.table_addr.eq(self.rate_addr),
+            dp.table_bank.eq(self.rate_bank), dp.table_we.eq(self.rate_we), dp.table_addr.eq(self.rate_addr),
             dp.table_data.eq(self.rate_data),
         ]
 
@@ -228,7 +235,7 @@ class QueueManager(wiring.Component):
 
         m.d.comb += [
             qa.valid.eq(av_v), qa.q.eq(dc.q), qa.idle.eq(dc.idle), qa.idle_diff.eq(dc.idle_diff),
-            qa.table_we.eq(self.decay_we), qa.table_addr.eq(self.decay_addr),
+            qa.table_bank.eq(self.decay_bank), qa.table_we.eq(self.decay_we), qa.table_addr.eq(self.decay_addr),
             qa.table_data.eq(self.decay_data),
         ]
         # ---- stage 18: the updated average into the lag line --------------------------------
@@ -236,6 +243,7 @@ class QueueManager(wiring.Component):
                      lag_wp.addr.eq(stages[_S_AVG_WRITE].lag),
                      lag_wp.data.eq(qa.avg_next)]
 
+        m.d.comb += self.idle.eq(~accept & ~Cat(s.av for s in stages[1:]).any())
         m.d.comb += [self.n_raw.eq(fc.n_raw),
                      self.n.eq(Mux(fc.n_raw > cfg.n_cap, cfg.n_cap, fc.n_raw)),
                      self.avg.eq(qa.avg), self.occ_pkts.eq(dc.occ_pkts),

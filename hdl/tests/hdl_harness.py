@@ -92,11 +92,13 @@ async def configure(ctx, dut, config):
         ctx.set(dut.decay_data, w)
         await ctx.tick()
     ctx.set(dut.decay_we, 0)
-    ctx.set(dut.load_rng, 1)
-    ctx.set(dut.restart, 1)
+    strobes = (dut.load_rng_decide, dut.load_rng_clear, dut.restart, dut.rate_bank,
+               dut.decay_bank)
+    for s in strobes:         # the tables were written into bank 1: make it active
+        ctx.set(s, 1)
     await ctx.tick()
-    ctx.set(dut.load_rng, 0)
-    ctx.set(dut.restart, 0)
+    for s in strobes[:3]:
+        ctx.set(s, 0)
 
 
 def run(config, steps, n_arrivals, ready_pattern=None, max_cycles=None, result=None):

@@ -55,6 +55,7 @@ def test_probability_matches_model(case):
             ctx.set(dut.table_data, w)
             await ctx.tick()
         ctx.set(dut.table_we, 0)
+        ctx.set(dut.table_bank, 1)       # the writes went to the inactive bank 1
         for k in range(len(inputs) + DropProbability.LATENCY + 1):
             if k < len(inputs):
                 ctx.set(dut.n_raw, inputs[k][0])

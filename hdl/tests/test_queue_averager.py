@@ -49,6 +49,7 @@ def test_average_matches_model(wq_shift):
             ctx.set(dut.table_data, w)
             await ctx.tick()
         ctx.set(dut.table_we, 0)
+        ctx.set(dut.table_bank, 1)       # the writes went to the inactive bank 1
         for k in range(len(samples) + 2):
             if k < len(samples):
                 valid, q, idle, diff = samples[k]
