@@ -15,6 +15,7 @@ import numpy as np
 
 import fpq
 from fpq.float_model import FloatQueueManager
+from fpq.formats import PROB_ONE
 
 from .engine import Simulator, Link
 from .router import OutputPort
@@ -45,7 +46,9 @@ class Network:
         self.qm = qm
         self.trace = [] if trace else None
         self.port = OutputPort(sim, qm, b["bandwidth_bps"], b["delay_s"], cfg.tick_hz,
-                               b["loss_rate"], random.Random(run["seed"] ^ 0x5EED), self.trace)
+                               b["loss_rate"], random.Random(run["seed"] ^ 0x5EED), self.trace,
+                               PROB_ONE if isinstance(qm, fpq.QueueManager) else
+                               1.0 if isinstance(qm, FloatQueueManager) else None)
         self.reverse = Link(b["reverse_bandwidth_bps"] or b["bandwidth_bps"], b["delay_s"])
         self.transfers = []          # (flow index, start, end)
         self.senders, self.receivers, self.groups = [], [], []
@@ -58,7 +61,8 @@ class Network:
                 tick=g["tick_s"], rto_init=g["rto_init_s"], rto_min=g["rto_min_s"],
                 rto_max=g["rto_max_s"], max_backoff=g["max_backoff"],
                 dupack_threshold=g["dupack_threshold"], delayed_ack=g["delayed_ack"],
-                delack_timeout=g["delack_timeout_s"], ack_every=g["ack_every"],
+                delack_timeout=g["delack_timeout_s"], delack_tick=g["delack_tick"],
+                ack_every=g["ack_every"],
                 transfer_pkts=g["transfer_pkts"] if g["workload"] == "transfers" else None,
                 think_time=g["think_s"], packet_bytes=pkt, ack_bytes=b["ack_bytes"])
             for _ in range(g["count"]):
@@ -70,6 +74,7 @@ class Network:
                 sim.at(start, self.senders[-1].start, None)
                 index += 1
         self.warm_delivered = [0] * index
+        self.warm_counters = self.counters.as_dict()
         self.warmup = run["warmup_s"]
         if self.warmup > 0:
             sim.at(self.warmup, self._end_warmup, None)
@@ -107,6 +112,7 @@ class Network:
         now = self.sim.now
         self.port.reset_stats(now)
         self.warm_delivered = [r.delivered for r in self.receivers]
+        self.warm_counters = self.counters.as_dict()
 
     def run(self, until=None):
         until = self.sc["run"]["duration_s"] if until is None else until
@@ -158,6 +164,7 @@ def summarise(net, transfer_times=False):
         "drops": port.drops,
         "early_drops": port.early_drops,
         "forced_drops": port.forced_drops,
+        "saturated_drops": port.saturated_drops,
         "wire_losses": port.wire_losses,
         "loss_rate": lost / port.arrivals if port.arrivals else 0.0,
         "avg_queue_pkts": port.q_area / span if span > 0 else 0.0,
@@ -168,7 +175,7 @@ def summarise(net, transfer_times=False):
                       "mean": float(times.mean()) if times.size else None,
                       "p5": _pct(times, 5), "p50": _pct(times, 50), "p95": _pct(times, 95)},
         "flows": delivered,
-        "tcp": net.counters.as_dict(),
+        "tcp": {k: v - net.warm_counters[k] for k, v in net.counters.as_dict().items()},
         "events": net.sim.events,
         "wall_seconds": net.wall,
         "events_per_second": net.sim.events / net.wall if net.wall > 0 else None,

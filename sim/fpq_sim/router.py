@@ -24,10 +24,11 @@ __all__ = ["OutputPort"]
 class OutputPort:
     __slots__ = ("sim", "qm", "bandwidth", "delay", "loss_rate", "rng", "tick_hz", "queue",
                  "busy", "tx_end", "arrivals", "drops", "early_drops", "forced_drops",
-                 "wire_losses", "lost_total", "departures", "q_area", "q_last", "busy_time", "trace",
+                 "wire_losses", "lost_total", "saturated_drops", "p_one", "departures", "q_area", "q_last", "busy_time", "trace",
                  "_arrive", "_depart")
 
-    def __init__(self, sim, qm, bandwidth, delay, tick_hz, loss_rate=0.0, rng=None, trace=None):
+    def __init__(self, sim, qm, bandwidth, delay, tick_hz, loss_rate=0.0, rng=None, trace=None,
+                 p_one=None):
         self.sim = sim
         self.qm = qm
         self._arrive = qm.arrive
@@ -37,6 +38,9 @@ class OutputPort:
         self.loss_rate = float(loss_rate)
         self.rng = rng
         self.tick_hz = float(tick_hz)
+        # the verdict's probability that means "drop everything" (PROB_ONE raw for the bit-exact
+        # model, 1.0 for the float model): counts the drops made with p saturated
+        self.p_one = p_one
         self.queue = deque()
         self.busy = False
         self.tx_end = 0.0
@@ -51,6 +55,7 @@ class OutputPort:
         self.early_drops = 0
         self.forced_drops = 0
         self.wire_losses = 0
+        self.saturated_drops = 0
         self.departures = 0
         self.q_area = 0.0
         self.q_last = now
@@ -63,10 +68,13 @@ class OutputPort:
         desc = Arrival(ts, pkt.conn.flow_key, pkt.size, False)
         if self.trace is not None:
             self.trace.append(desc)
-        action = self._arrive(desc)[1]
+        verdict = self._arrive(desc)
+        action = verdict[1]
         self.arrivals += 1
         if action >= 2:                      # DROP_EARLY, DROP_FORCED
             self.drops += 1
+            if self.p_one is not None and verdict[4] >= self.p_one:
+                self.saturated_drops += 1
             self.lost_total += 1
             if action == 2:
                 self.early_drops += 1

@@ -84,6 +84,9 @@ SCHEMA = {
         Key("delayed_ack", "bool", False, "Receiver delays ACKs (every ack_every-th packet or "
             "the delayed-ACK timer)."),
         Key("delack_timeout_s", "float", 0.2, "Delayed-ACK timer.", 1e-6, 10.0),
+        Key("delack_tick", "bool", False, "BSD-style delayed-ACK timer: the ACK goes at the "
+            "next multiple of delack_timeout_s on a global clock (0 to delack_timeout_s after "
+            "the packet) instead of delack_timeout_s after it (ns)."),
         Key("ack_every", "int", 2, "With delayed ACKs, ACK every this many in-order packets.",
             1, 64),
         Key("tick_s", "float", 0.5, "TCP timer granularity (RTT measured and RTO computed in "

@@ -31,7 +31,8 @@ number carried in every packet, so stale packets of an old transfer never confus
 
 The receiver acknowledges cumulatively. With delayed ACKs it acknowledges every
 ``ack_every``-th in-order packet, or when the delayed-ACK timer (started by the first
-unacknowledged packet) expires; out-of-order packets, duplicates and packets that fill a hole
+unacknowledged packet) expires: ``delack_timeout`` later (ns), or with ``delack_tick`` at the
+next multiple of ``delack_timeout`` on a global clock (BSD's 200 ms fast timer); out-of-order packets, duplicates and packets that fill a hole
 are acknowledged at once.
 
 Timers are lazy: each connection has at most one pending timer event; restarting a timer only
@@ -52,12 +53,12 @@ class TcpParams:
     __slots__ = ("variant", "max_window", "tick", "rto_init", "rto_min", "rto_max",
                  "max_backoff", "dupack_threshold", "delayed_ack", "delack_timeout",
                  "ack_every", "transfer_pkts", "think_time", "packet_bytes", "ack_bytes",
-                 "initial_ssthresh")
+                 "initial_ssthresh", "delack_tick")
 
     def __init__(self, variant="tahoe", max_window=113, tick=0.5, rto_init=3.0, rto_min=0.0,
                  rto_max=64.0, max_backoff=64, dupack_threshold=3, delayed_ack=False,
                  delack_timeout=0.2, ack_every=2, transfer_pkts=None, think_time=0.0,
-                 packet_bytes=576, ack_bytes=40, initial_ssthresh=None):
+                 packet_bytes=576, ack_bytes=40, initial_ssthresh=None, delack_tick=False):
         if variant not in VARIANTS:
             raise ValueError(f"variant: {variant!r} must be one of {', '.join(VARIANTS)}")
         self.variant = variant
@@ -70,6 +71,7 @@ class TcpParams:
         self.dupack_threshold = int(dupack_threshold)
         self.delayed_ack = bool(delayed_ack)
         self.delack_timeout = float(delack_timeout)
+        self.delack_tick = bool(delack_tick)
         self.ack_every = int(ack_every)
         self.transfer_pkts = None if transfer_pkts is None else int(transfer_pkts)
         self.think_time = float(think_time)
@@ -412,7 +414,11 @@ class Receiver:
                 if self.unacked >= self.p.ack_every:
                     self._ack()
                 elif self.delack_deadline == math.inf:
-                    self.delack_deadline = self.sim.now + self.p.delack_timeout
+                    d = self.p.delack_timeout
+                    if self.p.delack_tick:      # BSD: the next tick of a global d-second clock
+                        self.delack_deadline = (math.floor(self.sim.now / d) + 1) * d
+                    else:                       # ns: d seconds after this packet
+                        self.delack_deadline = self.sim.now + d
                     if not self.delack_pending:
                         self.delack_pending = True
                         self.sim.at(self.delack_deadline, self._delack_event, None)

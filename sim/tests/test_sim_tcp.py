@@ -132,6 +132,14 @@ def test_delayed_ack_timer_and_every_second_packet():
     assert p.sends_at(0.3) == [(1, 1), (2, 1)]
 
 
+def test_delayed_ack_on_a_global_tick():
+    # BSD style: packet 0 arrives at 0.05; the 0.2 s clock ticks at 0.2: ACK then (not 0.25).
+    # ACK 1 reaches the sender at 0.25: send 1, 2, which arrive at 0.3: ACK 3 at once.
+    p = Pair("tahoe", delayed_ack=True, delack_timeout=0.2, delack_tick=True).run(0.31)
+    assert p.events("delack_timer") == [(0.2, 1)]
+    assert p.events("ack") == [(0.2, 1), (0.3, 3)]
+
+
 def test_out_of_order_packet_is_acked_at_once_with_delayed_acks():
     p = Pair("tahoe", delayed_ack=True, drop={(1, 1)}).run(0.36)
     # 1 is lost, 2 arrives at 0.35 out of order: immediate duplicate ACK 1

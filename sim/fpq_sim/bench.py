@@ -1,0 +1,63 @@
+"""Simulator benchmarks: ``python -m fpq_sim.bench [--jobs 2]`` prints a Markdown report.
+
+* events per second of single runs (one process): the FPQ paper's network at N = 75, both
+  routers, with the bit-exact and the float queue manager; the 1997 network with 1500 flows;
+* the wall time of the whole Figs. 10-13 sweep (the ``sweep`` jobs of ``fpq figures``: N = 10..150
+  in 10 points, traditional and FPQ, 500 s each), on ``--jobs`` local processes.
+"""
+
+import argparse
+import datetime
+import os
+import platform
+import sys
+import time
+
+from .figures import plan, run_jobs, SCEN
+from .network import run_scenario
+from .scenario import load
+
+
+def single(name, sets):
+    sc = load(os.path.join(SCEN, name + ".toml"), sets)
+    s = run_scenario(sc)
+    return s
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="python -m fpq_sim.bench")
+    ap.add_argument("--jobs", type=int, default=2)
+    args = ap.parse_args(argv)
+    lines = ["| run | simulated s | events | wall s | events/s | bottleneck arrivals (after "
+             "warm-up) per wall second |", "|---|---|---|---|---|---|"]
+    for label, name, sets in (
+            ("FPQ paper, traditional (RED), N = 75, bit-exact model", "fpq-traditional", []),
+            ("FPQ paper, FPQ, N = 75, bit-exact model", "fpq-fpq", []),
+            ("FPQ paper, FPQ, N = 75, float model", "fpq-fpq", ["queue.model=float"]),
+            ("FPQ paper, FPQ, N = 150, bit-exact model", "fpq-fpq", ["flows.0.count=150"]),
+            ("1997 paper, 1500 bulk flows, 10 Mbit/s", "morris97-1500-flows", [])):
+        s = single(name, sets)
+        lines.append(f"| {label} | {s['duration_s']:.0f} | {s['events']:,} | "
+                     f"{s['wall_seconds']:.2f} | {s['events_per_second']:,.0f} | "
+                     f"{s['arrivals'] / s['wall_seconds']:,.0f} |")
+        print(lines[-1], file=sys.stderr)
+    jobs = [j for j in plan() if j[0][0] == "sweep"]
+    t0 = time.perf_counter()
+    res = run_jobs(jobs, n_jobs=args.jobs, progress=False)
+    wall = time.perf_counter() - t0
+    events = sum(s["events"] for s in res.values())
+    cpu = sum(s["wall_seconds"] for s in res.values())
+    ns = sorted({k[2] for k in res})
+    lines += ["", f"Figs. 10-13 sweep: {len(jobs)} runs (N = {', '.join(map(str, ns))}; "
+              f"traditional and FPQ; 500 s each): **{wall:.1f} s wall** on {args.jobs} local "
+              f"processes ({events:,} events, {cpu:.1f} s of simulation in the workers, "
+              f"{events / cpu:,.0f} events/s per process)."]
+    lines += ["", f"_Measured {datetime.date.today().isoformat()} with `python -m fpq_sim.bench "
+              f"--jobs {args.jobs}` on {platform.machine()}, {os.cpu_count()} cores, "
+              f"Python {platform.python_version()}; machine shared with other jobs._"]
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
