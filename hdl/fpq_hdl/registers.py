@@ -1,0 +1,218 @@
+"""Register file: the register map of ``fpq.regmap`` on a simple memory-mapped bus."""
+
+from amaranth import *
+from amaranth.lib import wiring, data
+from amaranth.lib.wiring import In, Out
+
+from fpq.config import Config, DECAY_TABLE_DEPTH
+from fpq.formats import QAVG, COUNTER_BITS, RATE, DECAY_SHIFT_BITS, QPKTS_BITS, QBYTES_BITS
+from fpq.queue_manager import COUNTERS
+from fpq.regmap import (registers, tables, CONTROL_COMMIT, CONTROL_CLEAR_ERRORS, STATUS_BITS,
+                        STATUS_REJECT_INDEX_SHIFT)
+
+from .layouts import config_layout
+
+__all__ = ["BusSignature", "RegisterFile", "ADDR_BITS"]
+
+#: Byte-address width of the bus (the r(N) table of the largest build ends below 2**20).
+ADDR_BITS = 20
+
+
+class BusSignature(wiring.Signature):
+    """A simple 32-bit memory-mapped bus, from the initiator's side.
+
+    ``addr`` is a byte address (bits 1..0 ignored). A write is ``w_en`` with ``w_data`` for one
+    clock; a read is ``r_en`` for one clock and ``r_data`` is valid on the next clock. No wait
+    states: a bridge (UART, AXI-Lite, Wishbone) needs only a few gates."""
+
+    def __init__(self):
+        super().__init__({"addr": Out(ADDR_BITS), "w_en": Out(1), "w_data": Out(32),
+                          "r_en": Out(1), "r_data": In(32)})
+
+
+class RegisterFile(wiring.Component):
+    """The registers of ``fpq.regmap.registers(build)``, generated from that list.
+
+    Behaviour (``fpq.regmap``'s docstring, which docs/REGISTERS.md reproduces): configuration
+    registers are shadows; ``CONTROL.COMMIT`` holds the arrival port (``hold``) until the
+    queue manager's pipeline is empty (``idle``), checks every shadow against its range (the
+    checks are generated from the map's ``lo``/``hi``, plus ``red_max_th >= red_min_th + 1``)
+    and applies them all in one clock, or rejects the commit (``STATUS.COMMIT_REJECTED``,
+    ``STATUS.REJECT_INDEX`` = the first bad register's index, nothing changes). A commit that
+    changes ``v_max`` wipes the vector; one that changes a ``rng_*_state`` reloads that
+    generator (one clock after the apply, so the generator sees the new seed). Table writes go
+    to the inactive bank; a commit after a table write swaps that table's banks. Reads of a
+    table return 0 (a host read port would cost a second copy of each table RAM). Writes to
+    read-only or unmapped addresses set ``STATUS.BAD_WRITE``; ``CONTROL.CLEAR_ERRORS`` clears
+    the sticky bits. Counters are 64 bits; a write to either word clears the counter. Reads
+    of configuration registers return the shadow. Out of reset the active configuration is
+    the map's defaults and the generators and clear schedule are loaded from them.
+
+    Latency: reads 1 clock; a commit applies 2 clocks after ``idle`` (check registered).
+    Throughput: one bus access per clock.
+
+    Parameters
+    ----------
+    build : fpq.Build
+
+    Attributes
+    ----------
+    bus : In(BusSignature())
+    config : Out(config_layout(build))
+        The active configuration, to ``QueueManager.config``.
+    load_rng_decide, load_rng_clear, restart, wipe, hold, rate_bank, rate_we, rate_addr,
+    rate_data, decay_bank, decay_we, decay_addr, decay_data, counter_clear,
+    clear_max_queue : Out
+        To the queue manager's ports of the same names.
+    counters, n_raw, n, avg, occ_pkts, occ_bytes, max_queue, busy, idle : In
+        From the queue manager's ports of the same names.
+    """
+
+    def __init__(self, build):
+        self.build = build
+        self.regs = registers(build)
+        self.defaults = Config(build=build).registers()
+        layout = config_layout(build)
+        tbits = (build.table_depth - 1).bit_length()
+        super().__init__({
+            "bus": In(BusSignature()),
+            "config": Out(layout, init={r.name: r.reset for r in self.regs
+                                        if r.kind == "config"}),
+            "load_rng_decide": Out(1), "load_rng_clear": Out(1), "restart": Out(1),
+            "wipe": Out(1), "hold": Out(1),
+            "rate_bank": Out(1), "rate_we": Out(1), "rate_addr": Out(tbits),
+            "rate_data": Out(RATE.width),
+            "decay_bank": Out(1), "decay_we": Out(1), "decay_addr": Out(8),
+            "decay_data": Out(DECAY_SHIFT_BITS),
+            "counter_clear": Out(len(COUNTERS)), "clear_max_queue": Out(1),
+            "counters": In(data.ArrayLayout(COUNTER_BITS, len(COUNTERS))),
+            "n_raw": In(17), "n": In(16), "avg": In(QAVG.width), "occ_pkts": In(QPKTS_BITS),
+            "occ_bytes": In(QBYTES_BITS), "max_queue": In(QPKTS_BITS), "busy": In(1),
+            "idle": In(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        bus = self.bus
+        wa = bus.addr[2:]                      # word address
+        pending, applying = Signal(), Signal()
+        rejected, bad_write = Signal(), Signal()
+        reject_index = Signal(8)
+        rate_dirty, decay_dirty = Signal(), Signal()
+        started = Signal()
+
+        shadow = {r.name: Signal(r.width, init=r.reset, name=f"shadow_{r.name}")
+                  for r in self.regs if r.kind == "config"}
+        index = {r.name: i for i, r in enumerate(self.regs)}
+        counter_pos = {name: i for i, name in enumerate(COUNTERS)}
+        telemetry = {"n_raw": self.n_raw, "n": self.n, "avg": self.avg,
+                     "occ_pkts": self.occ_pkts, "occ_bytes": self.occ_bytes,
+                     "max_queue": self.max_queue}
+        status = Signal(16)
+        m.d.comb += status.eq((pending | applying | self.busy) << STATUS_BITS["BUSY"]
+                              | rejected << STATUS_BITS["COMMIT_REJECTED"]
+                              | bad_write << STATUS_BITS["BAD_WRITE"]
+                              | reject_index << STATUS_REJECT_INDEX_SHIFT)
+
+        # ---- register words: reads, writes ------------------------------------------------
+        r_data = Signal(32)
+        m.d.sync += bus.r_data.eq(Mux(bus.r_en, r_data, 0))
+        mapped = Signal()
+        with m.Switch(wa):
+            for r in self.regs:
+                for w in range(r.words):
+                    lo_bit, hi_bit = 32 * w, min(32 * w + 32, r.width)
+                    with m.Case(r.offset // 4 + w):
+                        m.d.comb += mapped.eq(1)
+                        if r.kind == "config":
+                            value = shadow[r.name]
+                        elif r.kind == "counter":
+                            value = self.counters[counter_pos[r.name]]
+                        elif r.kind == "telemetry":
+                            value = telemetry[r.name]
+                        elif r.name == "status":
+                            value = status
+                        elif r.access == "ro":
+                            value = Const(r.reset, r.width)
+                        else:
+                            value = Const(0, r.width)
+                        m.d.comb += r_data.eq(value[lo_bit:hi_bit])
+                        with m.If(bus.w_en):
+                            if r.kind == "config":
+                                m.d.sync += shadow[r.name][lo_bit:hi_bit].eq(
+                                    bus.w_data[:hi_bit - lo_bit])
+                            elif r.kind == "counter":
+                                m.d.comb += self.counter_clear[counter_pos[r.name]].eq(1)
+                            elif r.name == "max_queue":
+                                m.d.comb += self.clear_max_queue.eq(1)
+                            elif r.name == "control":
+                                with m.If(bus.w_data & CONTROL_COMMIT):
+                                    m.d.sync += pending.eq(1)
+                                with m.If(bus.w_data & CONTROL_CLEAR_ERRORS):
+                                    m.d.sync += [rejected.eq(0), bad_write.eq(0),
+                                                 reject_index.eq(0)]
+                            else:
+                                m.d.sync += bad_write.eq(1)
+
+        # ---- tables: writes into the inactive bank --------------------------------------------
+        for t in tables(self.build):
+            base = t.offset // 4
+            in_table = (wa >= base) & (wa < base + t.depth)
+            prefix = "rate" if t.name == "rate_table" else "decay"
+            dirty = rate_dirty if prefix == "rate" else decay_dirty
+            addr = getattr(self, f"{prefix}_addr")
+            with m.If(in_table):
+                m.d.comb += mapped.eq(1)
+                with m.If(bus.w_en):
+                    m.d.comb += [getattr(self, f"{prefix}_we").eq(1),
+                                 addr.eq((wa - base)[:len(addr)]),
+                                 getattr(self, f"{prefix}_data").eq(bus.w_data)]
+                    m.d.sync += dirty.eq(1)
+        with m.If(bus.w_en & ~mapped):
+            m.d.sync += bad_write.eq(1)
+
+        # ---- commit: check (registered), then apply in one clock ------------------------------
+        bad_any, bad_idx = Signal(), Signal(8)
+        first = None
+        checks = []
+        for r in self.regs:
+            if r.kind != "config":
+                continue
+            v = shadow[r.name]
+            bad = Const(0, 1)
+            if r.lo > 0:
+                bad = bad | (v < r.lo)
+            if r.hi < (1 << r.width) - 1:
+                bad = bad | (v > r.hi)
+            if r.name == "red_max_th":
+                bad = bad | (v < shadow["red_min_th"] + (1 << QAVG.frac_bits))
+            checks.append((index[r.name], bad))
+        idx_comb, any_comb = Signal(8), Signal()
+        for i, bad in reversed(checks):          # the first bad register wins
+            with m.If(bad):
+                m.d.comb += [idx_comb.eq(i), any_comb.eq(1)]
+        wrote = Signal()
+        m.d.sync += [bad_any.eq(any_comb), bad_idx.eq(idx_comb), wrote.eq(bus.w_en)]
+
+        m.d.comb += self.hold.eq(pending | applying)
+        m.d.sync += [self.load_rng_decide.eq(0), self.load_rng_clear.eq(0), self.wipe.eq(0),
+                     self.restart.eq(0), applying.eq(0)]
+        with m.If(~started):
+            m.d.sync += [started.eq(1), self.load_rng_decide.eq(1), self.load_rng_clear.eq(1),
+                         self.restart.eq(1)]
+        with m.Elif(pending & self.idle & ~self.busy & ~wrote & ~bus.w_en):
+            m.d.sync += pending.eq(0)
+            with m.If(bad_any):
+                m.d.sync += [rejected.eq(1), reject_index.eq(bad_idx)]
+            with m.Else():
+                m.d.sync += [applying.eq(1), rate_dirty.eq(0), decay_dirty.eq(0),
+                             self.rate_bank.eq(self.rate_bank ^ rate_dirty),
+                             self.decay_bank.eq(self.decay_bank ^ decay_dirty),
+                             self.wipe.eq(shadow["v_max"] != self.config.v_max),
+                             self.load_rng_decide.eq(
+                                 shadow["rng_decide_state"] != self.config.rng_decide_state),
+                             self.load_rng_clear.eq(
+                                 shadow["rng_clear_state"] != self.config.rng_clear_state)]
+                for name, sig in shadow.items():
+                    m.d.sync += self.config[name].eq(sig)
+        return m
