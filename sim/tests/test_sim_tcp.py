@@ -170,3 +170,42 @@ def test_stale_packets_of_a_finished_transfer_are_ignored():
     assert (p.sender.snd_una, p.sender.cwnd, p.sender.snd_nxt) == s_state
     p.sim.run(2.05)
     assert [round(b - a, 9) for a, b in p.transfers] == [0.4] * 5
+
+
+def test_jacobson_karels_estimates_in_ticks():
+    # One-way delay 0.6 s: every RTT sample is 1.2 s = 2.4 ticks -> rounded to 2 ticks.
+    # First sample (ACK 1 at 1.2 s): srtt = 2 ticks (x8 = 16), rttvar = 1 tick (x4 = 4),
+    # rto = srtt + 4 rttvar = 6 ticks = 3 s. Second (ACK 2 at 2.4 s, timing packet 1):
+    # delta 0, rttvar += |0| - 4/4 -> 3 (0.75 tick), rto = (3*8 + 16) >> 3 = 5 ticks = 2.5 s.
+    # Third (ACK 4 at 3.6 s, timing packet 3): rttvar += 0 - (3 >> 2 = 0) -> 3, rto 2.5 s.
+    p = Pair("tahoe", delay=0.6)
+    rtos = []
+    for t in (1.25, 2.45, 3.65):
+        p.run(t)
+        rtos.append((p.sender.srtt, p.sender.rttvar, p.sender.rto()))
+    assert rtos == [(16, 4, 3.0), (16, 3, 2.5), (16, 3, 2.5)]
+
+
+def test_rto_has_a_floor_of_two_ticks_and_rto_min():
+    p = Pair("tahoe", delay=0.01).run(0.5)        # RTT 20 ms: 0 ticks -> 1 tick
+    assert p.sender.srtt == 8 and p.sender.rto() == 1.5   # 1 + 4 * 0.5 ticks
+    q = Pair("tahoe", delay=0.01, rto_min=2.0).run(0.5)
+    assert q.sender.rto() == 2.0
+    r = Pair("tahoe", delay=0.01, tick=0.1).run(0.5)
+    assert r.sender.rto() == pytest.approx(0.3)           # 1 + 4 * 0.5 ticks of 0.1 s
+    f = Pair("tahoe", rto_init=0.2, tick=0.5)             # no sample yet: 0.2 s < 2 ticks
+    assert f.sender.rto() == 1.0
+
+
+@pytest.mark.parametrize("variant", ["tahoe", "reno", "newreno"])
+def test_maximum_window_caps_packets_in_flight(variant):
+    # max_window 4: slow start would send 8 at t=0.3; at most 4 may be outstanding, so from
+    # then on exactly 4 packets leave per round trip (and cwnd keeps growing, as in ns).
+    p = Pair(variant, max_window=4).run(1.05)
+    assert p.sends_at(0.2) == [(3, 1), (4, 1), (5, 1), (6, 1)]   # still below the cap
+    for t in (0.3, 0.4, 0.5, 0.6, 0.7):
+        assert len(p.sends_at(t)) == 4
+    seqs = [s for _, s, _ in p.sends]
+    acked = max(a[1] for a in p.acks)
+    assert max(seqs) < acked + 4
+    assert p.sender.cwnd > 4
