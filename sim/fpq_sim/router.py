@@ -24,7 +24,8 @@ __all__ = ["OutputPort"]
 class OutputPort:
     __slots__ = ("sim", "qm", "bandwidth", "delay", "loss_rate", "rng", "tick_hz", "queue",
                  "busy", "tx_end", "arrivals", "drops", "early_drops", "forced_drops",
-                 "wire_losses", "lost_total", "saturated_drops", "p_one", "departures", "q_area", "q_last", "busy_time", "trace",
+                 "wire_losses", "lost_total", "saturated_drops", "p_one", "departures", "q_area",
+                 "q_last", "busy_time", "trace",
                  "_arrive", "_depart")
 
     def __init__(self, sim, qm, bandwidth, delay, tick_hz, loss_rate=0.0, rng=None, trace=None,

@@ -62,6 +62,9 @@ SCHEMA = {
             "(fpq.QueueManager) or the float model of the paper "
             "(fpq.float_model.FloatQueueManager).", choices=("exact", "float")),
         Key("limit_pkts", "int", 0, "Hard buffer limit in packets (0: none).", 0, 65535),
+        Key("avg_lag", "int", 0, "Build-time pipeline distance (arrivals) between the "
+            "averager and the decision of the bit-exact model (fpq.Build.avg_lag); 0: the "
+            "build's default.", 0, 64),
     ],
     "flows": [
         Key("count", "int", REQUIRED, "Number of flows in this group.", 1, 100000),
@@ -212,7 +215,8 @@ def queue_config(sc):
     params.setdefault("seed_clear", (sc["run"]["seed"] * 2 + 2) % 2**64)
     if q["limit_pkts"]:
         params["limit_pkts"] = q["limit_pkts"]
-    return fpq.Config(mode=q["discipline"], **params)
+    build = fpq.Build(avg_lag=q["avg_lag"]) if q.get("avg_lag") else None
+    return fpq.Config(build=build, mode=q["discipline"], **params)
 
 
 def load(path, sets=()):

@@ -32,7 +32,8 @@ number carried in every packet, so stale packets of an old transfer never confus
 The receiver acknowledges cumulatively. With delayed ACKs it acknowledges every
 ``ack_every``-th in-order packet, or when the delayed-ACK timer (started by the first
 unacknowledged packet) expires: ``delack_timeout`` later (ns), or with ``delack_tick`` at the
-next multiple of ``delack_timeout`` on a global clock (BSD's 200 ms fast timer); out-of-order packets, duplicates and packets that fill a hole
+next multiple of ``delack_timeout`` on a global clock (BSD's 200 ms fast timer);
+out-of-order packets, duplicates and packets that fill a hole
 are acknowledged at once.
 
 Timers are lazy: each connection has at most one pending timer event; restarting a timer only
