@@ -47,7 +47,7 @@ class Decision(wiring.Component):
     out_dep_valid, dep_error : Out
         The slot's departure and whether it was an error (cycle 2).
     occ_pkts, occ_bytes, max_queue : Out
-        Occupancy registers.
+        Occupancy registers (``max_queue`` follows ``occ_pkts`` a clock later).
     """
 
     LATENCY = 2
@@ -90,34 +90,50 @@ class Decision(wiring.Component):
         m.d.sync += [v1.eq(self.valid), ecn1.eq(self.ecn), len1.eq(self.length),
                      ts1.eq(self.ts), dv1.eq(self.dep_valid), dlen1.eq(self.dep_length),
                      dts1.eq(self.dep_ts)]
+        # per-slot constants for the occupancy recurrence, formed before it: the byte limit
+        # check ``occ - dep + len > limit`` becomes ``occ > limit - len + dep``, one compare
+        wb = QBYTES_BITS + 2
+        k_nodep, k_dep = Signal(signed(wb)), Signal(signed(wb))
+        delta = Signal(signed(LENGTH_BITS + 1))
+        m.d.sync += [k_nodep.eq(self.limit_bytes - self.length),
+                     k_dep.eq(self.limit_bytes - self.length + self.dep_length),
+                     delta.eq(self.length - self.dep_length)]
 
         # ---- cycle 1: occupancy -------------------------------------------------------------
         occ_p, occ_b = self.occ_pkts, self.occ_bytes
         idle, idle_since = Signal(), Signal(TIME_BITS)
-        # the departure
+        # the departure: every candidate result is formed in parallel, then selected
         empty = occ_p == 0
-        short = dlen1 > occ_b
-        op1 = Mux(dv1 & ~empty, occ_p - 1, occ_p)
-        ob1 = Mux(dv1, Mux(short, 0, occ_b - dlen1), occ_b)
+        short = dlen1 > occ_b                      # departing more bytes than queued
+        dep_p = dv1 & ~empty
+        op1 = Mux(dep_p, occ_p - 1, occ_p)
         went_idle = dv1 & (occ_p == 1)
         idle1 = idle | went_idle
         since1 = Mux(went_idle, dts1, idle_since)
         # the arrival
         drop_early = early & ~(self.ecn_enable & ecn1)
-        forced = (op1 >= self.limit_pkts) | (ob1 + len1 > self.limit_bytes)
+        over_p = Mux(dep_p, occ_p > self.limit_pkts, occ_p >= self.limit_pkts)
+        over_b = Mux(dv1, Mux(short, k_nodep < 0, occ_b.as_signed() > k_dep),
+                     occ_b.as_signed() > k_nodep)
+        forced = over_p | over_b
         enq = v1 & ~drop_early & ~forced
         action = Mux(drop_early, DROP_EARLY, Mux(forced, DROP_FORCED,
                                                  Mux(early, MARK, ENQUEUE)))
         with m.If(enq):
-            m.d.sync += [occ_p.eq(op1 + 1), occ_b.eq(ob1 + len1)]
-            with m.If(self.clear_max_queue):
-                m.d.sync += self.max_queue.eq(op1 + 1)
-            with m.Elif(op1 + 1 > self.max_queue):
-                m.d.sync += self.max_queue.eq(op1 + 1)
+            m.d.sync += occ_p.eq(Mux(dep_p, occ_p, occ_p + 1))
+            with m.If(dv1):
+                m.d.sync += occ_b.eq(Mux(short, len1, occ_b + delta))
+            with m.Else():
+                m.d.sync += occ_b.eq(occ_b + len1)
         with m.Else():
-            m.d.sync += [occ_p.eq(op1), occ_b.eq(ob1)]
-            with m.If(self.clear_max_queue):
-                m.d.sync += self.max_queue.eq(0)
+            m.d.sync += occ_p.eq(op1)
+            with m.If(dv1):
+                m.d.sync += occ_b.eq(Mux(short, 0, occ_b - dlen1))
+        # the largest occupancy, a clock behind (only enqueues raise the occupancy)
+        with m.If(self.clear_max_queue):
+            m.d.sync += self.max_queue.eq(0)
+        with m.Elif(occ_p > self.max_queue):
+            m.d.sync += self.max_queue.eq(occ_p)
         with m.If(v1):
             m.d.sync += idle.eq(0)
         with m.Else():

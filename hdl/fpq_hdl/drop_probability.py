@@ -8,6 +8,7 @@ from fpq.formats import QAVG, PROB, PROB_ONE, RATE
 from fpq.drop_probability import MODE_FPQ, MODE_RED
 
 from .layouts import config_layout
+from .block_ram import BlockRAM
 
 __all__ = ["DropProbability"]
 
@@ -25,27 +26,30 @@ class DropProbability(wiring.Component):
 
     Pipeline (one arrival per clock, never stalls):
 
-    * cycle 0: ``n = min(n_raw, n_cap)``, table read address;
-    * cycle 1: ``avg`` arrives; ``A - min_th``, ``A - max_th``, ``A - 2 max_th`` in parallel
+    * cycle 0: ``n = min(n_raw, n_cap)``, table read address (``BlockRAM``, latency 2);
+    * cycle 2: ``avg`` arrives; ``A - min_th``, ``A - max_th``, ``A - 2 max_th`` in parallel
       (their signs are RED's region compares);
-    * cycle 2: select rate word, difference and offset by mode and region;
-    * cycle 3: two 16 x 18 partial products (DSP);
-    * cycle 4: their sum (52 bits);
-    * cycle 5: ``<< 1 >> shift`` (barrel shifter), overflow flag;
-    * cycle 6: ``+ offset``, saturation; ``prob`` is valid at cycle 7.
+    * cycle 3: select rate word, difference and offset by mode and region;
+    * cycle 4: two 16 x 18 partial products (DSP);
+    * cycle 5: their sum (52 bits), ``<< 1`` and ``>> (shift & ~7)``;
+    * cycle 6: ``>> (shift & 7)``, overflow flag;
+    * cycle 7: ``+ offset``, saturation; ``prob`` is valid at cycle 8.
 
-    Latency: 7 clocks from ``n_raw`` (6 from ``avg``). ``n`` is valid at cycle 1.
+    Latency: 8 clocks from ``n_raw`` (``AVG_DELAY`` = 2 clocks later comes ``avg``). ``n``
+    is valid at cycle 1.
 
     Parameters
     ----------
     build : fpq.Build
         ``build.table_depth`` entries in the r(N) table.
+    ram_style : str
+        ``BlockRAM`` style of the table.
 
     Attributes
     ----------
     n_raw : In(17)
     avg : In(QAVG.width)
-        The lagged average, one clock after ``n_raw``.
+        The lagged average, ``AVG_DELAY`` clocks after ``n_raw``.
     config : In(config_layout(build))
         Uses ``mode``, ``n_cap`` and the ``red_*`` registers.
     table_bank : In(1)
@@ -57,9 +61,11 @@ class DropProbability(wiring.Component):
     prob : Out(PROB.width)
     """
 
-    LATENCY = 7
+    LATENCY = 8
+    AVG_DELAY = 2
 
-    def __init__(self, build):
+    def __init__(self, build, ram_style="generic"):
+        self.ram_style = ram_style
         self.table_depth = table_depth = build.table_depth
         abits = (table_depth - 1).bit_length()
         super().__init__({
@@ -74,16 +80,15 @@ class DropProbability(wiring.Component):
         self.mode, self.n_cap = self.config.mode, self.config.n_cap
         for name in ("min_th", "max_th", "max_p", "slope1", "slope2", "gentle"):
             setattr(self, "red_" + name, self.config["red_" + name])
-        m.submodules.table = table = memory.Memory(shape=RATE.width, depth=2 * self.table_depth,
-                                                    init=[])
-        wp, rp = table.write_port(), table.read_port()
-        m.d.comb += [wp.en.eq(self.table_we), wp.addr.eq(Cat(self.table_addr, ~self.table_bank)),
-                     wp.data.eq(self.table_data)]
+        m.submodules.table = table = BlockRAM(RATE.width, 2 * self.table_depth, self.ram_style)
+        m.d.comb += [table.w_en.eq(self.table_we),
+                     table.w_addr.eq(Cat(self.table_addr, ~self.table_bank)),
+                     table.w_data.eq(self.table_data)]
         # cycle 0
         nc = Mux(self.n_raw > self.n_cap, self.n_cap, self.n_raw)
-        m.d.comb += rp.addr.eq(Cat(nc[:len(self.table_addr)], self.table_bank))
+        m.d.comb += table.r_addr.eq(Cat(nc[:len(self.table_addr)], self.table_bank))
         m.d.sync += self.n.eq(nc)
-        # cycle 1
+        # cycle 2 (cycle 1: the RAM's output register)
         w = QAVG.width + 2
         avg1 = Signal(QAVG.width)
         d1, d2 = Signal(signed(w)), Signal(signed(w))
@@ -92,8 +97,8 @@ class DropProbability(wiring.Component):
                      d2.eq(self.avg - self.red_max_th),
                      neg3.eq((self.avg - (self.red_max_th << 1)).as_signed() < 0)]
         word1 = Signal(RATE.width)
-        m.d.sync += word1.eq(rp.data)
-        # cycle 2: select by mode and region
+        m.d.sync += word1.eq(table.r_data)
+        # cycle 3: select by mode and region
         mant, shift = Signal(RATE.mant_bits), Signal(RATE.shift_bits)
         d, off = Signal(QAVG.width), Signal(PROB.width)
         force0, force1 = Signal(), Signal()
@@ -115,25 +120,26 @@ class DropProbability(wiring.Component):
         with m.Else():
             m.d.sync += [force0.eq(1), force1.eq(0), d.eq(0), off.eq(0)]
         m.d.sync += [mant.eq(sel_word[:RATE.mant_bits]), shift.eq(sel_word[RATE.mant_bits:])]
-        # cycle 3: partial products
+        # cycle 4: partial products
         pl, ph = Signal(RATE.mant_bits + _HALF), Signal(RATE.mant_bits + QAVG.width - _HALF)
         m.d.sync += [pl.eq(mant * d[:_HALF]), ph.eq(mant * d[_HALF:])]
         shift3, off3, f03, f13 = Signal.like(shift), Signal.like(off), Signal(), Signal()
         m.d.sync += [shift3.eq(shift), off3.eq(off), f03.eq(force0), f13.eq(force1)]
-        # cycle 4: sum
-        prod = Signal(RATE.mant_bits + QAVG.width)
-        m.d.sync += prod.eq(pl + (ph << _HALF))
+        # cycle 5: sum
+        # the sum, then ``<< 1`` and the coarse part of ``>> shift`` (multiples of 8)
+        prod = Signal(RATE.mant_bits + QAVG.width + 1)
+        m.d.sync += prod.eq(Cat(Const(0, 1), pl + (ph << _HALF)) >> (shift3[3:] << 3))
         shift4, off4, f04, f14 = Signal.like(shift), Signal.like(off), Signal(), Signal()
         m.d.sync += [shift4.eq(shift3), off4.eq(off3), f04.eq(f03), f14.eq(f13)]
-        # cycle 5: << 1 >> shift; anything at or above 2**33 saturates whatever the offset
+        # cycle 6: << 1 >> shift; anything at or above 2**33 saturates whatever the offset
         scaled = Signal(PROB.width + 1)
         big = Signal()
-        shifted = (Cat(Const(0, 1), prod) >> shift4)
+        shifted = prod >> shift4[:3]
         m.d.sync += [scaled.eq(shifted[:PROB.width + 1]),
                      big.eq(shifted[PROB.width + 1:] != 0)]
         off5, f05, f15 = Signal.like(off), Signal(), Signal()
         m.d.sync += [off5.eq(off4), f05.eq(f04), f15.eq(f14)]
-        # cycle 6: offset and saturation
+        # cycle 7: offset and saturation
         total = off5 + scaled
         with m.If(f05):
             m.d.sync += self.prob.eq(0)

@@ -7,6 +7,7 @@ from amaranth.lib.wiring import In, Out
 from fpq.formats import TIME_BITS, CLEAR_PERIOD, RAND_BITS
 
 from .flow_hash import reduce_index
+from .block_ram import BlockRAM
 from .layouts import config_layout
 from .random_source import RandomSource
 
@@ -38,20 +39,22 @@ class FlowCounter(wiring.Component):
 
     In paper-literal mode the last clear of an arrival restarts the schedule at ``ts + period``.
 
-    **Vector (cycles ``set_delay`` .. ``set_delay + 2``).** Two read-modify-writes of one bit
+    **Vector (cycles ``set_delay`` .. ``set_delay + 3``).** Two read-modify-writes of one bit
     per clock (the arrival's set and one clear), each needing the old bit for N. It is the
     XOR two-write-port memory built from 1R1W RAMs, portable to iCE40 as well as ECP5: banks
     P and Q, bit = P ^ Q; a set writes ``P[a] = ~Q[a]``, a clear writes ``Q[b] = P[b]``; each
-    bank has two read ports (yosys duplicates the RAM). A clear and a set of the same index in
+    bank is two RAMs (one per read port). A clear and a set of the same index in
     one slot is the clear first: the bit ends 1 and N changes as for the set alone, so the
-    clear's write is dropped. Reads are not transparent; the writes of the previous clock are
-    forwarded (one register per bank), which is all the read-to-write distance needs, so the
-    same flow on every clock counts exactly once and nothing stalls.
+    clear's write is dropped. The RAMs have read latency 2 (``BlockRAM``: output register, for
+    Fmax); reads are not transparent, so the writes of the two previous clocks are forwarded
+    (two registers per bank), which is all the read-to-write distance needs: the same flow on
+    every clock counts exactly once and nothing stalls.
 
     * cycle ``set_delay``: read addresses (set and clear index, registered);
-    * ``set_delay + 1``: old bits, writes, N increment/decrement (registered);
-    * ``set_delay + 2``: ``N += inc - dec`` (or 0 after a wipe); ``n_raw`` is valid at
-      ``set_delay + 3``, the popcount after this slot's clear and set.
+    * ``set_delay + 1``: RAM output register;
+    * ``set_delay + 2``: old bits, forwarding, writes, N increment/decrement (registered);
+    * ``set_delay + 3``: ``N += inc - dec`` (or 0 after a wipe); ``n_raw`` is valid at
+      ``set_delay + 4``, the popcount after this slot's clear and set.
 
     Throughput: one arrival per clock with up to one clear owed per arrival.
 
@@ -61,6 +64,8 @@ class FlowCounter(wiring.Component):
         ``build.vec_bits`` is the vector size.
     set_delay : int
         Clocks from the accept (cycle 0) to ``set_valid``/``set_index`` (>= 3).
+    ram_style : str
+        ``BlockRAM`` style of the four vector RAMs ("generic" or "ecp5").
 
     Attributes
     ----------
@@ -80,13 +85,16 @@ class FlowCounter(wiring.Component):
     set_valid, set_index : In
         The accepted arrival's vector index, ``set_delay`` clocks after the accept.
     n_raw : Out(17)
-        N after the slot that was at cycle 0 ``set_delay + 3`` clocks ago.
+        N after the slot that was at cycle 0 ``set_delay + 4`` clocks ago.
     busy : Out(1)
         A wipe is pending or under way.
     """
 
-    def __init__(self, build, set_delay):
+    LATENCY = 4      # clocks from set_index to n_raw
+
+    def __init__(self, build, set_delay, ram_style="generic"):
         assert set_delay >= 3
+        self.ram_style = ram_style
         vec_bits = build.vec_bits
         self.vec_bits = vec_bits
         self.set_delay = set_delay
@@ -176,51 +184,76 @@ class FlowCounter(wiring.Component):
         m.d.sync += [clr_v0.eq(cv_a), wipe_s0.eq(wp_a)]
 
         # ---- vector: XOR two-write-port memory from 1R1W RAMs -----------------------------
-        m.submodules.bank_p = bank_p = memory.Memory(shape=1, depth=self.vec_bits, init=[])
-        m.submodules.bank_q = bank_q = memory.Memory(shape=1, depth=self.vec_bits, init=[])
-        wp_p, wp_q = bank_p.write_port(), bank_q.write_port()
-        rp_pa, rp_pb = bank_p.read_port(), bank_p.read_port()
-        rp_qa, rp_qb = bank_q.read_port(), bank_q.read_port()
+        rams = {}
+        for name in ("pa", "pb", "qa", "qb"):        # bank P or Q, read at set (a) or clear (b)
+            rams[name] = m.submodules[f"bank_{name}"] = BlockRAM(1, self.vec_bits,
+                                                                 self.ram_style)
         a0, b0 = self.set_index, clr_index
-        m.d.comb += [rp_pa.addr.eq(a0), rp_qa.addr.eq(a0), rp_pb.addr.eq(b0),
-                     rp_qb.addr.eq(b0)]
-        sv, cv, wipe1, same = Signal(), Signal(), Signal(), Signal()
+        m.d.comb += [rams["pa"].r_addr.eq(a0), rams["qa"].r_addr.eq(a0),
+                     rams["pb"].r_addr.eq(b0), rams["qb"].r_addr.eq(b0)]
+        # cycle set_delay + 1: the RAMs' output register
+        sv1, cv1, wipe1, same1 = Signal(), Signal(), Signal(), Signal()
+        a1, b1 = Signal(self.index_bits), Signal(self.index_bits)
+        m.d.sync += [sv1.eq(self.set_valid), cv1.eq(clr_v0), wipe1.eq(wipe_s0), a1.eq(a0),
+                     b1.eq(b0), same1.eq(self.set_valid & clr_v0 & (a0 == b0))]
+        # cycle set_delay + 2: old bits, writes
+        sv, cv, wipe2, same = Signal(), Signal(), Signal(), Signal()
         a, b = Signal(self.index_bits), Signal(self.index_bits)
-        m.d.sync += [sv.eq(self.set_valid), cv.eq(clr_v0), wipe1.eq(wipe_s0), a.eq(a0),
-                     b.eq(b0), same.eq(self.set_valid & clr_v0 & (a0 == b0))]
+        m.d.sync += [sv.eq(sv1), cv.eq(cv1), wipe2.eq(wipe1), a.eq(a1), b.eq(b1),
+                     same.eq(same1)]
 
-        # the previous clock's writes, forwarded over the non-transparent reads
-        lp_en, lp_addr, lp_data = Signal(), Signal(self.index_bits), Signal()
-        lq_en, lq_addr, lq_data = Signal(), Signal(self.index_bits), Signal()
-        pa = Mux(lp_en & (lp_addr == a), lp_data, rp_pa.data)
-        pb = Mux(lp_en & (lp_addr == b), lp_data, rp_pb.data)
-        qa = Mux(lq_en & (lq_addr == a), lq_data, rp_qa.data)
-        qb = Mux(lq_en & (lq_addr == b), lq_data, rp_qb.data)
+        wiping = Signal()
+        wcount = Signal(self.index_bits)
+        p_addr, q_addr = Mux(wiping, wcount, a), Mux(wiping, wcount, b)
+        # the writes of the two previous clocks, forwarded over the non-transparent reads
+        def last(name):
+            return (Signal(name=f"{name}_en"), Signal(self.index_bits, name=f"{name}_addr"),
+                    Signal(name=f"{name}_data"))
+        p1, p2, q1, q2 = last("p1"), last("p2"), last("q1"), last("q2")
+
+        # address matches are compared a clock early (at set_delay + 1, against the write
+        # being issued now and the one issued a clock ago), so that only the enables and the
+        # data muxes sit between the RAM output register and the RAM inputs
+        match = {}
+        for key, addr1, w_now, w1 in (("pa", a1, "p", p1), ("pb", b1, "p", p1),
+                                      ("qa", a1, "q", q1), ("qb", b1, "q", q1)):
+            m1, m2 = Signal(name=f"match_{key}_1"), Signal(name=f"match_{key}_2")
+            match[key] = (m1, m2)
+            m.d.sync += [m1.eq(addr1 == (p_addr if w_now == "p" else q_addr)),
+                         m2.eq(addr1 == w1[1])]
+
+        def forward(key, w1, w2):
+            m1, m2 = match[key]
+            return Mux(w1[0] & m1, w1[2], Mux(w2[0] & m2, w2[2], rams[key].r_data))
+        pa = forward("pa", p1, p2)
+        pb = forward("pb", p1, p2)
+        qa = forward("qa", q1, q2)
+        qb = forward("qb", q1, q2)
         old_a, old_b = pa ^ qa, pb ^ qb
         set_w = sv & ~old_a
         clr_w = cv & ~same & old_b
 
-        wiping = Signal()
-        wcount = Signal(self.index_bits)
-        with m.If(wipe1):
+        with m.If(wipe2):
             m.d.sync += [wiping.eq(1), wcount.eq(0)]
         with m.Elif(wiping):
             m.d.sync += wcount.eq(wcount + 1)
             with m.If(wcount == self.vec_bits - 1):
                 m.d.sync += wiping.eq(0)
-        m.d.comb += [
-            wp_p.en.eq(set_w | wiping), wp_p.addr.eq(Mux(wiping, wcount, a)),
-            wp_p.data.eq(~qa & ~wiping),
-            wp_q.en.eq(clr_w | wiping), wp_q.addr.eq(Mux(wiping, wcount, b)),
-            wp_q.data.eq(pb & ~wiping),
-        ]
-        m.d.sync += [lp_en.eq(wp_p.en), lp_addr.eq(wp_p.addr), lp_data.eq(wp_p.data),
-                     lq_en.eq(wp_q.en), lq_addr.eq(wp_q.addr), lq_data.eq(wp_q.data)]
+        p_en, p_data = set_w | wiping, ~qa & ~wiping
+        q_en, q_data = clr_w | wiping, pb & ~wiping
+        for name in ("pa", "pb"):
+            m.d.comb += [rams[name].w_en.eq(p_en), rams[name].w_addr.eq(p_addr),
+                         rams[name].w_data.eq(p_data)]
+        for name in ("qa", "qb"):
+            m.d.comb += [rams[name].w_en.eq(q_en), rams[name].w_addr.eq(q_addr),
+                         rams[name].w_data.eq(q_data)]
+        m.d.sync += [Cat(*p1).eq(Cat(p_en, p_addr, p_data)), Cat(*p2).eq(Cat(*p1)),
+                     Cat(*q1).eq(Cat(q_en, q_addr, q_data)), Cat(*q2).eq(Cat(*q1))]
 
-        inc, dec, wipe2 = Signal(), Signal(), Signal()
-        m.d.sync += [inc.eq(set_w), dec.eq(clr_w), wipe2.eq(wipe1)]
+        inc, dec, wipe3 = Signal(), Signal(), Signal()
+        m.d.sync += [inc.eq(set_w), dec.eq(clr_w), wipe3.eq(wipe2)]
         n = Signal(17)
-        with m.If(wipe2):
+        with m.If(wipe3):
             m.d.sync += n.eq(0)
         with m.Else():
             m.d.sync += n.eq(n + inc - dec)

@@ -58,7 +58,9 @@ class QueueAverager(wiring.Component):
         self.wq_shift, self.idle_cell_log = self.config.wq_shift, self.config.idle_cell_log
         m.submodules.decay = decay = memory.Memory(shape=DECAY_SHIFT_BITS,
                                                     depth=2 * DECAY_TABLE_DEPTH, init=[])
-        wp, rp = decay.write_port(), decay.read_port()
+        # small: LUT RAM with an asynchronous read, registered here (a block RAM's
+        # clock-to-out would sit in front of the averager's one-clock recurrence)
+        wp, rp = decay.write_port(), decay.read_port(domain="comb")
         m.d.comb += [wp.en.eq(self.table_we), wp.addr.eq(Cat(self.table_addr, ~self.table_bank)),
                      wp.data.eq(self.table_data)]
         # cycle 0
@@ -68,6 +70,8 @@ class QueueAverager(wiring.Component):
                                            DECAY_TABLE_DEPTH - 1, cells))[:8],
                                    self.table_bank))
         v1, idle1 = Signal(), Signal()
+        shift1 = Signal(DECAY_SHIFT_BITS)
+        m.d.sync += shift1.eq(rp.data)
         qs = Signal(QAVG.width)
         m.d.sync += [v1.eq(self.valid), idle1.eq(self.idle),
                      qs.eq((self.q << _FX) >> self.wq_shift)]
@@ -78,6 +82,6 @@ class QueueAverager(wiring.Component):
         m.d.comb += mask.eq((Const(1, QAVG.width + 1) << s) - 1)
         ceil_part = (a >> s) + ((a & mask) != 0)
         ewma = a - ceil_part + qs
-        m.d.comb += self.avg_next.eq(Mux(v1, Mux(idle1, a >> rp.data, ewma), a))
+        m.d.comb += self.avg_next.eq(Mux(v1, Mux(idle1, a >> shift1, ewma), a))
         m.d.sync += a.eq(self.avg_next)
         return m

@@ -23,15 +23,15 @@ __all__ = ["QueueManager", "LATENCY", "MIN_AVG_LAG", "FIFO_DEPTH"]
 # Pipeline stages, in clocks after the accept (stage 0). See the QueueManager docstring.
 _S_HASH = 1                                   # flow key registered, hash starts
 _S_SET = _S_HASH + FlowHash.LATENCY           # 5: vector read
-_S_N = _S_SET + 3                             # 8: N after the slot (FlowCounter)
-_S_AVG = _S_N + 1                             # 9: lagged average read
-_S_DECIDE = _S_N + DropProbability.LATENCY    # 15: probability ready, early decision
-_S_VERDICT = _S_DECIDE + Decision.LATENCY     # 17: action; verdict into the FIFO
-_S_AVG_WRITE = _S_VERDICT + 1                 # 18: updated average into the lag line
+_S_N = _S_SET + FlowCounter.LATENCY           # 9: N after the slot (FlowCounter)
+_S_AVG = _S_N + DropProbability.AVG_DELAY     # 11: lagged average read
+_S_DECIDE = _S_N + DropProbability.LATENCY    # 17: probability ready, early decision
+_S_VERDICT = _S_DECIDE + Decision.LATENCY     # 19: action; verdict into the FIFO
+_S_AVG_WRITE = _S_VERDICT + 2                 # 21: updated average (registered) into the lag line
 #: Clocks from an arrival's accept to its verdict at the output (valid, with ready high).
 LATENCY = _S_VERDICT + 1
-#: Smallest ``Build.avg_lag`` this pipeline supports: arrival k reads the lag line at stage 9,
-#: arrival k - avg_lag wrote it at stage 18, i.e. at least avg_lag clocks earlier.
+#: Smallest ``Build.avg_lag`` this pipeline supports: arrival k reads the lag line at stage 11,
+#: arrival k - avg_lag wrote it at stage 21, i.e. at least avg_lag clocks earlier.
 MIN_AVG_LAG = _S_AVG_WRITE + 1 - _S_AVG
 #: Verdict FIFO depth; more than LATENCY + 1 so that credits never throttle a ready sink.
 FIFO_DEPTH = 32
@@ -57,16 +57,16 @@ class QueueManager(wiring.Component):
     ======  ===========================================================================
     0       clear schedule (FlowCounter), random number u, sequence number
     1-4     Toeplitz hash (2), index ``(h * v_max) >> 32`` (2)        FlowHash
-    5-7     vector read, old bits and writes with forwarding, N        FlowCounter
-    8       ``n = min(N, n_cap)``, r(n) table read                     DropProbability
-    9       lagged average read (arrival k reads the average after k - avg_lag)
-    9-14    RED regions, select, multiply (2), shift, saturate         DropProbability
-    15-16   early decision, ECN, hard limits, occupancy                Decision
-    17      verdict into the FIFO, counters; idle decay lookup         QueueAverager
-    18      average update, written to the lag line
+    5-8     vector read (2), old bits and writes with forwarding, N    FlowCounter
+    9-10    ``n = min(N, n_cap)``, r(n) table read (2)                 DropProbability
+    11      lagged average read (arrival k reads the average after k - avg_lag)
+    11-16   RED regions, select, multiply (2), shift, saturate         DropProbability
+    17-18   early decision, ECN, hard limits, occupancy                Decision
+    19      verdict into the FIFO, counters; idle decay lookup         QueueAverager
+    20      average update; 21: written to the lag line
     ======  ===========================================================================
 
-    Latency: ``LATENCY`` = 18 clocks from accept to verdict when the sink is ready.
+    Latency: ``LATENCY`` = 20 clocks from accept to verdict when the sink is ready.
     Back-pressure: verdicts wait in a ``FIFO_DEPTH``-entry FIFO; an arrival is accepted only
     when its verdict has a place (credit count), so no verdict is lost or duplicated.
 
@@ -74,6 +74,9 @@ class QueueManager(wiring.Component):
     ----------
     build : fpq.Build
         Build-time parameters; ``build.avg_lag`` must be at least ``MIN_AVG_LAG``.
+    ram_style : str
+        ``BlockRAM`` style ("generic": portable, simulation, Verilog export; "ecp5": DP16KD
+        primitives with output registers).
 
     Attributes
     ----------
@@ -97,8 +100,9 @@ class QueueManager(wiring.Component):
         Telemetry; ``clear_max_queue`` clears ``max_queue``.
     """
 
-    def __init__(self, build=None):
+    def __init__(self, build=None, ram_style="generic"):
         build = build or Build()
+        self.ram_style = ram_style
         if build.avg_lag < MIN_AVG_LAG:
             raise ConfigError(f"avg_lag: {build.avg_lag} is below the RTL pipeline distance; "
                               f"allowed range [{MIN_AVG_LAG}, 64]")
@@ -131,8 +135,8 @@ class QueueManager(wiring.Component):
 
         m.submodules.fifo = fifo = SyncFIFO(width=VERDICT.size, depth=FIFO_DEPTH)
         m.submodules.hash = fh = FlowHash(b)
-        m.submodules.flow_counter = fc = FlowCounter(b, _S_SET)
-        m.submodules.probability = dp = DropProbability(b)
+        m.submodules.flow_counter = fc = FlowCounter(b, _S_SET, self.ram_style)
+        m.submodules.probability = dp = DropProbability(b, self.ram_style)
         m.submodules.decision = dc = Decision(b)
         m.submodules.averager = qa = QueueAverager(b)
         m.d.comb += [c.config.eq(cfg) for c in (fh, fc, dp, dc, qa)]
@@ -181,7 +185,7 @@ class QueueManager(wiring.Component):
         m.d.comb += fh.flow.eq(flow1)
         m.d.comb += [fc.set_valid.eq(stages[_S_SET].av), fc.set_index.eq(fh.index)]
 
-        # ---- stages 8-14: probability ----------------------------------------------------------
+        # ---- stages 9-16: probability ----------------------------------------------------------
         m.submodules.lag_line = lag_line = memory.Memory(shape=QAVG.width, depth=b.avg_lag,
                                                          init=[])
         lag_rp = lag_line.read_port(domain="comb")
@@ -193,7 +197,7 @@ class QueueManager(wiring.Component):
             dp.table_data.eq(self.rate_data),
         ]
 
-        # ---- stages 15-16: decision -----------------------------------------------------------
+        # ---- stages 17-18: decision -----------------------------------------------------------
         sd = stages[_S_DECIDE]
         m.d.comb += [
             dc.valid.eq(sd.av), dc.p.eq(dp.prob), dc.u.eq(sd.u), dc.ecn.eq(sd.ecn),
@@ -202,11 +206,16 @@ class QueueManager(wiring.Component):
             dc.clear_max_queue.eq(self.clear_max_queue),
         ]
 
-        # ---- stage 17: verdict, counters; averager ------------------------------------------
+        # ---- stage 19: verdict, counters; averager ------------------------------------------
         # n and the average used travel from stage 9 in one register per stage too
         tele = [Signal(len(dp.n) + QAVG.width, name=f"tele{i}")
                 for i in range(_S_AVG + 1, _S_VERDICT + 1)]
-        m.d.sync += tele[0].eq(Cat(dp.n, lag_rp.data))
+        n_at_avg = dp.n                               # valid at stage _S_N + 1
+        for i in range(_S_N + 1, _S_AVG):
+            n_next = Signal.like(dp.n, name=f"n{i + 1}")
+            m.d.sync += n_next.eq(n_at_avg)
+            n_at_avg = n_next
+        m.d.sync += tele[0].eq(Cat(n_at_avg, lag_rp.data))
         for i in range(1, len(tele)):
             m.d.sync += tele[i].eq(tele[i - 1])
         prob16, prob17 = Signal.like(dp.prob), Signal.like(dp.prob)
@@ -238,10 +247,10 @@ class QueueManager(wiring.Component):
             qa.table_bank.eq(self.decay_bank), qa.table_we.eq(self.decay_we), qa.table_addr.eq(self.decay_addr),
             qa.table_data.eq(self.decay_data),
         ]
-        # ---- stage 18: the updated average into the lag line --------------------------------
+        # ---- stage 21: the updated average into the lag line --------------------------------
         m.d.comb += [lag_wp.en.eq(stages[_S_AVG_WRITE].av),
                      lag_wp.addr.eq(stages[_S_AVG_WRITE].lag),
-                     lag_wp.data.eq(qa.avg_next)]
+                     lag_wp.data.eq(qa.avg)]
 
         m.d.comb += self.idle.eq(~accept & ~Cat(s.av for s in stages[1:]).any())
         m.d.comb += [self.n_raw.eq(fc.n_raw),

@@ -35,7 +35,7 @@ class SynthHarness(wiring.Component):
     def elaborate(self, platform):
         from .queue_manager import QueueManager
         m = Module()
-        m.submodules.qm = qm = QueueManager(self.build)
+        m.submodules.qm = qm = QueueManager(self.build, ram_style="ecp5")
         ins, outs = [], []
         for path, member, value in qm.signature.flatten(qm):
             v = value.as_value() if hasattr(value, "as_value") else value

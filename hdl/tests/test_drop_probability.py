@@ -59,8 +59,9 @@ def test_probability_matches_model(case):
         for k in range(len(inputs) + DropProbability.LATENCY + 1):
             if k < len(inputs):
                 ctx.set(dut.n_raw, inputs[k][0])
-            if 1 <= k <= len(inputs):
-                ctx.set(dut.avg, inputs[k - 1][1])
+            j = k - DropProbability.AVG_DELAY
+            if 0 <= j < len(inputs):
+                ctx.set(dut.avg, inputs[j][1])
             _, _, p, n = await ctx.tick().sample(dut.prob, dut.n)
             if 1 <= k <= len(inputs):
                 got_n.append(n)

@@ -53,7 +53,7 @@ def run(config, events):
             if i < len(events):
                 if ready:
                     accepted[cycle] = reduce_index(events[i][1], regs["v_max"])
-                    reads[cycle + SET_DELAY + 3] = i
+                    reads[cycle + SET_DELAY + FlowCounter.LATENCY] = i
                     i += 1
                 else:
                     stalls[0] += 1

@@ -1,0 +1,79 @@
+"""Block RAM with one write port, one read port and a registered output (read latency 2)."""
+
+from amaranth import *
+from amaranth.lib import wiring, memory
+from amaranth.lib.wiring import In, Out
+
+__all__ = ["BlockRAM", "RAM_STYLES"]
+
+RAM_STYLES = ("generic", "ecp5")
+_ECP5_DEPTH = 16384          # DP16KD as 16384 x 1
+
+
+class BlockRAM(wiring.Component):
+    """Simple dual-port RAM, read latency 2: ``r_addr`` at clock t, ``r_data`` at t + 2.
+
+    Why latency 2: an ECP5 block RAM (DP16KD) without its output register has a clock-to-out
+    of about 5.8 ns (nextpnr's model, speed 6), which alone nearly fills a 150 MHz cycle; with
+    the output register (``REGMODE = OUTREG``) the data leaves a flip-flop. Yosys does not
+    infer that register, so ``style="ecp5"`` instantiates DP16KD primitives (16384 x 1 tiles,
+    port A writes, port B reads) and ``style="generic"`` is a portable Amaranth memory followed
+    by a register, with the same timing (used in simulation, the Verilog export and iCE40).
+
+    Reads are not transparent: a read in the same clock as a write to the same address may
+    return either value, so users forward writes of the two previous clocks (FlowCounter).
+
+    Parameters
+    ----------
+    width, depth : int
+    style : "generic" or "ecp5"
+
+    Attributes
+    ----------
+    w_en, w_addr, w_data : In
+    r_addr : In
+    r_data : Out(width)
+    """
+
+    def __init__(self, width, depth, style="generic"):
+        if style not in RAM_STYLES:
+            raise ValueError(f"style: {style!r} must be one of {', '.join(RAM_STYLES)}")
+        self.width, self.depth, self.style = width, depth, style
+        abits = max(1, (depth - 1).bit_length())
+        super().__init__({"w_en": In(1), "w_addr": In(abits), "w_data": In(width),
+                          "r_addr": In(abits), "r_data": Out(width)})
+
+    def elaborate(self, platform):
+        m = Module()
+        if self.style == "generic":
+            m.submodules.mem = mem = memory.Memory(shape=self.width, depth=self.depth, init=[])
+            wp, rp = mem.write_port(), mem.read_port()
+            m.d.comb += [wp.en.eq(self.w_en), wp.addr.eq(self.w_addr),
+                         wp.data.eq(self.w_data), rp.addr.eq(self.r_addr)]
+            m.d.sync += self.r_data.eq(rp.data)
+            return m
+        rows = (self.depth + _ECP5_DEPTH - 1) // _ECP5_DEPTH
+        row_sel = self.r_addr[14:] if rows > 1 else C(0, 1)
+        row_d1, row_d2 = Signal.like(row_sel), Signal.like(row_sel)
+        m.d.sync += [row_d1.eq(row_sel), row_d2.eq(row_d1)]
+        outs = []
+        for r in range(rows):
+            w_row = (self.w_addr[14:] == r) if rows > 1 else C(1, 1)
+            col = Signal(self.width, name=f"row{r}")
+            outs.append(col)
+            for c in range(self.width):
+                ports = dict(
+                    p_DATA_WIDTH_A=1, p_DATA_WIDTH_B=1, p_REGMODE_A="NOREG",
+                    p_REGMODE_B="OUTREG", p_RESETMODE="SYNC", p_CSDECODE_A="0b000",
+                    p_CSDECODE_B="0b000", p_WRITEMODE_A="NORMAL", p_WRITEMODE_B="NORMAL",
+                    p_GSR="DISABLED",
+                    i_CLKA=ClockSignal(), i_CLKB=ClockSignal(), i_CEA=1, i_CEB=1,
+                    i_OCEA=1, i_OCEB=1, i_RSTA=0, i_RSTB=0, i_WEA=self.w_en & w_row, i_WEB=0,
+                    i_CSA0=0, i_CSA1=0, i_CSA2=0, i_CSB0=0, i_CSB1=0, i_CSB2=0,
+                    i_DIA0=self.w_data[c], o_DOB0=col[c])
+                for i in range(14):
+                    ports[f"i_ADA{i}"] = self.w_addr[i] if i < len(self.w_addr) else 0
+                    ports[f"i_ADB{i}"] = self.r_addr[i] if i < len(self.r_addr) else 0
+                m.submodules[f"bram_{r}_{c}"] = Instance("DP16KD", **ports)
+        m.d.comb += self.r_data.eq(Array(outs)[row_d2] if rows > 1 else outs[0])
+        return m
