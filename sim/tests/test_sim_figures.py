@@ -66,3 +66,18 @@ def test_figures_command_quick_sweep(tmp_path):
     assert "QUICK RUN" in text and "| 75 |" in text
     rows = (tmp_path / "f" / "fig10_13_sweep.csv").read_text().splitlines()
     assert rows[0].startswith("N,") and [r.split(",")[0] for r in rows[1:]] == ["20", "75"]
+
+
+def test_figures_command_on_a_dask_cluster(tmp_path):
+    distributed = pytest.importorskip("distributed")
+    md = tmp_path / "R.md"
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster:
+        rc = main(["figures", "--quick", "--only", "loss", "--dask", cluster.scheduler_address,
+                   "--no-progress", "--out", str(tmp_path / "f"), "--raw", str(tmp_path / "raw"),
+                   "--results-md", str(md)])
+    assert rc == 0
+    text = md.read_text()
+    assert "Figs. 1-3" in text and f"Dask {cluster.scheduler_address}" in text
+    assert {"fig1_mean_transfer_vs_loss.png", "fig2_transfer_cdf.png",
+            "fig2_transfer_cdf.csv"} <= set(os.listdir(tmp_path / "f"))

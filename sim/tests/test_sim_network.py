@@ -129,3 +129,14 @@ def test_all_shipped_scenarios_validate():
     for f in files:
         sc = load(f)
         assert sc["name"]
+
+
+@pytest.mark.parametrize("p", [0.005, 0.02])
+def test_bulk_newreno_throughput_follows_the_mathis_formula(p):
+    """One bulk NewReno flow, RTT 0.1 s, uniform loss p, no queueing: throughput close to
+    sqrt(3/2) / (RTT sqrt(p)) packets/s, and not above it by more than noise."""
+    sc = load(os.path.join(SCEN, "validation-mathis.toml"), [f"bottleneck.loss_rate={p}"])
+    s = Network(sc).run().summary()
+    formula = (1.5 / p) ** 0.5 / 0.1
+    assert 0.75 * formula < s["goodput_pkts_per_s"] < 1.05 * formula
+    assert s["loss_rate"] == pytest.approx(p, rel=0.25)

@@ -139,3 +139,15 @@ def test_scenario_readme_documents_the_schema():
         text = f.read()
     assert schema_markdown() in text, "sim/scenarios/README.md is out of date: " \
         "regenerate the schema section with fpq_sim.scenario.schema_markdown()"
+
+
+def test_cli_trace_options_are_checked(tmp_path, capsys):
+    out = tmp_path / "t.fpqtrace"
+    assert main(["trace", TRAD, "--duration", "1e9", "--out", str(out)]) == 2
+    assert "--duration" in capsys.readouterr().err and not out.exists()
+    with pytest.raises(SystemExit):
+        main(["trace", TRAD, "--max-events", "0", "--out", str(out)])
+    assert main(["trace", TRAD, "--duration", "5", "--max-events", "100", "--out",
+                 str(out)]) == 0
+    header, events = read_trace(str(out))
+    assert len(events) == 100 and header["metadata"]["config"]["mode"] == "red"
