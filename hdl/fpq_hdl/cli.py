@@ -8,6 +8,7 @@ __all__ = ["register", "write_verilog", "port_table"]
 def port_table(top):
     """Lines describing every port of ``top``: direction, width, and for struct payloads the
     bit range of each field (as in ``fpq_hdl.layouts``)."""
+    from amaranth.hdl import Shape
     from amaranth.lib import data, wiring
     lines = []
     for path, member, value in top.signature.flatten(top):
@@ -16,7 +17,12 @@ def port_table(top):
         width = len(value.as_value()) if hasattr(value, "as_value") else len(value)
         lines.append(f"  {direction} [{width - 1:3}:0] {name}")
         shape = member.shape
-        if isinstance(shape, data.Layout):
+        if isinstance(shape, data.ArrayLayout) and name == "counters":
+            from fpq.queue_manager import COUNTERS
+            w = Shape.cast(shape.elem_shape).width
+            for i, cname in enumerate(COUNTERS):
+                lines.append(f"      [{w * i + w - 1:3}:{w * i:3}] {cname}")
+        elif isinstance(shape, data.Layout):
             for fname, field in shape:
                 lines.append(f"      [{field.offset + field.width - 1:3}:{field.offset:3}] "
                              f"{fname}")

@@ -123,6 +123,10 @@ class FlowCounter(wiring.Component):
         wait = Signal(stall_bits)
         pending_wipe = Signal()
         now = Cat(Const(0, _FX), self.ts)
+        # period + flush_after, registered: the schedule jump below is then a two-input add
+        # (configuration changes only while no arrival is accepted, see RegisterFile)
+        period_f = Signal(_RING + 1)
+        m.d.sync += period_f.eq(period + cfg.flush_after)
         owed = ~(now - nd)[_RING - 1]
         more = ~(now - nd_p)[_RING - 1]
         flush = owed & ~cfg.flush_after[_RING - 1] & ~(now - nd_f)[_RING - 1]
@@ -161,7 +165,7 @@ class FlowCounter(wiring.Component):
                          nd_f.eq(period + cfg.flush_after)]
         with m.Elif(jump):
             m.d.sync += [nd.eq(now + period), nd_p.eq(now + (period << 1)),
-                         nd_f.eq(now + period + cfg.flush_after)]
+                         nd_f.eq(now + period_f)]
         with m.Elif(advance):
             m.d.sync += [nd.eq(nd_p), nd_p.eq(nd_p + period), nd_f.eq(nd_f + period)]
 

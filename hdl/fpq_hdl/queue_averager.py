@@ -80,8 +80,18 @@ class QueueAverager(wiring.Component):
         s = self.wq_shift
         mask = Signal(QAVG.width)
         m.d.comb += mask.eq((Const(1, QAVG.width + 1) << s) - 1)
-        ceil_part = (a >> s) + ((a & mask) != 0)
-        ewma = a - ceil_part + qs
+        # A - (A >> s) - c + qs with c = (A mod 2**s != 0), as one carry-save step and one
+        # adder: A + ~(A >> s) + qs + (1 - c) modulo 2**37, the "+ (1 - c)" in the free
+        # carry-in position (bit 0 of the shifted majority vector)
+        w = QAVG.width + 1
+        x = a
+        y = Signal(w)
+        m.d.comb += y.eq(~(a >> s))
+        z = qs
+        c = (a & mask) != 0
+        sum_ = x ^ y ^ z
+        maj = (x & y) | (x & z) | (y & z)
+        ewma = (sum_ + Cat(~c, maj[:w - 1]))[:QAVG.width]
         m.d.comb += self.avg_next.eq(Mux(v1, Mux(idle1, a >> shift1, ewma), a))
         m.d.sync += a.eq(self.avg_next)
         return m
