@@ -25,7 +25,7 @@ class OutputPort:
     __slots__ = ("sim", "qm", "bandwidth", "delay", "loss_rate", "rng", "tick_hz", "queue",
                  "busy", "tx_end", "arrivals", "drops", "early_drops", "forced_drops",
                  "wire_losses", "lost_total", "saturated_drops", "p_one", "departures", "q_area",
-                 "q_last", "busy_time", "trace",
+                 "q_last", "busy_time", "trace", "n_sum",
                  "_arrive", "_depart")
 
     def __init__(self, sim, qm, bandwidth, delay, tick_hz, loss_rate=0.0, rng=None, trace=None,
@@ -57,6 +57,7 @@ class OutputPort:
         self.forced_drops = 0
         self.wire_losses = 0
         self.saturated_drops = 0
+        self.n_sum = 0            # sum over arrivals of the flow count N the manager used
         self.departures = 0
         self.q_area = 0.0
         self.q_last = now
@@ -72,6 +73,7 @@ class OutputPort:
         verdict = self._arrive(desc)
         action = verdict[1]
         self.arrivals += 1
+        self.n_sum += verdict[2]
         if action >= 2:                      # DROP_EARLY, DROP_FORCED
             self.drops += 1
             if self.p_one is not None and verdict[4] >= self.p_one:
