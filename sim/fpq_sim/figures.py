@@ -51,7 +51,8 @@ def add_arguments(p):
     p.add_argument("--dask", metavar="ADDRESS", help="run on this Dask scheduler instead "
                    "(e.g. tcp://127.0.0.1:8786)")
     p.add_argument("--only", choices=("loss", "sweep", "many", "validation"), action="append",
-                   help="run only these experiments (default: all)")
+                   help="run only these experiments (default: all); the RESULTS.md "
+                   "section then holds only these")
     p.add_argument("--quick", action="store_true",
                    help="short runs, few points: a smoke test, not the reproduction")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -465,6 +466,7 @@ def results_markdown(res, quick, wall, where):
         a, b = sweep[("traditional", top)], sweep[("fpq", top)]
         r_top = b["arrivals"] / (b["duration_s"] - b["warmup_s"]) / top
         t_clear = b["queue_config"]["t_clear_s"]
+        v_max = b["queue_config"]["v_max"]
         keep = 1 - 1 / (1 + r_top * t_clear)
         trends = (a["loss_rate"] > 5 * fl and max(fq) < 6
                   and a["transfers"]["p95"] / a["transfers"]["p5"] > 2 * fr)
@@ -487,7 +489,8 @@ def results_markdown(res, quick, wall, where):
                   f"is {b['avg_flow_count']:.0f}. Each flow sends only {r_top:.1f} packets/s, "
                   f"so a randomly cleared bit stays clear until the flow's next packet: a "
                   f"fraction 1 / (1 + rate x t_clear) = {_pct(1 - keep)} of the time, which "
-                  f"predicts {top * keep:.0f}. Below N = 30 "
+                  f"predicts {top * keep:.0f}; hash collisions of {top} flows in "
+                  f"{v_max} bits take about {top * top / (2 * v_max):.0f} more. Below N = 30 "
                   f"the senders cannot fill the link (a 10-packet transfer spends most of its "
                   f"life in slow start), so the two routers behave alike.", ""]
 
