@@ -128,13 +128,14 @@ class DropProbability(wiring.Component):
         # cycle 5: sum
         # the sum, then ``<< 1`` and the coarse part of ``>> shift`` (multiples of 8)
         prod = Signal(RATE.mant_bits + QAVG.width + 1)
-        m.d.sync += prod.eq(Cat(Const(0, 1), pl + (ph << _HALF)) >> (shift3[3:] << 3))
+        total4 = Cat(Const(0, 1), pl + (ph << _HALF))
+        m.d.sync += prod.eq(Array([total4 >> (8 * k) for k in range(8)])[shift3[3:]])
         shift4, off4, f04, f14 = Signal.like(shift), Signal.like(off), Signal(), Signal()
         m.d.sync += [shift4.eq(shift3), off4.eq(off3), f04.eq(f03), f14.eq(f13)]
         # cycle 6: << 1 >> shift; anything at or above 2**33 saturates whatever the offset
         scaled = Signal(PROB.width + 1)
         big = Signal()
-        shifted = prod >> shift4[:3]
+        shifted = Array([prod >> k for k in range(8)])[shift4[:3]]
         m.d.sync += [scaled.eq(shifted[:PROB.width + 1]),
                      big.eq(shifted[PROB.width + 1:] != 0)]
         off5, f05, f15 = Signal.like(off), Signal(), Signal()

@@ -27,8 +27,9 @@ class QueueAverager(wiring.Component):
     The decision does not wait for this average: it uses the one ``avg_lag`` arrivals old
     (``Build.avg_lag``), so the averager is off the decision path.
 
-    Latency: ``avg_next`` is combinational at cycle 1 (to write the lag line), ``avg`` is
-    registered at cycle 2. Throughput: one arrival per clock.
+    Pipeline: cycle 0 idle cells (barrel shift, clamp); cycle 1 decay-table read (LUT RAM);
+    cycle 2 the update. ``avg_next`` is combinational at cycle 2, ``avg`` registered at cycle
+    3 (``LATENCY``). Throughput: one arrival per clock.
 
     Attributes
     ----------
@@ -41,9 +42,11 @@ class QueueAverager(wiring.Component):
     table_we, table_addr, table_data : In
         Host write port of the idle-decay table (inactive bank).
     avg_next : Out(QAVG.width)
-        The updated average (cycle 1, combinational; equals ``avg`` when no arrival).
+        The updated average (cycle 2, combinational; equals ``avg`` when no arrival).
     avg : Out(QAVG.width)
     """
+
+    LATENCY = 3
 
     def __init__(self, build):
         super().__init__({
@@ -61,37 +64,46 @@ class QueueAverager(wiring.Component):
         # small: LUT RAM with an asynchronous read, registered here (a block RAM's
         # clock-to-out would sit in front of the averager's one-clock recurrence)
         wp, rp = decay.write_port(), decay.read_port(domain="comb")
+        # (the address mux below, after the cells register)
         m.d.comb += [wp.en.eq(self.table_we), wp.addr.eq(Cat(self.table_addr, ~self.table_bank)),
                      wp.data.eq(self.table_data)]
-        # cycle 0
-        cells = (self.idle_diff.as_unsigned() >> self.idle_cell_log)
-        m.d.comb += rp.addr.eq(Cat(Mux(self.idle_diff < 0, 0,
-                                       Mux(cells > DECAY_TABLE_DEPTH - 1,
-                                           DECAY_TABLE_DEPTH - 1, cells))[:8],
-                                   self.table_bank))
+        # cycle 0: idle cells = min(idle time >> idle_cell_log, 255) (0 if negative)
+        cells = Signal(8)
+        shifted = self.idle_diff.as_unsigned() >> self.idle_cell_log
+        m.d.sync += cells.eq(Mux(self.idle_diff < 0, 0,
+                                 Mux(shifted > DECAY_TABLE_DEPTH - 1, DECAY_TABLE_DEPTH - 1,
+                                     shifted)))
         v1, idle1 = Signal(), Signal()
-        shift1 = Signal(DECAY_SHIFT_BITS)
-        m.d.sync += shift1.eq(rp.data)
-        qs = Signal(QAVG.width)
+        qs1 = Signal(QAVG.width)
         m.d.sync += [v1.eq(self.valid), idle1.eq(self.idle),
-                     qs.eq((self.q << _FX) >> self.wq_shift)]
-        # cycle 1
-        a = self.avg
+                     qs1.eq((self.q << _FX) >> self.wq_shift)]
+        # cycle 1: the decay-table read (LUT RAM, asynchronous, registered here)
+        m.d.comb += rp.addr.eq(Cat(cells, self.table_bank))
+        v2, idle2 = Signal(), Signal()
+        qs = Signal(QAVG.width)
+        shift2 = Signal(DECAY_SHIFT_BITS)
+        m.d.sync += [v2.eq(v1), idle2.eq(idle1), qs.eq(qs1), shift2.eq(rp.data)]
+        # the mask 2**s - 1 is a function of the configuration only: registered
         s = self.wq_shift
         mask = Signal(QAVG.width)
-        m.d.comb += mask.eq((Const(1, QAVG.width + 1) << s) - 1)
+        m.d.sync += mask.eq((Const(1, QAVG.width + 1) << s) - 1)
+        # cycle 2: the one-clock recurrence
+        a = self.avg
         # A - (A >> s) - c + qs with c = (A mod 2**s != 0), as one carry-save step and one
         # adder: A + ~(A >> s) + qs + (1 - c) modulo 2**37, the "+ (1 - c)" in the free
-        # carry-in position (bit 0 of the shifted majority vector)
+        # carry-in position (bit 0 of the shifted majority vector). The shifts are written as
+        # multiplexers over the few legal amounts (s <= 16; decay shifts >= 36 give zero).
         w = QAVG.width + 1
         x = a
         y = Signal(w)
-        m.d.comb += y.eq(~(a >> s))
+        m.d.comb += y.eq(~Array([a >> k for k in range(17)])[s])
         z = qs
         c = (a & mask) != 0
         sum_ = x ^ y ^ z
         maj = (x & y) | (x & z) | (y & z)
         ewma = (sum_ + Cat(~c, maj[:w - 1]))[:QAVG.width]
-        m.d.comb += self.avg_next.eq(Mux(v1, Mux(idle1, a >> shift1, ewma), a))
+        decayed = Mux(shift2 > QAVG.width,
+                      0, Array([a >> k for k in range(QAVG.width + 1)])[shift2])
+        m.d.comb += self.avg_next.eq(Mux(v2, Mux(idle2, decayed, ewma), a))
         m.d.sync += a.eq(self.avg_next)
         return m

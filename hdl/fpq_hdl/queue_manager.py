@@ -27,11 +27,11 @@ _S_N = _S_SET + FlowCounter.LATENCY           # 9: N after the slot (FlowCounter
 _S_AVG = _S_N + DropProbability.AVG_DELAY     # 11: lagged average read
 _S_DECIDE = _S_N + DropProbability.LATENCY    # 17: probability ready, early decision
 _S_VERDICT = _S_DECIDE + Decision.LATENCY     # 19: action; verdict into the FIFO
-_S_AVG_WRITE = _S_VERDICT + 2                 # 21: updated average (registered) into the lag line
+_S_AVG_WRITE = _S_VERDICT + QueueAverager.LATENCY  # 22: updated average into the lag line
 #: Clocks from an arrival's accept to its verdict at the output (valid, with ready high).
 LATENCY = _S_VERDICT + 1
 #: Smallest ``Build.avg_lag`` this pipeline supports: arrival k reads the lag line at stage 11,
-#: arrival k - avg_lag wrote it at stage 21, i.e. at least avg_lag clocks earlier.
+#: arrival k - avg_lag wrote it at stage 22, i.e. at least avg_lag clocks earlier.
 MIN_AVG_LAG = _S_AVG_WRITE + 1 - _S_AVG
 #: Verdict FIFO depth; more than LATENCY + 1 so that credits never throttle a ready sink.
 FIFO_DEPTH = 32
@@ -62,8 +62,8 @@ class QueueManager(wiring.Component):
     11      lagged average read (arrival k reads the average after k - avg_lag)
     11-16   RED regions, select, multiply (2), shift, saturate         DropProbability
     17-18   early decision, ECN, hard limits, occupancy                Decision
-    19      verdict into the FIFO, counters; idle decay lookup         QueueAverager
-    20      average update; 21: written to the lag line
+    19-20   verdict into the FIFO, counters; idle cells, decay table   QueueAverager
+    21      average update; 22: written to the lag line
     ======  ===========================================================================
 
     Latency: ``LATENCY`` = 20 clocks from accept to verdict when the sink is ready.
@@ -247,7 +247,7 @@ class QueueManager(wiring.Component):
             qa.table_bank.eq(self.decay_bank), qa.table_we.eq(self.decay_we), qa.table_addr.eq(self.decay_addr),
             qa.table_data.eq(self.decay_data),
         ]
-        # ---- stage 21: the updated average into the lag line --------------------------------
+        # ---- stage 22: the updated average into the lag line --------------------------------
         m.d.comb += [lag_wp.en.eq(stages[_S_AVG_WRITE].av),
                      lag_wp.addr.eq(stages[_S_AVG_WRITE].lag),
                      lag_wp.data.eq(qa.avg)]

@@ -50,7 +50,7 @@ def test_average_matches_model(wq_shift):
             await ctx.tick()
         ctx.set(dut.table_we, 0)
         ctx.set(dut.table_bank, 1)       # the writes went to the inactive bank 1
-        for k in range(len(samples) + 2):
+        for k in range(len(samples) + QueueAverager.LATENCY):
             if k < len(samples):
                 valid, q, idle, diff = samples[k]
                 ctx.set(dut.valid, valid)
@@ -60,7 +60,7 @@ def test_average_matches_model(wq_shift):
             else:
                 ctx.set(dut.valid, 0)
             _, _, avg = await ctx.tick().sample(dut.avg)
-            if k >= 2 and samples[k - 2][0]:
+            if k >= QueueAverager.LATENCY and samples[k - QueueAverager.LATENCY][0]:
                 got.append(avg)
     sim.add_testbench(bench)
     sim.run()
