@@ -31,7 +31,9 @@ def _draw(rng, value):
 
 class Network:
     """A scenario, built and ready to run. ``trace=True`` records the bottleneck descriptors;
-    ``qm`` overrides the queue manager (any object with ``arrive``/``depart``)."""
+    ``qm`` overrides the queue manager (any object with ``arrive``/``depart``; then
+    ``port.p_one``, the verdict probability meaning "drop all", is unknown unless ``qm`` is one
+    of the two models: set it to count saturated drops)."""
 
     def __init__(self, sc, trace=False, qm=None, log=None):
         self.sc = sc
@@ -40,15 +42,30 @@ class Network:
         self.sim = sim = Simulator()
         self.counters = Counters()
         self.config = cfg = queue_config(sc)
+        p_one = None
         if qm is None:
-            qm = (fpq.QueueManager(cfg) if sc["queue"]["model"] == "exact"
-                  else FloatQueueManager(cfg))
+            model = sc["queue"]["model"]
+            if model == "exact":
+                qm, p_one = fpq.QueueManager(cfg), PROB_ONE
+            elif model == "float":
+                qm, p_one = FloatQueueManager(cfg), 1.0
+            else:
+                try:
+                    from fpq_verilator import VerilatedQueueManager
+                except ImportError as exc:
+                    raise ValueError(f"queue.model: 'rtl' needs the fpq_verilator package "
+                                     f"(cocotb-tests/fpq_verilator, installed by make): "
+                                     f"{exc}") from None
+                qm, p_one = VerilatedQueueManager(cfg), PROB_ONE
+        elif isinstance(qm, fpq.QueueManager):
+            p_one = PROB_ONE
+        elif isinstance(qm, FloatQueueManager):
+            p_one = 1.0
         self.qm = qm
         self.trace = [] if trace else None
         self.port = OutputPort(sim, qm, b["bandwidth_bps"], b["delay_s"], cfg.tick_hz,
                                b["loss_rate"], random.Random(run["seed"] ^ 0x5EED), self.trace,
-                               PROB_ONE if isinstance(qm, fpq.QueueManager) else
-                               1.0 if isinstance(qm, FloatQueueManager) else None)
+                               p_one)
         self.reverse = Link(b["reverse_bandwidth_bps"] or b["bandwidth_bps"], b["delay_s"])
         self.transfers = []          # (flow index, start, end)
         self.senders, self.receivers, self.groups = [], [], []

@@ -59,8 +59,10 @@ SCHEMA = {
         Key("discipline", "str", "droptail", "Queue discipline of the bottleneck output queue.",
             choices=("droptail", "red", "fpq")),
         Key("model", "str", "exact", "Which queue manager decides: the bit-exact golden model "
-            "(fpq.QueueManager) or the float model of the paper "
-            "(fpq.float_model.FloatQueueManager).", choices=("exact", "float")),
+            "(fpq.QueueManager), the float model of the paper "
+            "(fpq.float_model.FloatQueueManager), or the Verilated RTL "
+            "(fpq_verilator.VerilatedQueueManager from cocotb-tests/; needs Verilator; built "
+            "on first use).", choices=("exact", "float", "rtl")),
         Key("limit_pkts", "int", 0, "Hard buffer limit in packets (0: none).", 0, 65535),
         Key("avg_lag", "int", 0, "Build-time pipeline distance (arrivals) between the "
             "averager and the decision of the bit-exact model (fpq.Build.avg_lag); 0: the "

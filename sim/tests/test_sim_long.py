@@ -56,3 +56,16 @@ def test_morris97_1500_flows_loss():
     s = run("morris97-1500-flows")
     assert 0.13 < s["loss_rate"] < 0.22
     assert s["goodput_fraction"] > 0.95
+
+
+def test_rtl_as_the_queue_discipline_matches_the_golden_model():
+    """``queue.model = "rtl"``: the Verilated RTL decides (built on first use, about half a
+    minute); same seed, so the whole run must equal the bit-exact model's."""
+    pytest.importorskip("fpq_verilator")
+    sets = ["run.duration_s=20", "run.warmup_s=5", "flows.0.count=40"]
+    a = run_scenario(load(os.path.join(SCEN, "fpq-fpq.toml"), sets + ["queue.model=exact"]))
+    b = run_scenario(load(os.path.join(SCEN, "fpq-fpq.toml"), sets + ["queue.model=rtl"]))
+    skip = {"model", "wall_seconds", "events_per_second", "transfer_times"}
+    assert {k: v for k, v in a.items() if k not in skip} == \
+        {k: v for k, v in b.items() if k not in skip}
+    assert a["drops"] > 0
