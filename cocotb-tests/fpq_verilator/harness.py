@@ -119,6 +119,7 @@ def _load(lib):
     so.fpqv_run.argtypes = [vp, u64p, ctypes.c_long, u64p, ctypes.c_long]
     so.fpqv_run.restype = ctypes.c_long
     so.fpqv_telemetry.argtypes = [vp, u64p, u64p]
+    so.fpqv_clock.argtypes = [vp, ctypes.c_long]
     _LOADED[lib] = so
     return so
 
@@ -252,6 +253,9 @@ class VerilatedQueueManager:
 
     # ---- telemetry ----------------------------------------------------------------------
     def _telemetry(self):
+        # a departure presented last is still in the pipeline: let it reach the counters
+        from fpq_hdl.queue_manager import LATENCY
+        self._so.fpqv_clock(self._h, LATENCY + 2)
         c = (ctypes.c_uint64 * 7)()
         t = (ctypes.c_uint64 * 7)()
         self._so.fpqv_telemetry(self._h, c, t)

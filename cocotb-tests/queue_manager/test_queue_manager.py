@@ -6,60 +6,12 @@ import random
 
 import pytest
 
-from fpq import Config, Build, Arrival, Departure
+from fpq import Arrival
 from fpq.formats import TIME_BITS
 
-from fpq_hdl.queue_manager import QueueManager, MIN_AVG_LAG
-
-from tb_lib.verilog import generate, BUILD_ROOT
-from tb_lib import runner
-from tb_lib.coverage_report import record
 from tb_lib.traffic import tcp_trace, synthetic, same_bucket_flows
-
-TOP = "fpq_queue_manager"
-BENCH = "queue_manager.bench_queue_manager"
-
-#: Builds: the synthesised default, a small one (vector 256, table 256, the pipeline's minimum
-#: avg_lag), and a long lag line with a tiny table (n_cap 15, so the cap is hit).
-BUILDS = {
-    "default": Build(),
-    "small": Build(vec_bits=256, table_depth=256, avg_lag=MIN_AVG_LAG),
-    "lag64": Build(vec_bits=1024, table_depth=16, avg_lag=64),
-}
-#: Stream conditions: (probability of an idle clock before a step, burst, probability the
-#: verdict sink is ready, burst).
-STREAMS = {
-    "full-rate": dict(gap=0.0, ready=1.0),
-    "gaps+backpressure": dict(gap=0.3, gap_burst=3, ready=0.6, ready_burst=4),
-    "heavy-backpressure": dict(gap=0.05, ready=0.15, ready_burst=20),
-}
-
-
-def dut_folder(build, tag, component=None):
-    comp = component if component is not None else QueueManager(build)
-    return generate(comp, TOP, tag)
-
-
-def run_plan(request, build, script, tag=None, component=None, seed=1, **stream):
-    folder, verilog = dut_folder(build, tag or f"qm-{_build_tag(build)}", component)
-    plan = {"build": build, "script": script, "seed": seed, **stream}
-    name = request.node.name.replace("/", "_").replace("[", "-").replace("]", "")
-    result = runner.run(folder, verilog, TOP, BENCH, plan, BUILD_ROOT / "runs" / name)
-    record(result)
-    return result
-
-
-def _build_tag(b):
-    return f"v{b.vec_bits}-t{b.table_depth}-l{b.avg_lag}"
-
-
-def cfg(build, **kw):
-    base = dict(tick_hz=1e6, t_clear_s=0.1, idle_pkt_time_s=1e-4, wq_shift=5,
-                n_cap=build.table_depth - 1, limit_pkts=120, ecn=True)
-    base.update(kw)
-    base.setdefault("v_max", min(5000, build.vec_bits))
-    return Config(build=build, **base)
-
+from tb_lib.scripts import (BUILDS, STREAMS, cfg, streams_script, same_flow_script,
+                            hard_limits_script, run_plan)
 
 # ---- TCP-driven traffic --------------------------------------------------------------------
 TCP_ARRIVALS = 25_000     # per trace: 8 traces = 200k arrivals in `make test`
@@ -83,17 +35,11 @@ def test_tcp_trace(request, discipline, flows):
 @pytest.mark.parametrize("stream", STREAMS)
 @pytest.mark.parametrize("build", BUILDS)
 def test_streams(request, build, stream):
-    b = BUILDS[build]
-    script = []
-    for i, mode in enumerate(("fpq", "red", "droptail")):
-        c = cfg(b, mode=mode, red_min_th=3, red_max_th=20, red_max_p=0.2, red_gentle=i == 1,
-                lc_correction=True, seed_decide=10 + i, limit_pkts=40 + 20 * i)
-        script += [("commit" if i else "config", c),
-                   ("events", synthetic(c, 2500, seed=100 + i, p_dep=0.7,
-                                        flows=[random.Random(i).getrandbits(104)
-                                               for _ in range(30)]))]
-    res = run_plan(request, b, script, seed=7, **STREAMS[stream])
+    res = run_plan(request, BUILDS[build], streams_script(BUILDS[build]), seed=7,
+                   **STREAMS[stream])
     assert res["arrivals"] == 7500
+    for action in ("enqueue", "mark", "drop early", "drop forced"):
+        assert res["coverage"][action] > 0, action
 
 
 # ---- adversarial patterns ------------------------------------------------------------------
@@ -103,21 +49,7 @@ def test_same_flow_every_clock(request, build):
     the same flow on every clock, then two flows alternating (the same bit two clocks apart),
     then a mix: the vector's forwarding decides every N."""
     b = BUILDS[build]
-    c = cfg(b, mode="fpq", t_clear_s=min(5000, b.vec_bits) / 1e6, wq_shift=3, limit_pkts=100)
-    assert c.clear_period_raw() == 1 << 16
-    rnd = random.Random(3)
-    a_, b_ = rnd.getrandbits(104), rnd.getrandbits(104)
-    pool = [rnd.getrandbits(104) for _ in range(8)]
-
-    def flow(r, k):
-        if k < 4000:
-            return a_
-        if k < 8000:
-            return (a_, b_)[k & 1]
-        return r.choice(pool) if r.random() < 0.5 else a_
-
-    events = synthetic(c, 12000, seed=4, flows=flow, dt=(1,), p_dep=0.9, bogus=0)
-    res = run_plan(request, b, [("config", c), ("events", events)], seed=2)
+    res = run_plan(request, b, same_flow_script(b), seed=2)
     assert res["coverage"]["forwarding hazard: same vector bit on consecutive clocks"] > 3000
     assert res["coverage"]["forwarding hazard: same vector bit two clocks apart"] > 3000
     assert res["coverage"]["clear due while arrivals stream (rides along)"] > 10000
@@ -169,20 +101,10 @@ def test_idle_gaps_and_timestamp_wrap(request, literal):
 
 @pytest.mark.parametrize("mode", ["fpq", "red", "droptail"])
 def test_queue_at_hard_limits(request, mode):
-    """Hard limits at their edges: one packet; a byte limit below one big packet; the largest
-    limits with a queue that only grows (RED: p saturates at 1); departures from an empty
-    queue and of more bytes than queued (dep_errors)."""
+    """``hard_limits_script``: one packet, a byte limit below a big packet, the largest limits
+    with a growing queue (RED: p saturates); departures that count dep_errors."""
     b = BUILDS["small"]
-    script = []
-    limits = [dict(limit_pkts=1), dict(limit_pkts=50, limit_bytes=3000),
-              dict(limit_pkts=(1 << 20) - 1, limit_bytes=(1 << 32) - 1)]
-    for i, lim in enumerate(limits):
-        c = cfg(b, mode=mode, red_min_th=2, red_max_th=10, red_max_p=0.5, red_gentle=i == 2,
-                wq_shift=2, **lim)
-        p_dep = 0.1 if i == 2 else 0.6
-        ev = synthetic(c, 3000, seed=20 + i, p_dep=p_dep, bogus=0.02,
-                       lengths=(1, 64, 1500, 65535))
-        script += [("commit" if i else "config", c), ("events", ev)]
+    script = hard_limits_script(b, mode)
     res = run_plan(request, b, script, seed=6, **STREAMS["heavy-backpressure"])
     cov = res["coverage"]
     assert cov["drop forced"] > 100 and res["counters"]["dep_errors"] > 10

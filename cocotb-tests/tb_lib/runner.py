@@ -84,10 +84,18 @@ def run(folder, verilog, toplevel, bench_module, plan, test_dir, testcase=None, 
         sys.path.insert(0, str(BENCH_DIR))
     extra = {_PLAN_ENV: str(plan_path), _RESULT_ENV: str(result_path)}
     os.environ.update(extra)                 # values already in the environment win
-    results_xml = runner.test(hdl_toplevel=toplevel, hdl_toplevel_lang="verilog",
-                              test_module=bench_module, testcase=testcase, build_dir=sim_dir,
-                              test_dir=test_dir, extra_env=extra, waves=waves, seed=seed,
-                              log_file=str(test_dir / "sim.log"))
+    results_xml = test_dir / "results.xml"
+    if results_xml.exists():
+        results_xml.unlink()
+    try:
+        runner.test(hdl_toplevel=toplevel, hdl_toplevel_lang="verilog",
+                    test_module=bench_module, testcase=testcase, build_dir=sim_dir,
+                    test_dir=test_dir, extra_env=extra, waves=waves, seed=seed,
+                    results_xml=str(results_xml), log_file=str(test_dir / "sim.log"))
+    except SystemExit:        # cocotb's runner exits when a test failed; the XML says which
+        pass
+    if not results_xml.exists():
+        raise BenchFailed(f"the simulation wrote no results; see {test_dir / 'sim.log'}")
     failures = _failures(results_xml)
     wave_files = list(test_dir.glob("*.fst"))
     if failures:

@@ -40,10 +40,11 @@ def scenario(discipline, flows, seed=1, sets=()):
 
 def tcp_trace(discipline, flows, arrivals, seed=1):
     """``(config, events)``: the first ``arrivals`` arrivals (and the departures among them)
-    at the bottleneck of the Fig. 9 set-up with ``flows`` flows."""
+    at the bottleneck of the Fig. 9 set-up with ``flows`` flows (the run is as long as it
+    takes; the scenario's 500 s are extended if needed)."""
     from fpq_sim.scenario import queue_config
     from fpq_sim.network import Network
-    sc = scenario(discipline, flows, seed)
+    sc = scenario(discipline, flows, seed, ["run.duration_s=1000000.0"])
     config = queue_config(sc)
     path = BUILD_ROOT / "traces" / f"{discipline}-n{flows}-s{seed}-a{arrivals}-{_sim_digest()}.fpqtrace"
     if path.exists():
