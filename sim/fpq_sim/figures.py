@@ -361,9 +361,10 @@ def _discussion_fig12(tt, tf, sens, trad=None, fq=None):
     lag1, flt = sens.get(("traditional", "lag1")), sens.get(("traditional", "float"))
     if lag1 and flt and trad and fq:
         f_lag1 = sens[("fpq", "lag1")]
-        out += ["", "The queue manager itself matters for the traditional router here. RED's "
-                "average hovers just under max_th (45 packets), and each excursion above it "
-                "drops every arrival. The float model and the bit-exact model built with "
+        out += ["", "The queue manager itself matters for the traditional router here. Each "
+                "excursion of RED's average above max_th (45 packets) drops every arrival: "
+                f"{_pct(trad['saturated_drops'] / max(1, trad['drops']))} of its drops in the "
+                "run above are of that kind. The float model and the bit-exact model built with "
                 f"avg_lag = 1 agree (drop rate {_pct(flt['loss_rate'])} / "
                 f"{_pct(lag1['loss_rate'])}, utilisation {_pct(flt['utilisation'])} / "
                 f"{_pct(lag1['utilisation'])}), but the build default avg_lag = "
