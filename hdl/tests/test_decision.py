@@ -12,7 +12,7 @@ from fpq.formats import wrap_signed, TIME_BITS, PROB_ONE
 from fpq.queue_manager import Arrival, Departure
 from fpq_hdl.decision import Decision
 from fpq_hdl.layouts import config_layout
-from hdl_harness import pack
+from .hdl_harness import pack
 
 BUILD = Build(table_depth=16)
 

@@ -10,7 +10,7 @@ from fpq.drop_probability import probability
 from fpq.formats import QAVG, RATE
 from fpq_hdl.drop_probability import DropProbability
 from fpq_hdl.layouts import config_layout
-from hdl_harness import pack
+from .hdl_harness import pack
 
 BUILD = Build(table_depth=64)
 CASES = {

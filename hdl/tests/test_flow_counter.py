@@ -10,7 +10,7 @@ from fpq.flow_counter import FlowCounter as Model
 from fpq.flow_hash import reduce_index
 from fpq_hdl.flow_counter import FlowCounter
 from fpq_hdl.layouts import config_layout
-from hdl_harness import pack
+from .hdl_harness import pack
 
 SET_DELAY = 3
 

@@ -8,7 +8,7 @@ from fpq import Build, Config
 from fpq.config import RSS_KEY
 from fpq.flow_hash import ToeplitzHash, reduce_index
 from fpq_hdl.flow_hash import FlowHash
-from hdl_harness import pack
+from .hdl_harness import pack
 from fpq_hdl.layouts import config_layout
 
 

@@ -9,7 +9,7 @@ from fpq import Build, Config
 from fpq.queue_averager import QueueAverager as Model
 from fpq_hdl.queue_averager import QueueAverager
 from fpq_hdl.layouts import config_layout
-from hdl_harness import pack
+from .hdl_harness import pack
 
 BUILD = Build(table_depth=16)
 

@@ -9,7 +9,7 @@ from fpq.config import ConfigError
 from fpq.queue_manager import Arrival, Departure, QueueManager as Model
 
 from fpq_hdl.queue_manager import QueueManager, LATENCY, MIN_AVG_LAG
-from hdl_harness import traffic, run, compare
+from .hdl_harness import traffic, run, compare
 
 #: The bit-exact runs use a small r(N) table so that loading it takes few simulated clocks.
 BUILD = Build(table_depth=1024)
