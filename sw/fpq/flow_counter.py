@@ -64,16 +64,15 @@ class FlowCounter:
             return 0
         bits = self.bits
         v_max = self.v_max
-        rng = self.rng
         period = self.period
-        n = 0
-        while backlog >= 0:
-            idx = (rng.next() * v_max) >> 32
+        n = backlog // period + 1            # clears due at next_due, + period, ... <= now
+        cleared = 0
+        for r in self.rng.take(n):
+            idx = (r * v_max) >> 32
             if bits[idx]:
                 bits[idx] = 0
-                self.n_raw -= 1
-            backlog -= period
-            n += 1
+                cleared += 1
+        self.n_raw -= cleared
         self.clears += n
         if self.literal:
             self.next_due = (now + period) & _RING_MASK

@@ -22,7 +22,7 @@ from collections import namedtuple
 import functools
 
 from .config import Config
-from .formats import PROB_ONE, COUNTER_BITS, SEQ_BITS, TIME_BITS
+from .formats import PROB_ONE, COUNTER_BITS, SEQ_BITS, TIME_BITS, QAVG, CLEAR_PERIOD, RATE
 from .flow_hash import ToeplitzHash
 from .flow_counter import FlowCounter
 from .queue_averager import QueueAverager
@@ -53,6 +53,13 @@ COUNTERS = ("arrivals", "enqueued", "marked", "early_drops", "forced_drops", "de
 _CMASK = (1 << COUNTER_BITS) - 1
 _TMASK = (1 << TIME_BITS) - 1
 _SMASK = (1 << SEQ_BITS) - 1
+# constants of the inlined component steps in ``arrive`` (see the components for their meaning)
+_CFX = CLEAR_PERIOD.frac_bits
+_CMASK_RING = (1 << (TIME_BITS + _CFX)) - 1
+_CHALF = 1 << (TIME_BITS + _CFX - 1)
+_QFX = QAVG.frac_bits
+_MBITS = RATE.mant_bits
+_MMASK = (1 << _MBITS) - 1
 
 
 class QueueManager:
@@ -86,12 +93,10 @@ class QueueManager:
         self.mode = regs["mode"]
         self.rate_table = rate_table
         self.hash = ToeplitzHash(regs["hash_key"])
-        self._hash_cache = self.hash._cache
+        self._index_cache = {}
         # bound methods of the components, looked up once (the per-arrival path is hot)
         self._advance = self.fc.advance
-        self._set = self.fc.set
         self._rand = self.rng.next
-        self._update = self.avg.update
         self._lag = self.build.avg_lag
         self._n_cap = regs["n_cap"]
         self._ecn = regs["ecn"]
@@ -119,16 +124,24 @@ class QueueManager:
 
     # ---- events ------------------------------------------------------------------------------
     def arrive(self, desc):
-        """Decide one arrival. ``desc`` is an :class:`Arrival` (or any (ts, flow, length, ecn))."""
+        """Decide one arrival. ``desc`` is an :class:`Arrival` (or any (ts, flow, length, ecn)).
+
+        This is the hot path of every simulation, so the components' common cases are inlined
+        here (each marked with the component method it stands for); the methods remain the
+        reference and the tests compare the two."""
         ts, flow, length, ecn = desc
         ts &= _TMASK
         fc = self.fc
-        # 1. flow counter
-        self._advance(ts)
-        h = self._hash_cache.get(flow)
-        if h is None:
-            h = self.hash(flow)
-        self._set(h)
+        # 1. flow counter: clears owed up to ts (FlowCounter.advance; inline test for none)
+        if ((((ts << _CFX) - fc.next_due + _CHALF) & _CMASK_RING) - _CHALF) >= 0:
+            self._advance(ts)
+        idx = self._index_cache.get(flow)
+        if idx is None:
+            idx = self._index(flow)
+        bits = fc.bits                       # FlowCounter.set
+        if not bits[idx]:
+            bits[idx] = 1
+            fc.n_raw += 1
         n = fc.n_raw
         if n > self._n_cap:
             n = self._n_cap
@@ -137,27 +150,31 @@ class QueueManager:
         slot = seq % self._lag
         avg_used = self.history[slot]
         mode = self.mode
-        p = probability(mode, avg_used, self.rate_table[n], self.regs)
-        # 3. early decision
         u = self._rand()
         early = False
         if mode == MODE_FPQ:
+            w = self.rate_table[n]           # drop_probability.probability, FPQ branch
+            p = (((w & _MMASK) * avg_used) << 1) >> (w >> _MBITS)
+            if p > PROB_ONE:
+                p = PROB_ONE
+            # 3. early decision
             early = u < p
-        elif mode == MODE_RED:
-            if p == 0:
-                self.red_acc = 0
-                self.red_thresh = u
-            else:
-                acc = self.red_acc + p
-                if acc >= self.red_thresh:
-                    early = True
+        else:
+            p = probability(mode, avg_used, 0, self.regs)
+            if mode == MODE_RED:
+                if p == 0:
                     self.red_acc = 0
                     self.red_thresh = u
                 else:
-                    self.red_acc = acc
+                    acc = self.red_acc + p
+                    if acc >= self.red_thresh:
+                        early = True
+                        self.red_acc = 0
+                        self.red_thresh = u
+                    else:
+                        self.red_acc = acc
         # 4.-5. mark, hard limits
         q = self.occ_pkts
-        c = self._count
         if early and not (self._ecn and ecn):
             action = DROP_EARLY
         elif q + 1 > self._limit_pkts or self.occ_bytes + length > self._limit_bytes:
@@ -168,11 +185,27 @@ class QueueManager:
             self.occ_bytes += length
             if q + 1 > self.max_queue:
                 self.max_queue = q + 1
-        c[action] += 1
+        self._count[action] += 1
         # 6. averager sample (the queue this arrival found), into the lag line
-        self.history[slot] = self._update(q, ts)
+        av = self.avg
+        if av.idle:
+            a = av.update(q, ts)
+        else:                                # QueueAverager.update, busy branch
+            a = av.avg
+            a += ((q << _QFX) - a) >> av.wq_shift
+            av.avg = a
+        self.history[slot] = a
         self.seq = seq + 1
         return _new_verdict((seq & _SMASK, action, n, avg_used, p))
+
+    def _index(self, flow):
+        """The flow's vector index ``(hash * v_max) >> 32``, cached per flow (the cache is
+        rebuilt whenever the key or v_max changes, in ``_apply``)."""
+        cache = self._index_cache
+        if len(cache) > 1 << 20:
+            cache.clear()
+        idx = cache[flow] = (self.hash(flow) * self.fc.v_max) >> 32
+        return idx
 
     def depart(self, desc):
         """Apply one departure. ``desc`` is a :class:`Departure` (or any (ts, length))."""

@@ -14,7 +14,7 @@ an all-zero state (the generator's fixed point) is replaced by ``w = 1``, in har
 __all__ = ["XorShift128"]
 
 #: Numbers generated ahead per refill of the model's buffer (a speed measure only: the sequence
-#: is the same as one ``step`` at a time).
+#: is the same as one ``step`` at a time). A multiple of 4 (the refill loop is unrolled by 4).
 BLOCK = 1024
 
 _M = 0xFFFFFFFF
@@ -51,17 +51,44 @@ class XorShift128:
         return w
 
     def _refill(self):
+        # four steps per turn with the roles of the variables rotating (the oldest word is
+        # overwritten by the newest), so no tuple shuffles; after four steps x, y, z, w are
+        # oldest to newest again
         x, y, z, w = self.x, self.y, self.z, self.w
         out = []
         append = out.append
-        for _ in range(BLOCK):
+        for _ in range(BLOCK // 4):
             t = (x ^ (x << 11)) & _M
-            x, y, z = y, z, w
-            w = w ^ (w >> 19) ^ t ^ (t >> 8)
+            x = w ^ (w >> 19) ^ t ^ (t >> 8)
+            append(x)
+            t = (y ^ (y << 11)) & _M
+            y = x ^ (x >> 19) ^ t ^ (t >> 8)
+            append(y)
+            t = (z ^ (z << 11)) & _M
+            z = y ^ (y >> 19) ^ t ^ (t >> 8)
+            append(z)
+            t = (w ^ (w << 11)) & _M
+            w = z ^ (z >> 19) ^ t ^ (t >> 8)
             append(w)
         self.x, self.y, self.z, self.w = x, y, z, w
         self._buf = out
         self._pos = 0
+
+    def take(self, k):
+        """The next ``k`` outputs as a list (the same numbers as ``k`` calls of ``next``)."""
+        pos = self._pos
+        end = pos + k
+        buf = self._buf
+        if end <= len(buf):
+            self._pos = end
+            return buf[pos:end]
+        out = buf[pos:]
+        while len(out) < k:
+            self._refill()
+            need = k - len(out)
+            out += self._buf[:need]
+            self._pos = min(need, BLOCK)
+        return out
 
     def next(self):
         pos = self._pos

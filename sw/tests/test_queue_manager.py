@@ -205,3 +205,69 @@ def test_fixed_and_float_models_agree_statistically():
     assert a["n_phase1"] == pytest.approx(b["n_phase1"], rel=0.03)
     assert a["n_phase2"] == pytest.approx(b["n_phase2"], rel=0.1)
     assert a["avg_queue"] == pytest.approx(b["avg_queue"], rel=0.05)
+
+
+class ComponentReference(QueueManager):
+    """``arrive`` spelled out with the component methods that ``QueueManager.arrive`` inlines
+    for speed (FlowCounter.advance/set, drop_probability.probability, QueueAverager.update)."""
+
+    def arrive(self, desc):
+        from fpq.drop_probability import probability, MODE_FPQ, MODE_RED
+        ts, flow, length, ecn = desc
+        ts &= (1 << TIME_BITS) - 1
+        self.fc.advance(ts)
+        self.fc.set(self.hash(flow))
+        n = min(self.fc.n_raw, self.regs["n_cap"])
+        seq = self.seq
+        slot = seq % self.build.avg_lag
+        avg_used = self.history[slot]
+        p = probability(self.mode, avg_used, self.rate_table[n], self.regs)
+        u = self.rng.next()
+        early = False
+        if self.mode == MODE_FPQ:
+            early = u < p
+        elif self.mode == MODE_RED:
+            if p == 0:
+                self.red_acc, self.red_thresh = 0, u
+            elif self.red_acc + p >= self.red_thresh:
+                early, self.red_acc, self.red_thresh = True, 0, u
+            else:
+                self.red_acc += p
+        q = self.occ_pkts
+        if early and not (self.regs["ecn"] and ecn):
+            action = DROP_EARLY
+        elif q + 1 > self.regs["limit_pkts"] or self.occ_bytes + length > self.regs["limit_bytes"]:
+            action = DROP_FORCED
+        else:
+            action = MARK if early else ENQUEUE
+            self.occ_pkts, self.occ_bytes = q + 1, self.occ_bytes + length
+            self.max_queue = max(self.max_queue, q + 1)
+        self._count[action] += 1
+        self.history[slot] = self.avg.update(q, ts)
+        self.seq = seq + 1
+        return (seq, action, n, avg_used, p)
+
+
+@settings(max_examples=25, deadline=None)
+@given(mode=st.sampled_from(["fpq", "red", "droptail"]), literal=st.booleans(),
+       ecn=st.booleans(), wq=st.integers(0, 12), seed=st.integers(0, 1000),
+       v_max=st.integers(1, 1024))
+def test_inlined_hot_path_equals_the_components(mode, literal, ecn, wq, seed, v_max):
+    build = Build(vec_bits=1024, table_depth=256)
+    cfg = Config(build=build, mode=mode, clear_literal=literal, ecn=ecn, wq_shift=wq,
+                 v_max=v_max, n_cap=255, limit_pkts=40, red_min_th=2, red_max_th=20,
+                 red_max_p=0.3, tick_hz=1e6, t_clear_s=0.05, p_pkts=5.0, seed_decide=seed)
+    fast, ref = QueueManager(cfg), ComponentReference(cfg)
+    rnd = random.Random(seed)
+    flows = [pack_flow(rnd.getrandbits(32), 1, 2, 3, 6) for _ in range(60)]
+    t = 0
+    for _ in range(1500):
+        t += rnd.choice((0, 1, 30, 200, 5000))
+        if rnd.random() < 0.45:
+            d = Departure(t, 100)
+            fast.depart(d)
+            ref.depart(d)
+        else:
+            a = Arrival(t, rnd.choice(flows), 100, rnd.random() < 0.5)
+            assert tuple(fast.arrive(a)) == ref.arrive(a)
+    assert fast.snapshot() == ref.snapshot()

@@ -32,3 +32,13 @@ def test_zero_state_is_replaced():
 def test_seed_expansion_never_zero_and_differs():
     assert expand_seed(1) != expand_seed(2)
     assert any(expand_seed(0))
+
+
+@given(seed=st.integers(0, (1 << 64) - 1),
+       takes=st.lists(st.integers(0, 3 * BLOCK), min_size=1, max_size=8))
+def test_take_equals_repeated_next(seed, takes):
+    state = _state(*expand_seed(seed))
+    a, b = XorShift128(state), XorShift128(state)
+    for k in takes:
+        assert a.take(k) == [b.next() for _ in range(k)]
+        assert a.next() == b.next()
