@@ -31,10 +31,11 @@ def unpack(layout, word):
 
 def traffic(config, n_arrivals, seed, flows=40, p_arr=0.8, dep_fast=0.95, dep_slow=0.7,
             phase=3000, same_flow=0.3, gap_every=20000, gap=(100, 2000), bogus=0.002,
-            jump=0.002, jump_ticks=(5, 120)):
-    """Steps ``(departure or None, arrival or None)`` and the model's verdicts for them."""
+            jump=0.002, jump_ticks=(5, 120), model=None):
+    """Steps ``(departure or None, arrival or None)`` and the model's verdicts for them
+    (``model``: a golden model to continue from, default a fresh one for ``config``)."""
     rnd = random.Random(seed)
-    model = Model(config)
+    model = model or Model(config)
     pool = [rnd.getrandbits(104) for _ in range(flows)]
     queue = deque()
     steps, expected = [], []
@@ -101,10 +102,13 @@ async def configure(ctx, dut, config):
         ctx.set(s, 0)
 
 
-def run(config, steps, n_arrivals, ready_pattern=None, max_cycles=None, result=None):
+def run(config, steps, n_arrivals, ready_pattern=None, max_cycles=None, result=None,
+        dut=None, configure_fn=None):
     """Simulate; returns a dict with ``verdicts`` (dicts), ``cycles`` (from the first
-    presented event to the last verdict), ``first_accept`` and the DUT."""
-    dut = QueueManager(config.build)
+    presented event to the last verdict), ``first_accept`` and the DUT. ``dut`` and
+    ``configure_fn(ctx, dut, config)`` replace the bare QueueManager and its loading."""
+    dut = dut or QueueManager(config.build)
+    configure_fn = configure_fn or configure
     sim = Simulator(dut)
     sim.add_clock(1e-8)
     result = {} if result is None else result
@@ -116,7 +120,7 @@ def run(config, steps, n_arrivals, ready_pattern=None, max_cycles=None, result=N
     sample = (dut.arrivals.ready, dut.verdicts.valid, dut.verdicts.payload.as_value())
 
     async def bench(ctx):
-        await configure(ctx, dut, config)
+        await configure_fn(ctx, dut, config)
         out = []
         idx, cur = 0, None
         dep_on = arr_on = False
