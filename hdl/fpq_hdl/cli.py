@@ -42,7 +42,10 @@ def write_verilog(path, build, name="fpq_queue_manager"):
         "// One clock `clk`, synchronous active-high reset `rst`. Streams are valid/ready",
         "// (a transfer when both are high; ready may depend on valid). `config` holds the raw",
         "// register values of docs/REGISTERS.md (field order below); table ports write the",
-        "// r(N) and idle-decay tables. Pulse load_rng and restart once after loading config.",
+        "// r(N) and idle-decay tables (writes go to the bank not selected by rate_bank /",
+        "// decay_bank). Pulse load_rng_decide, load_rng_clear and restart once after loading",
+        "// config (fpq_hdl.registers.RegisterFile does all this behind a 32-bit bus). RAMs are",
+        "// portable inferred memories with a registered output (read latency 2).",
         "// Ports (bit ranges of struct fields indented):",
     ] + ["//" + line for line in port_table(top)] + [""]
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
