@@ -8,7 +8,8 @@ __all__ = ["SESSION", "REQUIRED", "record", "report_lines"]
 #: The bins of the verification plan (issue 6), grouped.
 REQUIRED = {
     "modes": ["mode fpq", "mode red", "mode droptail"],
-    "N ranges": ["N 0", "N 1-9", "N 10-99", "N 100-999", "N 1000-4999", "N >=5000"],
+    "N ranges": ["N 1-9", "N 10-99", "N 100-999", "N 1000-4999", "N >=5000",
+                 "N capped at n_cap"],
     "probability": ["probability 0 < p < 1", "probability saturated (p = 1)"],
     "forwarding hazard": ["forwarding hazard: same vector bit on consecutive clocks",
                           "forwarding hazard: same vector bit two clocks apart"],
@@ -16,8 +17,11 @@ REQUIRED = {
                "clear backlog > 1 (arrival port stalls)",
                "vector wipe (backlog >= flush_after)"],
     "back-pressure": ["verdict back-pressure cycles", "arrival port stall cycles"],
-    "verdicts": ["enqueue", "mark", "drop early", "drop forced"],
-    "control": ["registers rewritten mid-stream", "reset mid-stream"],
+    "verdicts": ["enqueue", "mark", "drop early", "drop forced",
+                 "early drop of an ECN-capable packet (ECN off)",
+                 "early drop of a packet not ECN-capable"],
+    "control": ["registers rewritten mid-stream", "reset mid-stream", "bus accesses",
+                "commits over the bus", "commits rejected (checked range)"],
 }
 
 

@@ -81,21 +81,32 @@ class QueueManagerTB:
         self.rate_bank = 0
         self.decay_bank = 0
         self.config = None
+        self._init_control()
+        dut.rst.value = 0
+        self.accept_cycle = []
+        #: more port agents (``drive()`` before, ``sample()`` after each edge), e.g. a bus
+        self.agents = []
+
+    def _init_control(self):
+        dut = self.dut
         for s in ("load_rng_decide", "load_rng_clear", "restart", "wipe", "hold", "rate_we",
                   "decay_we", "rate_bank", "decay_bank", "clear_max_queue"):
             getattr(dut, s).value = 0
         dut.counter_clear.value = 0
-        dut.rst.value = 0
-        self.accept_cycle = []
 
     async def tick(self, n=1):
+        agents = self.agents
         for _ in range(n):
             self.sink.drive()
+            for a in agents:
+                a.drive()
             await self.edge
             self.cycles += 1
             w = self.sink.sample()
             if w is not None:
                 self.sb.check(w)
+            for a in agents:
+                a.sample()
 
     async def reset(self):
         self.dut.rst.value = 1
@@ -155,7 +166,7 @@ class QueueManagerTB:
 
     async def run_events(self, steps):
         arr, dep, sink, gap = self.arr, self.dep, self.sink, self.gap
-        edge, sb = self.edge, self.sb
+        edge, sb, agents = self.edge, self.sb, self.agents
         accept = self.accept_cycle
         cur = -1
         i, n = 0, len(steps)
@@ -179,8 +190,12 @@ class QueueManagerTB:
             else:
                 dep.withdraw()
             sink.drive()
+            for a in agents:
+                a.drive()
             await edge
             cycle += 1
+            for a in agents:
+                a.sample()
             if dep.busy and not dep.sample():
                 raise AssertionError("departures.ready was low (departures are always accepted)")
             if cur >= 0 and arr.sample():

@@ -21,6 +21,9 @@ BENCH_DIR = Path(__file__).resolve().parents[1]
 _PLAN_ENV = "FPQ_TB_PLAN"
 _RESULT_ENV = "FPQ_TB_RESULT"
 PCH_FIX = "CFG_CXXFLAGS_PCH_I=-include"
+#: C++ optimisation of the Verilated model: the benches spend their time in Python, not in
+#: the model, so a cheap compile wins (measured: docs/VERIFICATION.md).
+OPT_FLAGS = os.environ.get("FPQ_TB_OPT", "OPT_FAST=-O1 OPT_SLOW=-O0 OPT_GLOBAL=-O1")
 
 
 class BenchFailed(AssertionError):
@@ -52,7 +55,7 @@ def _build(folder, verilog, toplevel, waves):
     # precompiled header as a bare file name and fails. A variable in MAKEFLAGS counts as a
     # command-line definition for the make that the runner starts.
     old = os.environ.get("MAKEFLAGS")
-    os.environ["MAKEFLAGS"] = ((old + " ") if old else "") + PCH_FIX
+    os.environ["MAKEFLAGS"] = ((old + " ") if old else "") + PCH_FIX + " " + OPT_FLAGS
     try:
         runner.build(sources=[str(verilog)], hdl_toplevel=toplevel, build_dir=str(sim_dir),
                      build_args=args, timescale=("1ns", "1ps"), waves=waves,

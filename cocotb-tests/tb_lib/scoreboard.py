@@ -49,8 +49,6 @@ class Coverage:
 
 
 def n_bin(n):
-    if n == 0:
-        return "0"
     for hi, label in ((9, "1-9"), (99, "10-99"), (999, "100-999"), (4999, "1000-4999")):
         if n <= hi:
             return label
@@ -71,10 +69,13 @@ def predict(script, cov=None):
         elif kind == "commit":
             model.configure(item[1])
             cov.hit("registers rewritten mid-stream")
+        elif kind in ("bad_commit", "bad_write", "idle"):
+            pass                      # the model's state does not change
         elif kind == "events":
             mode = _MODE_NAMES[model.regs["mode"]]
             fc = model.fc
             arrive, depart, hash_ = model.arrive, model.depart, model.hash
+            n_cap = model.regs["n_cap"]
             for ev in item[1]:
                 if type(ev) is Departure:
                     depart(ev)
@@ -86,14 +87,16 @@ def predict(script, cov=None):
                 facts.append((idx, fc.clears - c0, fc.wipes - w0))
                 cov.hit(f"mode {mode}")
                 cov.hit(f"N {n_bin(v.n)}")
+                if v.n == n_cap and fc.n_raw > n_cap:
+                    cov.hit("N capped at n_cap")
                 if v.prob >= PROB_ONE:
                     cov.hit("probability saturated (p = 1)")
                 elif v.prob:
                     cov.hit("probability 0 < p < 1")
                 cov.hit(("enqueue", "mark", "drop early", "drop forced")[v.action])
-                if ev.ecn and v.action == 2:
-                    pass
-            cov.hit("arrivals checked", 0)
+                if v.action == 2:
+                    cov.hit("early drop of an ECN-capable packet (ECN off)" if ev.ecn else
+                            "early drop of a packet not ECN-capable")
     return words, facts, model
 
 

@@ -1,0 +1,38 @@
+"""The register file and the queue manager wired together (as a board top would): the
+memory-mapped bus and the three streams are the ports. hdl/ has no such top yet; this one
+connects every register-file port to the queue-manager port of the same name."""
+
+from amaranth import Module
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out, flipped
+
+from fpq_hdl.queue_manager import QueueManager
+from fpq_hdl.registers import RegisterFile
+
+__all__ = ["System"]
+
+
+class System(wiring.Component):
+    def __init__(self, build, queue_manager=None):
+        self.build = build
+        self.rf = RegisterFile(build)
+        self.qm = queue_manager if queue_manager is not None else QueueManager(build)
+        members = {"bus": self.rf.signature.members["bus"]}
+        for name in ("arrivals", "departures", "verdicts"):
+            members[name] = self.qm.signature.members[name]
+        super().__init__(members)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.registers = rf = self.rf
+        m.submodules.queue_manager = qm = self.qm
+        wiring.connect(m, flipped(self.bus), rf.bus)
+        for name in ("arrivals", "departures"):
+            wiring.connect(m, flipped(getattr(self, name)), getattr(qm, name))
+        wiring.connect(m, qm.verdicts, flipped(self.verdicts))
+        for name, member in rf.signature.members.items():
+            if name == "bus":
+                continue
+            a, b = getattr(rf, name), getattr(qm, name)
+            m.d.comb += (b.eq(a) if member.flow == Out else a.eq(b))
+        return m
