@@ -44,7 +44,7 @@ class SimulatedPort:
                 signal, box = self._peeks.popleft()
                 box.append(ctx.get(signal))
             if not self._out:
-                await ctx.tick()
+                await ctx.tick().repeat(self.divisor)    # idle: poll once a bit time
                 continue
             byte = self._out.popleft()
             for bit in [0] + [(byte >> i) & 1 for i in range(8)] + [1]:
@@ -54,8 +54,8 @@ class SimulatedPort:
     async def _receiver(self, ctx):
         d = self.divisor
         while True:
-            while ctx.get(self._tx):
-                await ctx.tick()
+            if ctx.get(self._tx):
+                await ctx.negedge(self._tx)             # the start bit (no polling)
             await ctx.tick().repeat(d // 2)         # middle of the start bit
             if ctx.get(self._tx):
                 continue

@@ -94,7 +94,7 @@ def build_parser():
     p.add_argument("output")
     p.set_defaults(func=_trace_csv)
 
-    for module in ("fpq_sim.cli", "fpq_hdl.cli"):
+    for module in ("fpq_sim.cli", "fpq_hdl.cli", "fpq_boards.cli"):
         try:
             mod = importlib.import_module(module)
         except ImportError as exc:

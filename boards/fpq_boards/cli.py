@@ -1,0 +1,91 @@
+"""``fpq board ...``: bitstream builds, the resource sweep and the live monitor."""
+
+import sys
+
+__all__ = ["register"]
+
+
+def _build(args):
+    from .build import build_board
+    s = build_board(args.board, out_root=args.out, vec_bits=args.vec_bits,
+                    table_depth=args.table_depth, clk_mhz=args.clk_mhz, seed=args.seed)
+    return 0 if (s["timing_met"] or not args.strict) else 1
+
+
+def _sweep(args):
+    from .sweep import sweep
+    sweep(args.board, out_root=args.out, write=args.write)
+    return 0
+
+
+def _monitor(args):
+    from .monitor import monitor, open_port, parse_settings
+    settings = parse_settings(args.set)
+    if args.interval <= 0:
+        raise ValueError(f"--interval: {args.interval} must be > 0 seconds")
+    if args.simulate:
+        from fpq.config import Build
+        from .soc import SelfTestSoC
+        from .sim_port import SimulatedPort
+        soc = SelfTestSoC(Build(vec_bits=1024, table_depth=256), clk_freq=1e6, baud=250000)
+        port = SimulatedPort(soc)
+        clk_hz = 1e6
+        sleep = lambda s: port.run_cycles(max(1, int(s * 2000)))   # noqa: E731
+        print("simulated board (Amaranth simulator, 1 MHz clock, 2000 clocks per interval)",
+              file=sys.stderr)
+    else:
+        if not args.port:
+            raise ValueError("--port: required (e.g. /dev/ttyUSB0), or --simulate")
+        port = open_port(args.port, args.baud, args.timeout)
+        clk_hz = args.clk_mhz * 1e6 if args.clk_mhz else None
+        sleep = None
+    if args.configure:
+        from .monitor import configure
+        from .protocol import BusClient
+        if not clk_hz:
+            raise ValueError("--clk-mhz: required with --configure (timestamps are clocks)")
+        configure(BusClient(port, retries=1), clk_hz)
+    kw = {"sleep": sleep} if sleep else {}
+    monitor(port, interval=args.interval, count=args.count, clk_hz=clk_hz,
+            settings=settings, clear=not args.no_clear, **kw)
+    return 0
+
+
+def register(subparsers):
+    p = subparsers.add_parser("board", help="FPGA boards: bitstreams, reports, live monitor")
+    sub = p.add_subparsers(dest="board_command", metavar="BOARD_COMMAND")
+    sub.required = True
+
+    b = sub.add_parser("build", help="build a bitstream with timing / utilisation reports")
+    b.add_argument("board", choices=["ulx3s", "icebreaker"])
+    b.add_argument("--out", default="build", help="folder (default build/; the board's "
+                   "files go to build/<board>/)")
+    b.add_argument("--vec-bits", type=int, default=None, help="override the board's default")
+    b.add_argument("--table-depth", type=int, default=None)
+    b.add_argument("--clk-mhz", type=float, default=None, help="PLL clock (default per board)")
+    b.add_argument("--seed", type=int, default=1, help="nextpnr placement seed")
+    b.add_argument("--strict", action="store_true", help="exit 1 if timing is missed")
+    b.set_defaults(func=_build)
+
+    s = sub.add_parser("sweep", help="resource / Fmax table over build-time configurations")
+    s.add_argument("board", choices=["ulx3s", "icebreaker"])
+    s.add_argument("--out", default="build/sweep")
+    s.add_argument("--write", default=None, metavar="MD", help="also write the table here")
+    s.set_defaults(func=_sweep)
+
+    m = sub.add_parser("monitor", help="live view of a board over its UART")
+    m.add_argument("--port", help="serial port, e.g. /dev/ttyUSB0")
+    m.add_argument("--baud", type=int, default=115200)
+    m.add_argument("--timeout", type=float, default=0.5, help="reply timeout, s")
+    m.add_argument("--interval", type=float, default=1.0, help="refresh period, s")
+    m.add_argument("--count", type=int, default=0, help="views to show (0: until Ctrl-C)")
+    m.add_argument("--clk-mhz", type=float, default=None, help="board clock, for rates per s")
+    m.add_argument("--set", action="append", metavar="NAME=VALUE",
+                   help="generator register to write first, e.g. --set flows=1000")
+    m.add_argument("--configure", action="store_true",
+                   help="first load the default FPQ configuration and r(N) / decay tables "
+                        "for the board's build and clock (out of reset the tables are 0)")
+    m.add_argument("--simulate", action="store_true",
+                   help="no board: run the self-test SoC RTL in Amaranth's simulator")
+    m.add_argument("--no-clear", action="store_true", help="do not clear the screen")
+    m.set_defaults(func=_monitor)

@@ -1,0 +1,201 @@
+"""``fpq board monitor``: live view of a board running the self-test SoC, over the UART.
+
+``snapshot(client)`` reads identification, counters, telemetry and the traffic generator's
+registers through a ``protocol.BusClient``; ``render(prev, cur)`` turns two snapshots into one
+screen (rates from the counter differences over the board's own clock counter); ``monitor``
+loops. ``--simulate`` runs the same code against the RTL in Amaranth's simulator.
+"""
+
+import sys
+import time
+
+from fpq.config import Build
+from fpq.formats import QAVG
+from fpq.queue_manager import COUNTERS
+from fpq.regmap import registers, ID_VALUE
+
+from .protocol import BusClient, BridgeError
+from .traffic_generator import TG_REG, TG_ID
+
+__all__ = ["snapshot", "render", "monitor", "open_port", "apply_settings", "parse_settings"]
+
+_REGS = {r.name: r for r in registers(Build())}
+_TELEMETRY = ("n_raw", "n", "avg", "occ_pkts", "occ_bytes", "max_queue")
+_MODES = {0: "droptail", 1: "red", 2: "fpq"}
+
+
+def open_port(port, baud=115200, timeout=0.5):
+    """A pyserial port; a clear error if it does not exist or cannot be opened."""
+    import serial
+    try:
+        return serial.Serial(port, baud, timeout=timeout)
+    except (serial.SerialException, OSError) as exc:
+        raise OSError(f"--port: cannot open {port!r}: {exc}") from None
+
+
+def _identify(client):
+    ident = client.read(_REGS["id"].offset)
+    if ident != ID_VALUE:
+        raise BridgeError(f"not an FPQ self-test design: id register reads {ident:#010x}, "
+                          f"expected {ID_VALUE:#010x}")
+    tg = client.read(TG_REG["tg_id"].offset)
+    if tg != TG_ID:
+        raise BridgeError(f"traffic generator not found: tg_id reads {tg:#010x}, "
+                          f"expected {TG_ID:#010x}")
+
+
+def snapshot(client):
+    """One reading of everything the view shows (raw register values)."""
+    s = {"build": client.read(_REGS["build"].offset),
+         "status": client.read(_REGS["status"].offset),
+         "mode": client.read(_REGS["mode"].offset)}
+    s["time"] = client.read(TG_REG["tg_time"].offset)     # board clocks, before the counters
+    for name in COUNTERS:
+        s[name] = client.read_wide(_REGS[name].offset, 64)
+    for name in _TELEMETRY:
+        s[name] = client.read_wide(_REGS[name].offset, _REGS[name].width)
+    for name, r in TG_REG.items():
+        if name not in ("tg_id", "tg_time"):
+            s[name] = client.read(r.offset)
+    s["wall"] = time.monotonic()
+    return s
+
+
+def parse_settings(items):
+    """``["tg_flows=100", "arrival_period=2"]`` -> {"tg_flows": 100, ...}, range-checked."""
+    out = {}
+    for item in items or []:
+        if "=" not in item:
+            raise ValueError(f"--set: {item!r} must be NAME=VALUE")
+        name, value = item.split("=", 1)
+        name = name.strip()
+        if not name.startswith("tg_"):
+            name = "tg_" + name
+        r = TG_REG.get(name)
+        if r is None or r.access != "rw":
+            allowed = ", ".join(n for n, x in TG_REG.items() if x.access == "rw")
+            raise ValueError(f"--set: {name!r} is not a writable generator register "
+                             f"(one of {allowed})")
+        try:
+            v = int(value, 0)
+        except ValueError:
+            raise ValueError(f"--set {name}: {value!r} is not an integer") from None
+        if not r.lo <= v <= r.hi:
+            raise ValueError(f"--set {name}: {v} is out of range [{r.lo}, {r.hi}]")
+        out[name] = v
+    return out
+
+
+def apply_settings(client, settings):
+    for name, v in settings.items():
+        client.write(TG_REG[name].offset, v)
+
+
+def _rate(prev, cur, name, clocks):
+    if prev is None or clocks <= 0:
+        return None
+    return (cur[name] - prev[name]) / clocks
+
+
+def render(prev, cur, clk_hz=None):
+    """The one-screen view (text). Rates need ``prev``; per second needs ``clk_hz``."""
+    b = cur["build"]
+    vec_bits, table_depth, avg_lag = 1 << (b & 31), 1 << ((b >> 5) & 31), (b >> 10) & 127
+    clocks = ((cur["time"] - prev["time"]) & 0xFFFFFFFF) if prev else 0
+    lines = [f"FPQ self-test   mode {_MODES.get(cur['mode'], cur['mode'])}   vec_bits {vec_bits}"
+             f"   table_depth {table_depth}   avg_lag {avg_lag}   status {cur['status']:#06x}",
+             ""]
+    avg = cur["avg"] / (1 << QAVG.frac_bits)
+    lines.append(f"  N (active flows)  {cur['n_raw']:>12d}     n used {cur['n']:>8d}")
+    lines.append(f"  average queue     {avg:>12.2f} pkts   occupancy {cur['occ_pkts']:>8d} pkts "
+                 f"{cur['occ_bytes']:>10d} B   max {cur['max_queue']} pkts")
+    drops = cur["early_drops"] + cur["forced_drops"]
+    total_rate = drops / cur["arrivals"] if cur["arrivals"] else 0.0
+    line = f"  drop rate         {100 * total_rate:>11.2f} % (since clear)"
+    if prev and cur["arrivals"] > prev["arrivals"]:
+        d = (drops - prev["early_drops"] - prev["forced_drops"]) / (cur["arrivals"] - prev["arrivals"])
+        line += f"   {100 * d:6.2f} % (last interval)"
+    lines += [line, "", f"  {'counter':14s} {'total':>16s} {'per clock':>10s} {'per s':>14s}"]
+    for name in COUNTERS:
+        r = _rate(prev, cur, name, clocks)
+        per_clk = f"{r:10.4f}" if r is not None else " " * 10
+        per_s = f"{r * clk_hz:14.4g}" if (r is not None and clk_hz) else ""
+        lines.append(f"  {name:14s} {cur[name]:>16d} {per_clk} {per_s}")
+    lines += ["", f"  generator: {'on' if cur['tg_enable'] else 'off'}, one arrival / "
+              f"{cur['tg_arrival_period']} clk from {cur['tg_flows']} flows "
+              f"({'random' if cur['tg_pattern'] else 'round robin'}), {cur['tg_length']} B, "
+              f"drain one / {cur['tg_drain_period']} clk",
+              f"  generator backlog {cur['tg_backlog']}, sent {cur['tg_sent']}, stalled "
+              f"{cur['tg_stalls']} clk" + ("   BAD_WRITE" if cur["tg_status"] & 1 else "")]
+    return "\n".join(lines)
+
+
+def monitor(port, interval=1.0, count=0, clk_hz=None, settings=None, out=sys.stdout,
+            clear=True, sleep=time.sleep):
+    """Identify the board, apply ``settings``, then print a fresh view every ``interval`` s
+    (``count`` views, 0 = until interrupted). Returns the last snapshot."""
+    client = BusClient(port, retries=1)
+    _identify(client)
+    apply_settings(client, settings or {})
+    prev, cur, shown = None, None, 0
+    try:
+        while True:
+            cur = snapshot(client)
+            text = render(prev, cur, clk_hz)
+            out.write(("\x1b[H\x1b[2J" if clear else "") + text + "\n")
+            out.flush()
+            shown += 1
+            if count and shown >= count:
+                break
+            prev = cur
+            sleep(interval)
+    except KeyboardInterrupt:
+        pass
+    return cur
+
+
+def read_build(client):
+    """The board's ``fpq.Build`` from its ``build`` register."""
+    b = client.read(_REGS["build"].offset)
+    return Build(vec_bits=1 << (b & 31), table_depth=1 << ((b >> 5) & 31),
+                 avg_lag=(b >> 10) & 127)
+
+
+def configure(client, tick_hz, wait=None, tables_to_load=("decay_table", "rate_table"),
+              **fields):
+    """Load an ``fpq.Config`` (defaults plus ``fields``; ``tick_hz`` = the board clock) into
+    the board: every configuration register, the decay and r(N) tables, then COMMIT. Raises
+    ``BridgeError`` naming the register if the board rejects the commit. ``wait`` (optional)
+    is called between status polls; ``tables_to_load`` limits which tables are written."""
+    from fpq.config import Config
+    from fpq.regmap import tables, CONTROL_COMMIT, CONTROL_CLEAR_ERRORS, STATUS_BITS, \
+        STATUS_REJECT_INDEX_SHIFT
+    build = read_build(client)
+    cfg = Config(build=build, tick_hz=tick_hz, **fields)
+    raw = cfg.registers()
+    regs = registers(build)
+    client.write(_REGS["control"].offset, CONTROL_CLEAR_ERRORS)
+    for r in regs:
+        if r.kind == "config":
+            for w in range(r.words):
+                client.write(r.offset + 4 * w, (raw[r.name] >> (32 * w)) & 0xFFFFFFFF)
+    contents = {"decay_table": cfg.decay_table(), "rate_table": cfg.rate_table()}
+    for t in tables(build):
+        if t.name not in tables_to_load:
+            continue
+        for i, v in enumerate(contents[t.name]):
+            client.write(t.offset + 4 * i, v)
+    client.write(_REGS["control"].offset, CONTROL_COMMIT)
+    for _ in range(1000):
+        status = client.read(_REGS["status"].offset)
+        if not status & (1 << STATUS_BITS["BUSY"]):
+            break
+        if wait:
+            wait()
+    else:
+        raise BridgeError("commit did not finish: STATUS.BUSY stays set")
+    if status & (1 << STATUS_BITS["COMMIT_REJECTED"]):
+        idx = (status >> STATUS_REJECT_INDEX_SHIFT) & 0xFF
+        raise BridgeError(f"the board rejected the configuration: register "
+                          f"{regs[idx].name!r} (index {idx}) is out of range")
+    return cfg

@@ -1,0 +1,115 @@
+"""The portable self-test SoC: queue manager, register file, traffic generator, UART bridge."""
+
+from amaranth import *
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from fpq.config import Build
+from fpq_hdl.queue_manager import QueueManager
+from fpq_hdl.registers import RegisterFile
+
+from .traffic_generator import TrafficGenerator, TG_BASE, TG_SIZE
+from .uart_bridge import UARTBridge
+
+__all__ = ["SelfTestSoC", "LED_NAMES"]
+
+#: What each LED shows, in order (boards with fewer LEDs show the first ones).
+LED_NAMES = ["arrivals", "drops", "uart", "heartbeat", "marks", "backlog", "generator on",
+             "busy"]
+
+
+class SelfTestSoC(wiring.Component):
+    """Everything a board needs except pins and clocks.
+
+    The UART bridge is the only bus initiator. Bus addresses ``TG_BASE`` .. ``TG_BASE +
+    TG_SIZE`` go to the traffic generator, all others to the queue manager's register file
+    (``fpq.regmap``); the targets return 0 when not read, so read data is their OR. The
+    generator feeds the queue manager's arrival and departure ports and takes its verdicts.
+
+    LEDs (``LED_NAMES``): activity is stretched to ``clk_freq / 16`` clocks so a single event is
+    visible; the heartbeat blinks at about 1 Hz.
+
+    Parameters
+    ----------
+    build : fpq.Build
+    clk_freq : float
+        Clock frequency in Hz (LED timing, UART divisor).
+    baud : int
+        UART bit rate; ``clk_freq / baud`` must be at least 4.
+    ram_style : str
+        Passed to ``QueueManager`` ("generic" or "ecp5").
+
+    Attributes
+    ----------
+    rx : In(1), tx : Out(1)
+        UART lines.
+    leds : Out(8)
+    """
+
+    def __init__(self, build=None, clk_freq=12e6, baud=115200, ram_style="generic"):
+        self.build = build or Build()
+        self.clk_freq = clk_freq
+        self.baud = baud
+        self.divisor = int(round(clk_freq / baud))
+        if self.divisor < 4:
+            raise ValueError(f"baud: {baud} is too fast for a {clk_freq / 1e6:g} MHz clock; "
+                             f"allowed range [1, {int(clk_freq // 4)}]")
+        self.ram_style = ram_style
+        self.qm = QueueManager(self.build, ram_style=ram_style)
+        self.regs = RegisterFile(self.build)
+        self.tg = TrafficGenerator()
+        self.bridge = UARTBridge(self.divisor)
+        super().__init__({"rx": In(1, init=1), "tx": Out(1, init=1), "leds": Out(8)})
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.qm = qm = self.qm
+        m.submodules.regs = regs = self.regs
+        m.submodules.tg = tg = self.tg
+        m.submodules.bridge = br = self.bridge
+
+        # register file <-> queue manager: ports of the same names
+        for name in ("config", "load_rng_decide", "load_rng_clear", "restart", "wipe", "hold",
+                     "rate_bank", "rate_we", "rate_addr", "rate_data", "decay_bank",
+                     "decay_we", "decay_addr", "decay_data", "counter_clear",
+                     "clear_max_queue"):
+            m.d.comb += getattr(qm, name).eq(getattr(regs, name))
+        for name in ("counters", "n_raw", "n", "avg", "occ_pkts", "occ_bytes", "max_queue",
+                     "busy", "idle"):
+            m.d.comb += getattr(regs, name).eq(getattr(qm, name))
+
+        wiring.connect(m, tg.arrivals, qm.arrivals)
+        wiring.connect(m, tg.departures, qm.departures)
+        wiring.connect(m, qm.verdicts, tg.verdicts)
+
+        # bus decode
+        m.d.comb += [br.rx.eq(self.rx), self.tx.eq(br.tx)]
+        bus = br.bus
+        to_tg = (bus.addr >= TG_BASE) & (bus.addr < TG_BASE + TG_SIZE)
+        for target, sel in ((tg.bus, to_tg), (regs.bus, ~to_tg)):
+            m.d.comb += [target.addr.eq(bus.addr), target.w_data.eq(bus.w_data),
+                         target.w_en.eq(bus.w_en & sel), target.r_en.eq(bus.r_en & sel)]
+        m.d.comb += bus.r_data.eq(tg.bus.r_data | regs.bus.r_data)
+
+        # LEDs
+        stretch = max(int(self.clk_freq) // 16, 2)
+
+        def stretched(event, name):
+            count = Signal(range(stretch + 1), name=f"{name}_stretch")
+            with m.If(event):
+                m.d.sync += count.eq(stretch)
+            with m.Elif(count != 0):
+                m.d.sync += count.eq(count - 1)
+            return count != 0
+
+        beat = Signal(range(max(int(self.clk_freq) // 2, 2)))
+        beat_led = Signal()
+        with m.If(beat == 0):
+            m.d.sync += [beat.eq(max(int(self.clk_freq) // 2, 2) - 1), beat_led.eq(~beat_led)]
+        with m.Else():
+            m.d.sync += beat.eq(beat - 1)
+        m.d.sync += self.leds.eq(Cat(
+            stretched(tg.arrival_pulse, "arrival"), stretched(tg.drop_pulse, "drop"),
+            stretched(br.active, "uart"), beat_led, stretched(tg.mark_pulse, "mark"),
+            tg.backlog_nonzero, tg.enabled, qm.busy))
+        return m

@@ -1,0 +1,235 @@
+"""On-chip traffic generator: many-flow arrivals and a drain, set by registers on the bus."""
+
+from dataclasses import dataclass
+
+from amaranth import *
+from amaranth.lib import wiring, stream
+from amaranth.lib.wiring import In, Out
+
+from fpq.formats import TIME_BITS, LENGTH_BITS, QPKTS_BITS
+from fpq.queue_manager import ENQUEUE, MARK, DROP_EARLY, DROP_FORCED
+from fpq_hdl.layouts import ARRIVAL, DEPARTURE, VERDICT
+from fpq_hdl.registers import BusSignature
+
+__all__ = ["TG_BASE", "TG_SIZE", "TG_ID", "TGRegister", "TG_REGISTERS", "TG_REG",
+           "TrafficGenerator", "flow_key"]
+
+#: Byte address range of the generator's registers on the SoC bus. It lies in the gap of
+#: ``fpq.regmap`` between the telemetry (ends below 0x300) and the decay table (0x1000).
+TG_BASE = 0x800
+TG_SIZE = 0x100
+TG_ID = 0x5447454E  # "TGEN"
+
+
+@dataclass(frozen=True)
+class TGRegister:
+    name: str
+    offset: int      # byte address
+    width: int
+    access: str      # "rw" or "ro"
+    lo: int
+    hi: int
+    reset: int
+    doc: str
+
+
+#: The generator's registers. Writes of a value outside [lo, hi] are ignored and set
+#: ``status.BAD_WRITE`` (the host tool checks the range first and names the field).
+TG_REGISTERS = [
+    TGRegister("tg_id", TG_BASE + 0x00, 32, "ro", 0, 0, TG_ID, "'TGEN'."),
+    TGRegister("tg_enable", TG_BASE + 0x04, 1, "rw", 0, 1, 1,
+               "1: generate arrivals and departures (on out of reset: a self-test)."),
+    TGRegister("tg_arrival_period", TG_BASE + 0x08, 16, "rw", 1, 0xFFFF, 4,
+               "Clocks between two arrivals (1 = one per clock, line rate)."),
+    TGRegister("tg_flows", TG_BASE + 0x0C, 17, "rw", 1, 65536, 64,
+               "Number of distinct flows (5-tuples) the arrivals come from."),
+    TGRegister("tg_pattern", TG_BASE + 0x10, 1, "rw", 0, 1, 1,
+               "Flow order: 0 round robin, 1 pseudo-random (32-bit LFSR)."),
+    TGRegister("tg_length", TG_BASE + 0x14, 16, "rw", 1, 0xFFFF, 64,
+               "Packet length in bytes of arrivals and departures."),
+    TGRegister("tg_drain_period", TG_BASE + 0x18, 16, "rw", 0, 0xFFFF, 5,
+               "Clocks between two departures while the queue is not empty (0: no drain)."),
+    TGRegister("tg_salt", TG_BASE + 0x1C, 32, "rw", 0, 0xFFFFFFFF, 0,
+               "XORed into the source address and port: another set of flows."),
+    TGRegister("tg_backlog", TG_BASE + 0x20, QPKTS_BITS, "ro", 0, 0, 0,
+               "Packets enqueued (verdicts) and not yet departed."),
+    TGRegister("tg_sent", TG_BASE + 0x24, 32, "ro", 0, 0, 0,
+               "Arrivals accepted by the queue manager (wraps)."),
+    TGRegister("tg_stalls", TG_BASE + 0x28, 32, "ro", 0, 0, 0,
+               "Clocks an arrival waited for the queue manager's ready (wraps)."),
+    TGRegister("tg_time", TG_BASE + 0x2C, 32, "ro", 0, 0, 0,
+               "Free-running timestamp counter, low word (clocks)."),
+    TGRegister("tg_status", TG_BASE + 0x30, 1, "ro", 0, 0, 0,
+               "bit 0 BAD_WRITE (sticky; a write of tg_status clears it)."),
+]
+TG_REG = {r.name: r for r in TG_REGISTERS}
+
+#: Fixed parts of the generated 5-tuples.
+SRC_BASE, DST_IP, DST_PORT, PROTO = 0x0A000000, 0xC0A80001, 80, 6
+
+
+def flow_key(flow_id, salt=0):
+    """The 104-bit flow key (``fpq.flow_hash.pack_flow`` layout) of generated flow
+    ``flow_id``: src 10.x.y.z = 10.0.0.0 + id, sport 1024 + id, both XOR the salt."""
+    from fpq.flow_hash import pack_flow
+    src = (SRC_BASE + flow_id) ^ salt
+    sport = ((1024 + flow_id) & 0xFFFF) ^ (salt >> 16)
+    return pack_flow(src, DST_IP, sport, DST_PORT, PROTO)
+
+
+class TrafficGenerator(wiring.Component):
+    """Arrivals from ``tg_flows`` flows every ``tg_arrival_period`` clocks; departures every
+    ``tg_drain_period`` clocks while the generator's own backlog is not zero.
+
+    Arrivals: a timer offers an arrival every ``tg_arrival_period`` clocks (1 = every clock);
+    an offered arrival waits for ``ready`` (the timer waits with it, so back-pressure slows the
+    source rather than dropping). The flow is the next one in round-robin order or, for
+    pattern 1, a 32-bit Galois LFSR value masked to the next power of two of ``tg_flows``
+    and folded into range (``x - flows`` when ``x >= flows``; slightly non-uniform when
+    ``tg_flows`` is not a power of two). Its key is ``flow_key(id, tg_salt)``. The timestamp
+    is a free-running clock counter.
+
+    Departures (also while ``tg_enable`` is 0, so the queue drains): the backlog counts verdicts that enqueue (or mark) minus departures sent, so
+    a departure never precedes its packet's verdict and the queue manager never sees a
+    departure from an empty queue (as long as ``tg_length`` does not change while packets
+    are queued: departures use the current length).
+
+    Latency: an arrival is offered 1 clock after its timer expires. Throughput: one arrival
+    per clock at ``tg_arrival_period`` = 1.
+
+    Attributes
+    ----------
+    bus : In(BusSignature())
+        Target side; decodes ``TG_BASE`` .. ``TG_BASE + TG_SIZE`` (the SoC routes only that
+        range here). Reads return 0 outside the mapped words.
+    arrivals : Out(stream.Signature(ARRIVAL))
+    departures : Out(stream.Signature(DEPARTURE))
+    verdicts : In(stream.Signature(VERDICT))
+        Always ready.
+    arrival_pulse, drop_pulse, mark_pulse, enabled, backlog_nonzero : Out(1)
+        For LEDs.
+    """
+
+    def __init__(self):
+        super().__init__({
+            "bus": In(BusSignature()),
+            "arrivals": Out(stream.Signature(ARRIVAL)),
+            "departures": Out(stream.Signature(DEPARTURE)),
+            "verdicts": In(stream.Signature(VERDICT)),
+            "arrival_pulse": Out(1), "drop_pulse": Out(1), "mark_pulse": Out(1),
+            "enabled": Out(1), "backlog_nonzero": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        bus = self.bus
+        regs = {r.name: Signal(r.width, init=r.reset, name=r.name) for r in TG_REGISTERS}
+        bad_write = regs["tg_status"]
+
+        # ---- bus: reads (one clock), writes with range check ------------------------------
+        r_data = Signal(32)
+        with m.Switch(bus.addr[2:8]):
+            for r in TG_REGISTERS:
+                with m.Case((r.offset - TG_BASE) // 4):
+                    m.d.comb += r_data.eq(regs[r.name])
+                    with m.If(bus.w_en):
+                        if r.access == "rw":
+                            ok = (bus.w_data >= r.lo) & (bus.w_data <= r.hi)
+                            with m.If(ok):
+                                m.d.sync += regs[r.name].eq(bus.w_data)
+                            with m.Else():
+                                m.d.sync += bad_write.eq(1)
+                        elif r.name == "tg_status":
+                            m.d.sync += bad_write.eq(0)
+                        else:
+                            m.d.sync += bad_write.eq(1)
+            with m.Default():
+                with m.If(bus.w_en):
+                    m.d.sync += bad_write.eq(1)
+        m.d.sync += bus.r_data.eq(Mux(bus.r_en, r_data, 0))
+
+        enable = regs["tg_enable"]
+        flows = regs["tg_flows"]
+        m.d.comb += self.enabled.eq(enable)
+
+        # ---- time ------------------------------------------------------------------------
+        now = Signal(TIME_BITS)
+        m.d.sync += now.eq(now + 1)
+        m.d.comb += regs["tg_time"].eq(now[:32])
+
+        # ---- next flow id, one clock ahead -------------------------------------------------
+        lfsr = Signal(32, init=1)
+        # mask = 2**ceil(log2(flows)) - 1: fill the bits right of the top bit of flows - 1
+        fm1 = Signal(17)
+        m.d.comb += fm1.eq(flows - 1)
+        mask = Signal(17)
+        fill = fm1
+        for s in (1, 2, 4, 8, 16):
+            fill = fill | (fill >> s)
+        m.d.comb += mask.eq(fill)
+        masked = Signal(17)
+        m.d.comb += masked.eq(lfsr[:17] & mask)
+        random_id = Signal(17)
+        m.d.sync += random_id.eq(Mux(masked >= flows, masked - flows, masked))
+        rr_id = Signal(17)
+        flow_id = Signal(17)
+        m.d.comb += flow_id.eq(Mux(regs["tg_pattern"], random_id, rr_id))
+
+        # ---- arrivals ----------------------------------------------------------------------
+        arr = self.arrivals
+        timer = Signal(16)
+        accepted = arr.valid & arr.ready
+        with m.If(accepted):
+            m.d.sync += arr.valid.eq(0)
+        with m.If(~arr.valid | accepted):
+            with m.If(enable & (timer == 0)):
+                salt = regs["tg_salt"]
+                m.d.sync += [
+                    arr.valid.eq(1),
+                    arr.payload.ts.eq(now),
+                    arr.payload.length.eq(regs["tg_length"]),
+                    arr.payload.ecn.eq(0),
+                    arr.payload.flow.eq(Cat(
+                        C(PROTO, 8), C(DST_PORT, 16),
+                        (C(1024, 17) + flow_id)[:16] ^ salt[16:32],
+                        C(DST_IP, 32),
+                        (C(SRC_BASE, 32) + flow_id)[:32] ^ salt)),
+                    timer.eq(regs["tg_arrival_period"] - 1),
+                    rr_id.eq(Mux(rr_id + 1 >= flows, 0, rr_id + 1)),
+                    # Galois LFSR x^32 + x^22 + x^2 + x + 1 (taps 0x80200003)
+                    lfsr.eq(Mux(lfsr[0], (lfsr >> 1) ^ 0x80200003, lfsr >> 1)),
+                ]
+            with m.Elif(timer != 0):
+                m.d.sync += timer.eq(timer - 1)
+        with m.If(accepted):
+            m.d.sync += regs["tg_sent"].eq(regs["tg_sent"] + 1)
+        with m.If(arr.valid & ~arr.ready):
+            m.d.sync += regs["tg_stalls"].eq(regs["tg_stalls"] + 1)
+        with m.If(rr_id >= flows):        # tg_flows was lowered
+            m.d.sync += rr_id.eq(0)
+        m.d.comb += self.arrival_pulse.eq(accepted)
+
+        # ---- verdicts and departures ---------------------------------------------------------
+        v = self.verdicts
+        m.d.comb += v.ready.eq(1)
+        act = v.payload.action
+        enq = v.valid & ((act == ENQUEUE) | (act == MARK))
+        m.d.comb += [self.drop_pulse.eq(v.valid & ((act == DROP_EARLY) | (act == DROP_FORCED))),
+                     self.mark_pulse.eq(v.valid & (act == MARK))]
+        backlog = regs["tg_backlog"]
+        dep = self.departures
+        drain_timer = Signal(16)
+        dep_go = Signal()
+        drain = regs["tg_drain_period"]
+        # the drain runs while the generator is off too: the queue empties after a run
+        with m.If(drain != 0):
+            with m.If(drain_timer == 0):
+                m.d.comb += dep_go.eq(backlog != 0)
+                m.d.sync += drain_timer.eq(drain - 1)
+            with m.Else():
+                m.d.sync += drain_timer.eq(drain_timer - 1)
+        m.d.sync += [dep.valid.eq(dep_go), dep.payload.ts.eq(now),
+                     dep.payload.length.eq(regs["tg_length"])]
+        m.d.sync += backlog.eq(backlog + enq - dep_go)
+        m.d.comb += self.backlog_nonzero.eq(backlog != 0)
+        return m
