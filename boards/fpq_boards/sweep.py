@@ -1,0 +1,51 @@
+"""Resource / Fmax table over build-time configurations (``fpq board sweep BOARD``).
+
+Each configuration is a full board build (self-test SoC: queue manager, register file,
+generator, UART bridge) in ``<out>/<board>_v<vec>_t<table>/``; the table is Markdown with
+the date and tool versions, for docs/BENCHMARKS.md."""
+
+import os
+
+from .build import build_board, tool_versions
+
+__all__ = ["CONFIGS", "sweep", "markdown_table"]
+
+#: (vec_bits, table_depth) per board. ULX3S: the issue's vector sizes; iCEBreaker: what the
+#: UP5K's 30 x 4 kbit block RAMs hold.
+CONFIGS = {
+    "ulx3s": [(4096, 8192), (8192, 8192), (65536, 8192), (8192, 65536)],
+    "icebreaker": [(1024, 256), (2048, 256), (4096, 256), (4096, 1024)],
+}
+
+
+def markdown_table(summaries):
+    rows = ["| board | vec_bits | table_depth | clock MHz | Fmax MHz | goal MHz | LUT | FF | "
+            "BRAM | DSP | build s |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for s in summaries:
+        r = s["resources"]
+
+        def cell(k):
+            u, a = r[k]["used"], r[k]["available"]
+            return f"{u} ({100 * u / a:.1f} %)" if a else str(u)
+        rows.append(f"| {s['board']} | {s['build']['vec_bits']} | {s['build']['table_depth']} | "
+                    f"{s['clock_mhz']:g} | {s['fmax_mhz']:.1f}{'' if s['timing_met'] else ' (missed)'} | "
+                    f"{s['goal_mhz']} | {cell('LUT')} | {cell('FF')} | {cell('BRAM')} | "
+                    f"{cell('DSP')} | {s['build_seconds']} |")
+    return "\n".join(rows)
+
+
+def sweep(board, out_root="build/sweep", write=None, configs=None, log=print):
+    summaries = []
+    for vec, table in configs or CONFIGS[board]:
+        summaries.append(build_board(board, out_root=out_root, vec_bits=vec,
+                                     table_depth=table, tag=f"{board}_v{vec}_t{table}",
+                                     log=log))
+    text = markdown_table(summaries)
+    text += ("\n\nTools: " + ", ".join(f"{k} {v}" for k, v in tool_versions().items())
+             + f"; date {summaries[-1]['date']}.\n")
+    log(text)
+    if write:
+        os.makedirs(os.path.dirname(os.path.abspath(write)), exist_ok=True)
+        with open(write, "w") as f:
+            f.write(text)
+    return summaries

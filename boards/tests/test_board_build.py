@@ -1,0 +1,104 @@
+"""Board builds: PLL settings, report parsing, and real bitstream builds with YoWASP.
+
+The iCEBreaker build (about a minute) runs in ``make test``; the ULX3S build and the
+configuration sweep are ``long``. Builds go to ``build/test_boards/`` (git-ignored)."""
+
+import json
+import os
+
+import pytest
+
+from fpq_boards.platforms import BOARDS, ice40_pll, ecp5_pll
+from fpq_boards.build import build_board, summarise, format_summary
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+OUT = os.path.join(ROOT, "build", "test_boards")
+
+
+@pytest.mark.parametrize("f_out", [14.88, 20.0, 24.0, 30.0, 42.0])
+def test_ice40_pll(f_out):
+    divr, divf, divq, filt, f = ice40_pll(12.0, f_out)
+    pfd = 12.0 / (divr + 1)
+    vco = pfd * (divf + 1)
+    assert 10 <= pfd <= 133 and 533 <= vco <= 1066
+    assert f == pytest.approx(vco / 2 ** divq)
+    assert abs(f - f_out) / f_out < 0.02
+    assert filt == 1                       # icepll's FILTER_RANGE for a 12 MHz PFD
+
+
+@pytest.mark.parametrize("f_out", [100.0, 125.0, 150.0, 160.0, 175.0])
+def test_ecp5_pll(f_out):
+    clki, fb, op, f = ecp5_pll(25.0, f_out)
+    assert f == pytest.approx(25.0 / clki * fb)
+    assert 400 <= f * op <= 800
+    assert abs(f - f_out) / f_out < 0.01
+
+
+def test_unknown_board_is_refused():
+    with pytest.raises(ValueError, match="board: 'de10' is not one of icebreaker, ulx3s"):
+        build_board("de10", out_root=OUT)
+
+
+def test_summary_from_reports(tmp_path):
+    """Parsing of nextpnr's JSON report and Yosys' statistics (a hand-written example)."""
+    (tmp_path / "top.report.json").write_text(json.dumps({
+        "fmax": {"pll_clk": {"achieved": 31.5, "constraint": 24.0}},
+        "utilization": {"ICESTORM_LC": {"used": 2640, "available": 5280},
+                        "ICESTORM_RAM": {"used": 6, "available": 30},
+                        "ICESTORM_DSP": {"used": 2, "available": 8}}}))
+    (tmp_path / "top.rpt").write_text(
+        "=== top ===\n   Number of cells:               3000\n"
+        "     SB_LUT4                      2000\n     SB_DFF                        500\n"
+        "     SB_DFFE                       300\n     SB_RAM40_4K                     6\n")
+    spec = BOARDS["icebreaker"]
+    s = summarise(spec, str(tmp_path), spec.build, 24.0)
+    assert s["fmax_mhz"] == 31.5 and s["timing_met"] and s["goal_met"]
+    assert s["resources"]["LUT"] == {"used": 2000, "available": 5280}
+    assert s["resources"]["FF"] == {"used": 800, "available": 5280}
+    assert s["resources"]["BRAM"] == {"used": 6, "available": 30}
+    text = format_summary(s)
+    assert "BRAM        6 /      30   20.0 %" in text
+    assert "clock 24.00 MHz: met" in text
+
+
+def _check_built(s, spec, bitfile):
+    build_dir = os.path.join(OUT, spec.name)
+    assert os.path.getsize(os.path.join(build_dir, bitfile)) > 10_000
+    for name in ("top.report.json", "summary.json", "summary.txt"):
+        assert os.path.exists(os.path.join(build_dir, name))
+    r = s["resources"]
+    for k in ("LUT", "FF", "BRAM"):
+        assert 0 < r[k]["used"] <= r[k]["available"], k
+    # the flow vector, r(N) table and FIFOs are in block RAM, not optimised away
+    assert r["BRAM"]["used"] >= 4
+    assert s["fmax"], "no clock in the timing report"
+
+
+def test_icebreaker_bitstream():
+    """The quick synthesis check: the iCEBreaker self-test design fits the UP5K and meets
+    its PLL clock, which is above the 10 GbE minimum-frame rate."""
+    spec = BOARDS["icebreaker"]
+    s = build_board("icebreaker", out_root=OUT)
+    _check_built(s, spec, "top.bin")
+    assert s["goal_met"], f"Fmax {s['fmax_mhz']} MHz below {spec.goal_mhz} MHz"
+    assert s["timing_met"], f"Fmax {s['fmax_mhz']} MHz below the {s['clock_mhz']} MHz clock"
+
+
+@pytest.mark.long
+def test_ulx3s_bitstream():
+    spec = BOARDS["ulx3s"]
+    s = build_board("ulx3s", out_root=OUT)
+    _check_built(s, spec, "top.bit")
+    assert s["goal_met"], f"Fmax {s['fmax_mhz']} MHz below {spec.goal_mhz} MHz"
+
+
+@pytest.mark.long
+@pytest.mark.parametrize("board", ["icebreaker", "ulx3s"])
+def test_sweep(board):
+    from fpq_boards.sweep import sweep, CONFIGS
+    summaries = sweep(board, out_root=os.path.join(OUT, "sweep"),
+                      write=os.path.join(OUT, f"sweep_{board}.md"))
+    assert [(s["build"]["vec_bits"], s["build"]["table_depth"]) for s in summaries] == \
+        CONFIGS[board]
+    for s in summaries:
+        assert s["resources"]["BRAM"]["used"] <= s["resources"]["BRAM"]["available"]

@@ -1,0 +1,77 @@
+"""``fpq board monitor`` and ``fpq board``: argument errors, the rendered view, bad ports."""
+
+import pytest
+
+from fpq.cli import main
+from fpq.config import Build
+from fpq.queue_manager import COUNTERS
+from fpq_boards.monitor import parse_settings, render, open_port
+
+
+def run_cli(argv, capsys):
+    code = main(argv)
+    return code, capsys.readouterr()
+
+
+def test_no_such_port(capsys):
+    code, out = run_cli(["board", "monitor", "--port", "/dev/ttyFPQ-does-not-exist"], capsys)
+    assert code == 2
+    assert "--port: cannot open '/dev/ttyFPQ-does-not-exist'" in out.err
+
+
+def test_port_required(capsys):
+    code, out = run_cli(["board", "monitor"], capsys)
+    assert code == 2
+    assert "--port: required" in out.err
+
+
+@pytest.mark.parametrize("item,message", [
+    ("flows=0", r"--set tg_flows: 0 is out of range \[1, 65536\]"),
+    ("arrival_period=70000", r"--set tg_arrival_period: 70000 is out of range \[1, 65535\]"),
+    ("flows=many", "--set tg_flows: 'many' is not an integer"),
+    ("sent=3", "--set: 'tg_sent' is not a writable generator register"),
+    ("flows", "--set: 'flows' must be NAME=VALUE"),
+])
+def test_settings_checked(item, message, capsys):
+    with pytest.raises(ValueError, match=message):
+        parse_settings([item])
+    code, out = run_cli(["board", "monitor", "--port", "x", "--set", item], capsys)
+    assert code == 2 and "error" in out.err
+
+
+def test_settings_parsed():
+    assert parse_settings(["flows=1000", "tg_pattern=0", "drain_period=0x10"]) == \
+        {"tg_flows": 1000, "tg_pattern": 0, "tg_drain_period": 16}
+
+
+def test_unknown_board(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["board", "build", "de10"])
+    assert exc.value.code == 2
+    assert "invalid choice: 'de10'" in capsys.readouterr().err
+
+
+def _snap(arrivals, drops, time, n_raw=37):
+    b = Build(vec_bits=2048, table_depth=512)
+    s = {name: 0 for name in COUNTERS}
+    s.update(arrivals=arrivals, early_drops=drops, enqueued=arrivals - drops,
+             build=(11 | (9 << 5) | (12 << 10)), status=0, mode=2, time=time,
+             n_raw=n_raw, n=n_raw, avg=int(12.5 * 65536), occ_pkts=13, occ_bytes=832,
+             max_queue=20, tg_enable=1, tg_arrival_period=1, tg_flows=40, tg_pattern=1,
+             tg_length=64, tg_drain_period=2, tg_salt=0, tg_backlog=13, tg_sent=arrivals,
+             tg_stalls=0, tg_status=0)
+    return s
+
+
+def test_render_view():
+    prev, cur = _snap(1000, 100, 0), _snap(3000, 600, 4000)
+    text = render(prev, cur, clk_hz=25e6)
+    assert "vec_bits 2048   table_depth 512   avg_lag 12" in text
+    assert "N (active flows)            37" in text
+    assert "12.50 pkts" in text
+    assert "20.00 % (since clear)" in text          # 600 / 3000
+    assert "25.00 % (last interval)" in text        # 500 / 2000
+    assert "0.5000" in text                         # 2000 arrivals in 4000 clocks
+    assert "1.25e+07" in text                       # ... at 25 MHz
+    first = render(None, cur)
+    assert "last interval" not in first
