@@ -14,6 +14,14 @@ __all__ = ["QueueAverager"]
 _FX = QAVG.frac_bits
 
 
+def _select(a, one_hot):
+    """``a >> k`` for the set bit ``k`` of ``one_hot`` (0 if none): an AND-OR per bit."""
+    out = 0
+    for k in range(len(one_hot)):
+        out = out | Mux(one_hot[k], a >> k, 0)
+    return out
+
+
 class QueueAverager(wiring.Component):
     """Bit-exact ``fpq.queue_averager.QueueAverager``.
 
@@ -69,11 +77,15 @@ class QueueAverager(wiring.Component):
         m.d.comb += [wp.en.eq(self.table_we), wp.addr.eq(Cat(self.table_addr, ~self.table_bank)),
                      wp.data.eq(self.table_data)]
         # cycle 0: idle cells = min(idle time >> idle_cell_log, 255) (0 if negative)
+        # the clamp compares the time itself with 255.x cells, 256 << idle_cell_log (a
+        # register: configuration only), in parallel with the 8 bits of the shift
         cells = Signal(8)
-        shifted = self.idle_diff.as_unsigned() >> self.idle_cell_log
+        full = Signal(TIME_BITS + 9)
+        m.d.sync += full.eq(Const(DECAY_TABLE_DEPTH, 9) << self.idle_cell_log)
+        shifted = (self.idle_diff.as_unsigned() >> self.idle_cell_log)[:8]
         m.d.sync += cells.eq(Mux(self.idle_diff < 0, 0,
-                                 Mux(shifted > DECAY_TABLE_DEPTH - 1, DECAY_TABLE_DEPTH - 1,
-                                     shifted)))
+                                 Mux(self.idle_diff.as_unsigned() >= full,
+                                     DECAY_TABLE_DEPTH - 1, shifted)))
         v1, idle1 = Signal(), Signal()
         qs1 = Signal(QAVG.width)
         m.d.sync += [v1.eq(self.valid), idle1.eq(self.idle),
@@ -82,12 +94,18 @@ class QueueAverager(wiring.Component):
         m.d.comb += rp.addr.eq(Cat(cells, self.table_bank))
         v2, idle2 = Signal(), Signal()
         qs = Signal(QAVG.width)
-        shift2 = Signal(DECAY_SHIFT_BITS)
-        m.d.sync += [v2.eq(v1), idle2.eq(idle1), qs.eq(qs1), shift2.eq(rp.data)]
+        # the decay shift as a one-hot register (shifts of 36 and more give zero: no bit set)
+        decay_sel = Signal(QAVG.width)
+        m.d.sync += [v2.eq(v1), idle2.eq(idle1), qs.eq(qs1),
+                     decay_sel.eq(Cat(rp.data == k for k in range(QAVG.width)))]
         # the mask 2**s - 1 is a function of the configuration only: registered
         s = self.wq_shift
         mask = Signal(QAVG.width)
         m.d.sync += mask.eq((Const(1, QAVG.width + 1) << s) - 1)
+        # and s as a one-hot register: the shift below is an AND-OR of 17 terms per bit, and
+        # no configuration bit fans out to all of them
+        wq_sel = Signal(17)
+        m.d.sync += wq_sel.eq(Cat(s == k for k in range(17)))
         # cycle 2: the one-clock recurrence
         a = self.avg
         # A - (A >> s) - c + qs with c = (A mod 2**s != 0), as one carry-save step and one
@@ -97,14 +115,13 @@ class QueueAverager(wiring.Component):
         w = QAVG.width + 1
         x = a
         y = Signal(w)
-        m.d.comb += y.eq(~Array([a >> k for k in range(17)])[s])
+        m.d.comb += y.eq(~_select(a, wq_sel))
         z = qs
         c = (a & mask) != 0
         sum_ = x ^ y ^ z
         maj = (x & y) | (x & z) | (y & z)
         ewma = (sum_ + Cat(~c, maj[:w - 1]))[:QAVG.width]
-        decayed = Mux(shift2 > QAVG.width,
-                      0, Array([a >> k for k in range(QAVG.width + 1)])[shift2])
+        decayed = _select(a, decay_sel)
         m.d.comb += self.avg_next.eq(Mux(v2, Mux(idle2, decayed, ewma), a))
         m.d.sync += a.eq(self.avg_next)
         return m
