@@ -12,6 +12,13 @@ from collections import deque
 
 from amaranth.sim import Simulator
 
+async def _ticks(ctx, n):
+    """``n`` clock edges with plain awaits (``tick().repeat()`` runs an async generator that
+    cannot be closed cleanly when an unfinished simulation is garbage-collected)."""
+    for _ in range(n):
+        await ctx.tick()
+
+
 __all__ = ["SimulatedPort"]
 
 _PERIOD = 1e-6          # simulated clock period; only ratios matter
@@ -44,26 +51,26 @@ class SimulatedPort:
                 signal, box = self._peeks.popleft()
                 box.append(ctx.get(signal))
             if not self._out:
-                await ctx.tick().repeat(self.divisor)    # idle: poll once a bit time
+                await _ticks(ctx, self.divisor)    # idle: poll once a bit time
                 continue
             byte = self._out.popleft()
             for bit in [0] + [(byte >> i) & 1 for i in range(8)] + [1]:
                 ctx.set(self._rx, bit)
-                await ctx.tick().repeat(self.divisor)
+                await _ticks(ctx, self.divisor)
 
     async def _receiver(self, ctx):
         d = self.divisor
         while True:
             if ctx.get(self._tx):
                 await ctx.negedge(self._tx)             # the start bit (no polling)
-            await ctx.tick().repeat(d // 2)         # middle of the start bit
+            await _ticks(ctx, d // 2)         # middle of the start bit
             if ctx.get(self._tx):
                 continue
             byte = 0
             for i in range(8):
-                await ctx.tick().repeat(d)
+                await _ticks(ctx, d)
                 byte |= ctx.get(self._tx) << i
-            await ctx.tick().repeat(d)
+            await _ticks(ctx, d)
             if ctx.get(self._tx):                   # stop bit; else framing error: drop
                 self._in.append(byte)
 

@@ -21,7 +21,8 @@ LED_NAMES = ["arrivals", "drops", "uart", "heartbeat", "marks", "backlog", "gene
 class SelfTestSoC(wiring.Component):
     """Everything a board needs except pins and clocks.
 
-    The UART bridge is the only bus initiator. Bus addresses ``TG_BASE`` .. ``TG_BASE +
+    The UART bridge is the only bus initiator; its bus is registered once on the way to the
+    targets (the bridge waits 2 clocks for read data). Bus addresses ``TG_BASE`` .. ``TG_BASE +
     TG_SIZE`` go to the traffic generator, all others to the queue manager's register file
     (``fpq.regmap``); the targets return 0 when not read, so read data is their OR. The
     generator feeds the queue manager's arrival and departure ports and takes its verdicts.
@@ -58,7 +59,9 @@ class SelfTestSoC(wiring.Component):
         self.qm = QueueManager(self.build, ram_style=ram_style)
         self.regs = RegisterFile(self.build)
         self.tg = TrafficGenerator()
-        self.bridge = UARTBridge(self.divisor)
+        # the bus is registered once between the bridge and the targets (decode and fan-out
+        # out of the queue manager's clock-critical paths): reads take 2 clocks
+        self.bridge = UARTBridge(self.divisor, read_latency=2)
         super().__init__({"rx": In(1, init=1), "tx": Out(1, init=1), "leds": Out(8)})
 
     def elaborate(self, platform):
@@ -87,7 +90,7 @@ class SelfTestSoC(wiring.Component):
         bus = br.bus
         to_tg = (bus.addr >= TG_BASE) & (bus.addr < TG_BASE + TG_SIZE)
         for target, sel in ((tg.bus, to_tg), (regs.bus, ~to_tg)):
-            m.d.comb += [target.addr.eq(bus.addr), target.w_data.eq(bus.w_data),
+            m.d.sync += [target.addr.eq(bus.addr), target.w_data.eq(bus.w_data),
                          target.w_en.eq(bus.w_en & sel), target.r_en.eq(bus.r_en & sel)]
         m.d.comb += bus.r_data.eq(tg.bus.r_data | regs.bus.r_data)
 

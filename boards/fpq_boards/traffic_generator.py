@@ -84,9 +84,10 @@ class TrafficGenerator(wiring.Component):
     Arrivals: a timer offers an arrival every ``tg_arrival_period`` clocks (1 = every clock);
     an offered arrival waits for ``ready`` (the timer waits with it, so back-pressure slows the
     source rather than dropping). The flow is the next one in round-robin order or, for
-    pattern 1, a 32-bit Galois LFSR value masked to the next power of two of ``tg_flows``
+    pattern 1, a free-running 32-bit Galois LFSR value masked to the next power of two of ``tg_flows``
     and folded into range (``x - flows`` when ``x >= flows``; slightly non-uniform when
-    ``tg_flows`` is not a power of two). Its key is ``flow_key(id, tg_salt)``. The timestamp
+    ``tg_flows`` is not a power of two; for 3 clocks after a write of ``tg_flows`` an id may
+    still fall in the old range). Its key is ``flow_key(id, tg_salt)``. The timestamp
     is a free-running clock counter.
 
     Departures (also while ``tg_enable`` is 0, so the queue drains): the backlog counts verdicts that enqueue (or mark) minus departures sent, so
@@ -159,16 +160,19 @@ class TrafficGenerator(wiring.Component):
 
         # ---- next flow id, one clock ahead -------------------------------------------------
         lfsr = Signal(32, init=1)
+        # Galois LFSR x^32 + x^22 + x^2 + x + 1 (taps 0x80200003), one step per clock
+        m.d.sync += lfsr.eq(Mux(lfsr[0], (lfsr >> 1) ^ 0x80200003, lfsr >> 1))
         # mask = 2**ceil(log2(flows)) - 1: fill the bits right of the top bit of flows - 1
+        # (registered in steps: tg_flows changes rarely, the LFSR value may be a few clocks old)
         fm1 = Signal(17)
-        m.d.comb += fm1.eq(flows - 1)
+        m.d.sync += fm1.eq(flows - 1)
         mask = Signal(17)
         fill = fm1
         for s in (1, 2, 4, 8, 16):
             fill = fill | (fill >> s)
-        m.d.comb += mask.eq(fill)
+        m.d.sync += mask.eq(fill)
         masked = Signal(17)
-        m.d.comb += masked.eq(lfsr[:17] & mask)
+        m.d.sync += masked.eq(lfsr[:17] & mask)
         random_id = Signal(17)
         m.d.sync += random_id.eq(Mux(masked >= flows, masked - flows, masked))
         rr_id = Signal(17)
@@ -196,8 +200,6 @@ class TrafficGenerator(wiring.Component):
                         (C(SRC_BASE, 32) + flow_id)[:32] ^ salt)),
                     timer.eq(regs["tg_arrival_period"] - 1),
                     rr_id.eq(Mux(rr_id + 1 >= flows, 0, rr_id + 1)),
-                    # Galois LFSR x^32 + x^22 + x^2 + x + 1 (taps 0x80200003)
-                    lfsr.eq(Mux(lfsr[0], (lfsr >> 1) ^ 0x80200003, lfsr >> 1)),
                 ]
             with m.Elif(timer != 0):
                 m.d.sync += timer.eq(timer - 1)

@@ -31,6 +31,9 @@ class UARTBridge(wiring.Component):
     ----------
     divisor : int
         Clocks per bit of the UART (clock frequency / baud rate), at least 4.
+    read_latency : int
+        Clocks from ``r_en`` to valid ``r_data``: 1 for ``BusSignature``'s targets, more when
+        the bus is registered on the way (the SoC registers it once for timing).
 
     Attributes
     ----------
@@ -43,8 +46,11 @@ class UARTBridge(wiring.Component):
         Pulses on a protocol error (checksum, command, address, framing, timeout).
     """
 
-    def __init__(self, divisor):
+    def __init__(self, divisor, read_latency=1):
+        if not isinstance(read_latency, int) or read_latency < 1:
+            raise ValueError(f"read_latency: {read_latency!r} must be an integer >= 1")
         self.divisor = divisor
+        self.read_latency = read_latency
         self._rx = UARTRx(divisor)
         self._tx = UARTTx(divisor)
         super().__init__({"rx": In(1, init=1), "tx": Out(1, init=1),
@@ -138,11 +144,15 @@ class UARTBridge(wiring.Component):
             with m.State("WRITE_DONE"):
                 send((REPLY_WRITE, 1))
                 m.next = "REPLY"
+            wait = Signal(range(self.read_latency + 1))
             with m.State("READ"):
-                m.d.sync += self.bus.r_en.eq(1)
+                m.d.sync += [self.bus.r_en.eq(1), wait.eq(self.read_latency - 1)]
                 m.next = "READ_WAIT"
             with m.State("READ_WAIT"):
-                m.next = "READ_DATA"
+                with m.If(wait == 0):
+                    m.next = "READ_DATA"
+                with m.Else():
+                    m.d.sync += wait.eq(wait - 1)
             with m.State("READ_DATA"):
                 send((REPLY_READ, 1), (self.bus.r_data, 4))
                 m.next = "REPLY"

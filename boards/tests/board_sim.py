@@ -3,6 +3,13 @@ sample a UART line bit by bit (independently of ``fpq_boards.sim_port``)."""
 
 from amaranth.sim import Simulator
 
+async def _ticks(ctx, n):
+    """``n`` clock edges with plain awaits (``tick().repeat()`` runs an async generator that
+    cannot be closed cleanly when an unfinished simulation is garbage-collected)."""
+    for _ in range(n):
+        await ctx.tick()
+
+
 
 def run(dut, *testbenches, processes=(), cycles_limit=None, vcd=None):
     sim = Simulator(dut)
@@ -27,7 +34,7 @@ async def send_byte(ctx, line, byte, clocks_per_bit, stop=1):
         ctx.set(line, b)
         t += clocks_per_bit
         n = int(round(t)) - done
-        await ctx.tick().repeat(n)
+        await _ticks(ctx, n)
         done += n
     ctx.set(line, 1)
 
@@ -41,11 +48,11 @@ async def recv_byte(ctx, line, clocks_per_bit, max_wait=100000):
         waited += 1
         if waited > max_wait:
             return None
-    await ctx.tick().repeat(clocks_per_bit // 2)
+    await _ticks(ctx, clocks_per_bit // 2)
     assert ctx.get(line) == 0, "start bit too short"
     value = 0
     for i in range(8):
-        await ctx.tick().repeat(clocks_per_bit)
+        await _ticks(ctx, clocks_per_bit)
         value |= ctx.get(line) << i
-    await ctx.tick().repeat(clocks_per_bit)
+    await _ticks(ctx, clocks_per_bit)
     return value if ctx.get(line) else None
