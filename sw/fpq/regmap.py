@@ -16,7 +16,8 @@ Behaviour the hardware guarantees (and the model mirrors in :func:`check_registe
 * A commit that changes ``v_max`` wipes the flow vector (the port stalls ``vec_bits`` clocks);
   one that changes a ``rng_*_state`` reloads that generator.
 * Table writes (``rate_table``, ``decay_table``) go to the inactive bank; a commit after any
-  table write swaps the banks. Reads of a table return the inactive bank.
+  table write swaps the banks. Reads of a table return 0 (a host read port would cost a second copy of
+  each table RAM; the host keeps what it wrote).
 * Writes to read-only registers or unmapped addresses are ignored and set
   ``STATUS.BAD_WRITE``; reads of unmapped addresses return 0. Sticky bits clear by writing
   ``CONTROL.CLEAR_ERRORS``.
