@@ -28,7 +28,7 @@ def _caught(request, fault):
     script, stream = CATCHERS[fault]
     with pytest.raises(BenchFailed) as exc:
         run_plan(request, B, script(), tag=f"fault-{fault}", component=faulty_top(B, fault),
-                 seed=11, **STREAMS[stream])
+                 seed=11, expect_failure=True, **STREAMS[stream])
     text = str(exc.value)
     assert "run_plan" in text
     return text

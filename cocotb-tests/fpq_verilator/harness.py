@@ -64,6 +64,15 @@ def build_library(build, component=None, tag=None, log=None):
     if lib.exists():
         return lib
     folder.mkdir(parents=True, exist_ok=True)
+    import fcntl
+    with open(folder / ".lock", "w") as lock:      # one build per folder at a time
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if lib.exists():
+            return lib
+        return _build_locked(folder, lib, text, cpp)
+
+
+def _build_locked(folder, lib, text, cpp):
     (folder / f"{_TOP}.v").write_text(text)
     (folder / "harness.cpp").write_text(cpp)
     verilated = (folder / "obj" / "Vfpq__ALL.a").exists()

