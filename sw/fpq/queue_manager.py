@@ -97,6 +97,7 @@ class QueueManager:
         # bound methods of the components, looked up once (the per-arrival path is hot)
         self._advance = self.fc.advance
         self._rand = self.rng.next
+        self._rand_clear = self.fc.rng.next
         self._lag = self.build.avg_lag
         self._n_cap = regs["n_cap"]
         self._ecn = regs["ecn"]
@@ -132,9 +133,20 @@ class QueueManager:
         ts, flow, length, ecn = desc
         ts &= _TMASK
         fc = self.fc
-        # 1. flow counter: clears owed up to ts (FlowCounter.advance; inline test for none)
-        if ((((ts << _CFX) - fc.next_due + _CHALF) & _CMASK_RING) - _CHALF) >= 0:
-            self._advance(ts)
+        # 1. flow counter: clears owed up to ts (FlowCounter.advance; the common cases, none
+        # or exactly one clear in carry mode, inline)
+        backlog = (((ts << _CFX) - fc.next_due + _CHALF) & _CMASK_RING) - _CHALF
+        if backlog >= 0:
+            if backlog < fc.period and backlog < fc.flush_after and not fc.literal:
+                idx = (self._rand_clear() * fc.v_max) >> 32
+                bits = fc.bits
+                if bits[idx]:
+                    bits[idx] = 0
+                    fc.n_raw -= 1
+                fc.next_due = (fc.next_due + fc.period) & _CMASK_RING
+                fc.clears += 1
+            else:
+                self._advance(ts)
         idx = self._index_cache.get(flow)
         if idx is None:
             idx = self._index(flow)
@@ -211,12 +223,16 @@ class QueueManager:
         """Apply one departure. ``desc`` is a :class:`Departure` (or any (ts, length))."""
         ts, length = desc
         self._departures += 1
-        if self.occ_pkts == 0 or length > self.occ_bytes:
+        occ = self.occ_pkts
+        left = self.occ_bytes - length
+        if occ == 0 or left < 0:
             self._dep_errors += 1
-        self.occ_bytes = max(0, self.occ_bytes - length)
-        if self.occ_pkts:
-            self.occ_pkts -= 1
-            if self.occ_pkts == 0:
+            if left < 0:
+                left = 0
+        self.occ_bytes = left
+        if occ:
+            self.occ_pkts = occ - 1
+            if occ == 1:
                 self.avg.went_idle(ts & _TMASK)
 
     def run(self, events):
