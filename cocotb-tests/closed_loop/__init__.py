@@ -1,0 +1,1 @@
+"""cocotb-tests/closed_loop: see cocotb-tests/README.md."""

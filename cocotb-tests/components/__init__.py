@@ -1,0 +1,1 @@
+"""cocotb-tests/components: see cocotb-tests/README.md."""

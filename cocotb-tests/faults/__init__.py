@@ -1,0 +1,1 @@
+"""cocotb-tests/faults: see cocotb-tests/README.md."""

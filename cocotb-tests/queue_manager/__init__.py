@@ -1,0 +1,1 @@
+"""cocotb-tests/queue_manager: see cocotb-tests/README.md."""

@@ -1,0 +1,1 @@
+"""cocotb-tests/registers: see cocotb-tests/README.md."""
