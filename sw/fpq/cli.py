@@ -62,11 +62,18 @@ def build_parser():
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
 
-    p = sub.add_parser("demo", help="many-flow trace through the models (and the RTL when built)")
-    p.add_argument("--flows", type=int, default=300, help="active flows (default 300)")
-    p.add_argument("--arrivals", type=int, default=50_000, help="arrivals (default 50000)")
+    p = sub.add_parser("demo", help="a TCP scenario through the golden model and the Verilated "
+                                    "RTL, and many-flow traffic through both models")
+    p.add_argument("--flows", type=int, default=75,
+                   help="TCP senders in the FPQ paper's set-up (default 75)")
+    p.add_argument("--duration", type=float, default=500.0,
+                   help="simulated seconds of the TCP scenario (default 500)")
+    p.add_argument("--synthetic-flows", type=int, default=300,
+                   help="flows of the synthetic many-flow part (default 300)")
+    p.add_argument("--arrivals", type=int, default=50_000,
+                   help="arrivals of the synthetic part (default 50000)")
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--out", default="build/demo", help="folder for plots and traces")
+    p.add_argument("--out", default="build/demo", help="folder for plots, traces, summary")
     p.add_argument("--no-rtl", action="store_true", help="skip the Verilated RTL")
     p.set_defaults(func=_demo)
 
@@ -110,7 +117,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     try:
         return args.func(args) or 0
-    except (ValueError, OSError) as exc:
+    except (ValueError, OSError, RuntimeError) as exc:
         print(f"fpq {args.command}: error: {exc}", file=sys.stderr)
         return 2
 

@@ -1,14 +1,25 @@
-"""``fpq demo``: a many-flow trace through the bit-exact and the float model, side by side.
+"""``fpq demo``: the main job. A TCP scenario through the golden model and the Verilated RTL.
 
-Synthetic traffic (``fpq.synthetic``): ``--flows`` flows send Poisson traffic into a FIFO link
-at 1.3 times its rate for the first half of the run; then two thirds of them stop, and the
-offered load falls to 0.43. Each model decides every arrival (FPQ, P = 125 packets) and sees
-the departures its own verdicts cause. Printed: true active flows against each model's N at
-the end of both phases, drop rate, average queue, and the difference between the models;
-written to ``--out``: the bit-exact run as a trace (``demo.fpqtrace``, for the RTL benches)
-and plots of N, average queue and probability over time (``demo.png``).
+Part 1, TCP. The FPQ paper's experiment (Figs. 8-9: ``--flows`` Tahoe senders making repeated
+10-packet transfers through a 1 Mbit/s bottleneck, FPQ router; scenario
+``sim/scenarios/fpq-fpq.toml``) runs in our TCP simulator three times, with the bottleneck's
+queue manager being (a) the bit-exact golden model, (b) the Verilated RTL in the loop, and
+(c) the paper's float model. Printed side by side: loss rate, average queue, utilisation,
+goodput, flow count, transfer times. The bottleneck's descriptors of run (a) are also replayed
+through the RTL (the lean Verilator harness) and every field of every verdict is compared.
+With ``--no-rtl`` (or without Verilator) the RTL columns are skipped and the fact is printed.
+
+Part 2, many flows. Synthetic traffic (``fpq.synthetic``): ``--synthetic-flows`` flows send
+Poisson traffic into a FIFO link at 1.3 times its rate for the first phase; then two thirds of
+them stop. Printed: true active flows against the bit-exact and the float model's N, drop
+rate, average queue and the difference between the models.
+
+Written to ``--out``: ``tcp.png`` (transfer-time distributions), ``demo.png`` (N, average
+queue and probability over time in part 2), ``tcp.fpqtrace`` and ``demo.fpqtrace`` (the
+descriptors, for the RTL benches) and ``summary.json``.
 """
 
+import json
 import os
 import random
 import time
@@ -78,15 +89,131 @@ def summary(cfg, out, t_half, true_flows):
     return rows
 
 
+def _check_args(args):
+    for name, lo, hi in (("flows", 1, 2000), ("duration", 10.0, 5000.0),
+                         ("synthetic_flows", 1, 100_000), ("arrivals", 100, 10_000_000)):
+        v = getattr(args, name)
+        if not lo <= v <= hi:
+            raise ValueError(f"--{name.replace('_', '-')}: {v} is out of range [{lo}, {hi}]")
+
+
 def main(args):
-    if args.flows < 1 or args.flows > 100_000:
-        raise ValueError(f"--flows: {args.flows} is out of range [1, 100000]")
-    if args.arrivals < 100 or args.arrivals > 10_000_000:
-        raise ValueError(f"--arrivals: {args.arrivals} is out of range [100, 10000000]")
-    print(f"fpq demo: {args.flows} flows, ~{args.arrivals} arrivals, seed {args.seed}; "
-          f"FIFO link {LINK_PKTS:g} pkt/s, offered {OVERLOAD:g}x then "
+    _check_args(args)
+    os.makedirs(args.out, exist_ok=True)
+    report = {"tcp": tcp_part(args), "synthetic": synthetic_part(args)}
+    path = os.path.join(args.out, "summary.json")
+    with open(path + ".tmp", "w") as f:
+        json.dump(report, f, indent=1, default=str)
+    os.replace(path + ".tmp", path)
+    print(f"wrote {path}")
+    return 0
+
+
+# ---- part 1: TCP ----------------------------------------------------------------------------
+#: Summary fields that must agree between runs of the same scenario with different (but
+#: bit-exact) queue managers: everything but the model's name and the wall-clock figures.
+_SAME = ("arrivals", "drops", "early_drops", "forced_drops", "loss_rate", "avg_queue_pkts",
+         "avg_flow_count", "utilisation", "goodput_pkts_per_s", "transfers", "flows", "tcp",
+         "events")
+
+
+def _tcp_run(args, model, trace=False):
+    from fpq_sim.figures import SCEN
+    from fpq_sim.network import Network
+    from fpq_sim.scenario import load
+    sc = load(os.path.join(SCEN, "fpq-fpq.toml"),
+              [f"flows.0.count={args.flows}", f"run.duration_s={args.duration}",
+               f"run.warmup_s={min(20.0, args.duration / 5)}", f"run.seed={args.seed}",
+               f"queue.model={model}"])
+    net = Network(sc, trace=trace)
+    net.run()
+    return net, net.summary(transfer_times=True)
+
+
+def tcp_part(args):
+    print(f"== 1. TCP: FPQ paper Figs. 8-9, {args.flows} Tahoe senders, repeated 10-packet "
+          f"transfers, 1 Mbit/s bottleneck, FPQ router, {args.duration:g} s, seed {args.seed}")
+    try:
+        import fpq_sim  # noqa: F401
+    except ImportError as exc:
+        raise ValueError(f"the TCP simulator (package fpq_sim, sim/) is not installed: {exc}")
+    runs = {}
+    net, runs["golden model"] = _tcp_run(args, "exact", trace=True)
+    events, cfg = net.trace, net.config
+    verdict_report = "RTL: skipped (--no-rtl)"
+    if not args.no_rtl:
+        try:
+            from fpq_verilator import replay
+            _, runs["RTL in the loop"] = _tcp_run(args, "rtl")
+            golden = QueueManager(cfg).run(events)
+            verdict_report = replay(cfg, events, golden)
+        except ImportError as exc:
+            verdict_report = (f"RTL: the Verilator harness (fpq_verilator) is not installed "
+                              f"({exc}); software models only")
+    _, runs["float (paper)"] = _tcp_run(args, "float")
+    names = list(runs)
+    print("\n" + f"{'':30}" + "".join(f"{n:>17}" for n in names))
+    rows = [("loss rate (%)", lambda s: 100 * s["loss_rate"], ".3f"),
+            ("average queue (packets)", lambda s: s["avg_queue_pkts"], ".2f"),
+            ("average flow count N", lambda s: s["avg_flow_count"], ".1f"),
+            ("utilisation (%)", lambda s: 100 * s["utilisation"], ".2f"),
+            ("goodput (packets/s)", lambda s: s["goodput_pkts_per_s"], ".2f"),
+            ("transfers", lambda s: s["transfers"]["count"], "d"),
+            ("transfer time p5 (s)", lambda s: s["transfers"]["p5"], ".3f"),
+            ("transfer time median (s)", lambda s: s["transfers"]["p50"], ".3f"),
+            ("transfer time p95 (s)", lambda s: s["transfers"]["p95"], ".3f"),
+            ("events", lambda s: s["events"], "d"),
+            ("wall time (s)", lambda s: s["wall_seconds"], ".2f")]
+    for label, get, fmt in rows:
+        print(f"{label:30}" + "".join(f"{get(runs[n]):>17{fmt}}" for n in names))
+    out = {"runs": {n: {k: v for k, v in s.items() if k != "transfer_times"}
+                    for n, s in runs.items()},
+           "rtl_replay": verdict_report}
+    if "RTL in the loop" in runs:
+        a, b = runs["golden model"], runs["RTL in the loop"]
+        same = all(a[k] == b[k] for k in _SAME) and a["transfer_times"] == b["transfer_times"]
+        out["rtl_loop_identical"] = same
+        print(f"\nRTL in the loop: {'identical to' if same else 'DIFFERENT from'} the golden "
+              f"model's run (every transfer time, per-flow delivery and counter).")
+    print(verdict_report)
+    trace = os.path.join(args.out, "tcp.fpqtrace")
+    write_trace(trace, events, cfg.tick_hz, {"source": "fpq demo", "scenario": "fpq-fpq",
+                                             "flows": args.flows, "seed": args.seed,
+                                             "config": cfg.to_dict()})
+    png = os.path.join(args.out, "tcp.png")
+    plot_transfers(runs, png)
+    print(f"wrote {trace} ({len(events)} descriptors), {png}\n")
+    return out
+
+
+def plot_transfers(runs, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    styles = {"golden model": "-", "RTL in the loop": ":", "float (paper)": "--"}
+    for name, s in runs.items():
+        t = sorted(s["transfer_times"])
+        ax.plot(t, [(i + 1) / len(t) for i in range(len(t))], styles.get(name, "-"),
+                label=f"{name} (median {s['transfers']['p50']:.2f} s)", lw=1.5)
+    ax.set_xscale("log")
+    ax.set_xlabel("transfer time of 10 packets (s)")
+    ax.set_ylabel("fraction of transfers")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(loc="lower right")
+    ax.set_title("FPQ router, FPQ paper Figs. 8-9 set-up: transfer times")
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
+# ---- part 2: many flows, bit-exact against float ----------------------------------------------
+def synthetic_part(args):
+    flows = args.synthetic_flows
+    print(f"== 2. Many flows: {flows} flows, ~{args.arrivals} arrivals, seed {args.seed}; "
+          f"FIFO link {LINK_PKTS:g} pkt/s, offered {OVERLOAD:g}x, then "
           f"{OVERLOAD / 3:.2f}x when 2/3 of the flows stop")
-    cfg, out, t_half, true_flows = run(args.flows, args.arrivals, args.seed)
+    cfg, out, t_half, true_flows = run(flows, args.arrivals, args.seed)
     rows = summary(cfg, out, t_half, true_flows)
     names = list(rows)
     print(f"\n{'':28}" + "".join(f"{n:>14}" for n in names) + f"{'difference':>14}")
@@ -106,30 +233,14 @@ def main(args):
     line("mean drop probability", "prob", ".5f")
     line("model wall time (s)", "wall", ".2f")
     exact_link = out["bit-exact"][0]
-    os.makedirs(args.out, exist_ok=True)
     trace = os.path.join(args.out, "demo.fpqtrace")
     write_trace(trace, exact_link.events, cfg.tick_hz,
-                {"source": "fpq demo", "flows": args.flows, "seed": args.seed,
+                {"source": "fpq demo", "flows": flows, "seed": args.seed,
                  "config": cfg.to_dict()})
-    print(f"\nwrote {trace} ({len(exact_link.events)} events)")
     png = os.path.join(args.out, "demo.png")
     plot(out, true_flows, t_half, png)
-    print(f"wrote {png}")
-    if not getattr(args, "no_rtl", True):
-        rtl = _rtl_check(cfg, exact_link)
-        if rtl is not None:
-            print(rtl)
-    return 0
-
-
-def _rtl_check(cfg, link):
-    """Replay the bit-exact run through the Verilated RTL when its harness is installed."""
-    try:
-        from fpq_hdl.verilated import replay  # provided by the RTL / cocotb work
-    except ImportError:
-        return ("RTL: the Verilated queue manager is not built in this version; "
-                "the comparison covers the two software models only")
-    return replay(cfg, link.events, link.verdicts)
+    print(f"\nwrote {trace} ({len(exact_link.events)} events), {png}")
+    return {"true_flows": true_flows, "models": rows}
 
 
 def plot(out, true_flows, t_half, path):

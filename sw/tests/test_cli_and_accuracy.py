@@ -1,4 +1,5 @@
 """The `fpq` command (demo, bench, accuracy, errors) and the flow-count accuracy model."""
+import json
 import math
 
 import pytest
@@ -8,19 +9,35 @@ from fpq.accuracy import expected_n, flow_count_row
 from fpq.trace import read_trace
 
 
-def test_demo_runs_and_writes_trace_and_plot(tmp_path, capsys):
-    assert main(["demo", "--flows", "60", "--arrivals", "3000", "--out", str(tmp_path),
-                 "--no-rtl"]) == 0
+def test_demo_runs_tcp_through_model_and_rtl_and_writes_outputs(tmp_path, capsys):
+    assert main(["demo", "--flows", "20", "--duration", "20", "--synthetic-flows", "60",
+                 "--arrivals", "3000", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
+    assert "RTL in the loop: identical to the golden model's run" in out
+    assert "every field of every verdict (seq, action, n, avg, prob) is bit-exact" in out
     assert "estimated N, phase 1" in out and "drop rate" in out
     header, events = read_trace(tmp_path / "demo.fpqtrace")
     assert header["metadata"]["flows"] == 60
     assert sum(1 for e in events if len(e) == 4) > 2500
-    assert (tmp_path / "demo.png").stat().st_size > 10_000
+    header, events = read_trace(tmp_path / "tcp.fpqtrace")
+    assert header["metadata"]["scenario"] == "fpq-fpq" and len(events) > 1000
+    for png in ("demo.png", "tcp.png"):
+        assert (tmp_path / png).stat().st_size > 10_000
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["tcp"]["rtl_loop_identical"] is True
+
+
+def test_demo_without_rtl_says_so(tmp_path, capsys):
+    assert main(["demo", "--flows", "5", "--duration", "10", "--synthetic-flows", "20",
+                 "--arrivals", "500", "--out", str(tmp_path), "--no-rtl"]) == 0
+    out = capsys.readouterr().out
+    assert "RTL: skipped (--no-rtl)" in out and "RTL in the loop" not in out
 
 
 @pytest.mark.parametrize("argv, fragment", [
-    (["demo", "--flows", "0"], "--flows: 0 is out of range [1, 100000]"),
+    (["demo", "--flows", "0"], "--flows: 0 is out of range [1, 2000]"),
+    (["demo", "--duration", "5"], "--duration: 5.0 is out of range [10.0, 5000.0]"),
+    (["demo", "--synthetic-flows", "0"], "--synthetic-flows: 0 is out of range [1, 100000]"),
     (["demo", "--arrivals", "5"], "--arrivals: 5 is out of range [100, 10000000]"),
     (["bench", "--repeat", "0"], "--repeat: 0 is out of range [1, 100]"),
     (["accuracy", "--flows", "10,x"], "--flows: '10,x' must be comma-separated integers"),
