@@ -51,6 +51,9 @@ def record(result):
 def report_lines(session):
     lines = [f"{session.runs} bench runs, {session.arrivals} arrivals checked bit-exact, "
              f"{session.cycles} clocks"]
+    if not any(session.bins.get(b) for g in REQUIRED.values() for b in g):
+        return lines + ["  (no cocotb bench ran: no functional-coverage bins)"] + \
+            [f"  {b}: {n}" for b, n in sorted(session.bins.items())]
     for group, names in REQUIRED.items():
         for b in names:
             n = session.bins.get(b, 0)
