@@ -27,7 +27,12 @@ class FlowCounter(wiring.Component):
     64-bit registers hold ``next_due``, ``next_due + clear_period`` and ``next_due +
     flush_after``; each clock compares the arrival's ``ts << 16`` with all three in parallel
     (one carry chain deep; the updates are ``nd <- nd_p``, ``nd_p += period``, no add in
-    series with a compare). Outcomes per clock:
+    series with a compare). In every clock in which the schedule does not move, the two
+    precomputed registers are re-derived from ``next_due`` with the current configuration, so
+    a configuration change (made while no arrival is accepted, for at least one clock: the
+    register file's commit holds the port) keeps ``next_due`` and continues with the new
+    ``clear_period`` and ``flush_after``, as ``fpq.QueueManager.configure`` does.
+    Outcomes per clock:
 
     * nothing owed: the arrival is accepted;
     * one clear owed: a clear (random index from its own xorshift128) and the arrival go down
@@ -36,6 +41,10 @@ class FlowCounter(wiring.Component):
       works off the backlog one clear per clock, which does not change any verdict;
     * backlog >= ``flush_after``: a wipe slot goes down and ``ready`` stays low ``vec_bits + 2``
       clocks while the vector is zeroed (a backlog of 8 full sweeps: rare by construction).
+
+    Out of reset the same wipe runs (``busy`` high, ``ready`` low for the first
+    ``vec_bits + 3`` clocks): block RAM keeps its contents across a reset, and the reset
+    state is an empty vector with N = 0.
 
     In paper-literal mode the last clear of an arrival restarts the schedule at ``ts + period``.
 
@@ -121,7 +130,9 @@ class FlowCounter(wiring.Component):
                                                              "next_due_f"))
         stall_bits = (self.vec_bits + 2).bit_length()
         wait = Signal(stall_bits)
-        pending_wipe = Signal()
+        # out of reset the vector is wiped (the documented reset state is an empty vector;
+        # block RAM contents survive a reset)
+        pending_wipe = Signal(init=1)
         now = Cat(Const(0, _FX), self.ts)
         # period + flush_after, registered: the schedule jump below is then a two-input add
         # (configuration changes only while no arrival is accepted, see RegisterFile)
@@ -168,6 +179,12 @@ class FlowCounter(wiring.Component):
                          nd_f.eq(now + period_f)]
         with m.Elif(advance):
             m.d.sync += [nd.eq(nd_p), nd_p.eq(nd_p + period), nd_f.eq(nd_f + period)]
+        with m.Else():
+            # no step of the schedule: re-derive the precomputed compare points from next_due,
+            # so that a commit that changes clear_period or flush_after (applied while no
+            # arrival is accepted) keeps next_due and continues with the new period, as
+            # the model's configure() does
+            m.d.sync += [nd_p.eq(nd + period), nd_f.eq(nd + cfg.flush_after)]
 
         # ---- clear index: r -> (r * v_max) >> 32, aligned with the set index -------------
         clr_v, r = Signal(), Signal(RAND_BITS)

@@ -67,6 +67,11 @@ class QueueManager(wiring.Component):
     ======  ===========================================================================
 
     Latency: ``LATENCY`` = 20 clocks from accept to verdict when the sink is ready.
+    Reset: the documented reset state (sw/README.md) includes an empty flow vector and a lag
+    line of zeros, both memories that keep their contents across a reset; so out of reset the
+    flow counter wipes the vector (``busy`` high and the arrival port not ready for the first
+    ``build.vec_bits + 3`` clocks: 8195 for the default build, 82 us at 100 MHz) and the
+    lag line is zeroed meanwhile (``avg_lag`` clocks). Departures are accepted meanwhile.
     Back-pressure: verdicts wait in a ``FIFO_DEPTH``-entry FIFO; an arrival is accepted only
     when its verdict has a place (credit count), so no verdict is lost or duplicated.
 
@@ -103,6 +108,8 @@ class QueueManager(wiring.Component):
     def __init__(self, build=None, ram_style="generic"):
         build = build or Build()
         self.ram_style = ram_style
+        # the reset wipe of the vector (vec_bits + 3 clocks) covers the lag line's zeroing
+        assert build.vec_bits + 3 >= build.avg_lag
         if build.avg_lag < MIN_AVG_LAG:
             raise ConfigError(f"avg_lag: {build.avg_lag} is below the RTL pipeline distance; "
                               f"allowed range [{MIN_AVG_LAG}, 64]")
@@ -248,9 +255,16 @@ class QueueManager(wiring.Component):
             qa.table_data.eq(self.decay_data),
         ]
         # ---- stage 22: the updated average into the lag line --------------------------------
-        m.d.comb += [lag_wp.en.eq(stages[_S_AVG_WRITE].av),
-                     lag_wp.addr.eq(stages[_S_AVG_WRITE].lag),
-                     lag_wp.data.eq(qa.avg)]
+        # Out of reset the lag line is zeroed, one entry per clock (a LUT RAM keeps its
+        # contents across a reset): the decisions of the first avg_lag arrivals use A = 0.
+        # The flow counter's reset wipe keeps the arrival port closed for vec_bits + 3 >=
+        # avg_lag clocks, so no arrival's write meets these.
+        lag_zero = Signal(range(b.avg_lag + 1), init=b.avg_lag)
+        with m.If(lag_zero != 0):
+            m.d.sync += lag_zero.eq(lag_zero - 1)
+        m.d.comb += [lag_wp.en.eq(stages[_S_AVG_WRITE].av | (lag_zero != 0)),
+                     lag_wp.addr.eq(Mux(lag_zero != 0, lag_zero - 1, stages[_S_AVG_WRITE].lag)),
+                     lag_wp.data.eq(Mux(lag_zero != 0, 0, qa.avg))]
 
         m.d.comb += self.idle.eq(~accept & ~Cat(s.av for s in stages[1:]).any())
         m.d.comb += [self.n_raw.eq(fc.n_raw),

@@ -31,15 +31,16 @@ def unpack(layout, word):
 
 def traffic(config, n_arrivals, seed, flows=40, p_arr=0.8, dep_fast=0.95, dep_slow=0.7,
             phase=3000, same_flow=0.3, gap_every=20000, gap=(100, 2000), bogus=0.002,
-            jump=0.002, jump_ticks=(5, 120), model=None):
+            jump=0.002, jump_ticks=(5, 120), model=None, t0=0):
     """Steps ``(departure or None, arrival or None)`` and the model's verdicts for them
-    (``model``: a golden model to continue from, default a fresh one for ``config``)."""
+    (``model``: a golden model to continue from, default a fresh one for ``config``;
+    ``t0``: the first timestamp)."""
     rnd = random.Random(seed)
     model = model or Model(config)
     pool = [rnd.getrandbits(104) for _ in range(flows)]
     queue = deque()
     steps, expected = [], []
-    t, last_flow, n, k = 0, pool[0], 0, 0
+    t, last_flow, n, k = t0, pool[0], 0, 0
     while n < n_arrivals:
         k += 1
         t += rnd.choice((0, 1, 1, 1, 2, 3))
@@ -103,13 +104,14 @@ async def configure(ctx, dut, config):
 
 
 def run(config, steps, n_arrivals, ready_pattern=None, max_cycles=None, result=None,
-        dut=None, configure_fn=None):
+        dut=None, configure_fn=None, top=None):
     """Simulate; returns a dict with ``verdicts`` (dicts), ``cycles`` (from the first
     presented event to the last verdict), ``first_accept`` and the DUT. ``dut`` and
-    ``configure_fn(ctx, dut, config)`` replace the bare QueueManager and its loading."""
+    ``configure_fn(ctx, dut, config)`` replace the bare QueueManager and its loading;
+    ``top`` (containing ``dut``) is simulated instead of ``dut`` if given."""
     dut = dut or QueueManager(config.build)
     configure_fn = configure_fn or configure
-    sim = Simulator(dut)
+    sim = Simulator(top if top is not None else dut)
     sim.add_clock(1e-8)
     result = {} if result is None else result
     a_off = {name: f.offset for name, f in ARRIVAL}
@@ -184,3 +186,62 @@ def compare(verdicts, expected):
                 "prob": exp.prob}
         if got != want:
             raise AssertionError(f"verdict {i}: RTL {got} != model {want}")
+
+
+async def commit(ctx, dut, old, new):
+    """Apply ``new`` while the pipeline is empty, as the register file's ``CONTROL.COMMIT``
+    does (and ``fpq.QueueManager.configure`` in the model): changed tables into the inactive
+    bank and a bank swap, the registers in one clock with the strobes a wipe (``v_max``
+    changed) and seed reloads need, one clock with the port held."""
+    while not ctx.get(dut.idle):
+        await ctx.tick()
+    for name, table in (("rate", new.rate_table()), ("decay", new.decay_table())):
+        if table == getattr(old, f"{name}_table")():
+            continue
+        bank = getattr(dut, f"{name}_bank")
+        we, addr, data = (getattr(dut, f"{name}_{k}") for k in ("we", "addr", "data"))
+        for i, w in enumerate(table):
+            ctx.set(we, 1)
+            ctx.set(addr, i)
+            ctx.set(data, w)
+            await ctx.tick()
+        ctx.set(we, 0)
+        ctx.set(bank, 1 - ctx.get(bank))
+    old_r, new_r = old.registers(), new.registers()
+    ctx.set(dut.config.as_value(), pack(config_layout(new.build), new_r))
+    await ctx.tick()
+    strobes = [(dut.wipe, new_r["v_max"] != old_r["v_max"]),
+               (dut.load_rng_decide, new_r["rng_decide_state"] != old_r["rng_decide_state"]),
+               (dut.load_rng_clear, new_r["rng_clear_state"] != old_r["rng_clear_state"])]
+    for s, on in strobes:
+        ctx.set(s, int(on))
+    await ctx.tick()
+    for s, _ in strobes:
+        ctx.set(s, 0)
+
+
+async def drive(ctx, dut, steps):
+    """Present ``steps`` (departure, arrival) in order with the verdict sink always ready,
+    without collecting verdicts; returns right after the last arrival's accept."""
+    a_off = {name: f.offset for name, f in ARRIVAL}
+    d_off = {name: f.offset for name, f in DEPARTURE}
+    ctx.set(dut.verdicts.ready, 1)
+    for dep, arr in steps:
+        ctx.set(dut.departures.valid, int(dep is not None))
+        if dep is not None:
+            ctx.set(dut.departures.payload.as_value(),
+                    (dep.ts << d_off["ts"]) | (dep.length << d_off["length"]))
+        if arr is None:
+            await ctx.tick()
+            ctx.set(dut.departures.valid, 0)
+            continue
+        ctx.set(dut.arrivals.payload.as_value(),
+                (arr.ts << a_off["ts"]) | (arr.flow << a_off["flow"])
+                | (arr.length << a_off["length"]) | (int(arr.ecn) << a_off["ecn"]))
+        ctx.set(dut.arrivals.valid, 1)
+        while True:
+            _, _, ready = await ctx.tick().sample(dut.arrivals.ready)
+            ctx.set(dut.departures.valid, 0)      # a departure goes with the first clock
+            if ready:
+                break
+        ctx.set(dut.arrivals.valid, 0)

@@ -34,6 +34,13 @@ def run(config, events):
         await ctx.tick()
         ctx.set(dut.load_rng, 0)
         ctx.set(dut.restart, 0)
+        # out of reset the vector is wiped (memories keep their contents across a reset)
+        assert ctx.get(dut.busy) and not ctx.get(dut.ready)
+        wiped = 0
+        while ctx.get(dut.busy):
+            await ctx.tick()
+            wiped += 1
+        assert wiped == build.vec_bits + 2
         accepted = {}          # cycle -> index
         reads = {}             # cycle -> arrival number
         i, cycle = 0, 0

@@ -3,13 +3,14 @@ throughput, back-pressure, clears and wipes."""
 import random
 
 import pytest
+from amaranth import Elaboratable, Module, Signal, ResetInserter
 
 from fpq import Config, Build
 from fpq.config import ConfigError
 from fpq.queue_manager import Arrival, Departure, QueueManager as Model
 
 from fpq_hdl.queue_manager import QueueManager, LATENCY, MIN_AVG_LAG
-from .hdl_harness import traffic, run, compare
+from .hdl_harness import traffic, run, compare, configure, commit, drive
 
 #: The bit-exact runs use a small r(N) table so that loading it takes few simulated clocks.
 BUILD = Build(table_depth=1024)
@@ -110,3 +111,88 @@ def test_avg_lag_below_pipeline_is_refused():
                                           rf"pipeline distance; allowed range \[{MIN_AVG_LAG}, 64\]"):
         QueueManager(Build(avg_lag=MIN_AVG_LAG - 1))
     QueueManager(Build(avg_lag=MIN_AVG_LAG))._MustUse__silence = True
+
+
+# ---- reset and commits mid-stream --------------------------------------------------------
+SMALL = Build(vec_bits=256, table_depth=256)
+SMALL_FPQ = Config(build=SMALL, mode="fpq", v_max=200, tick_hz=1e6, t_clear_s=1e-3,
+                   idle_pkt_time_s=1e-4, n_cap=255, wq_shift=2, limit_pkts=100, ecn=True)
+
+
+class _WithReset(Elaboratable):
+    """The queue manager under a reset the bench drives (``rst``), as a board's reset."""
+
+    def __init__(self, dut):
+        self.dut, self.rst = dut, Signal()
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.dut = ResetInserter(self.rst)(self.dut)
+        return m
+
+
+def test_reset_mid_stream_restores_the_reset_state():
+    """Traffic fills the vector and the lag line, reset comes while arrivals are in the
+    pipeline and verdicts in the FIFO; after it the same traffic (same flows) gives exactly
+    the verdicts of a fresh model: vector empty (n), lag line zero (avg), queue empty,
+    counters 0, generators and clear schedule from the configuration (sw/README.md, Reset)."""
+    cfg = SMALL_FPQ.replace(t_clear_s=0.05)
+    before, _, _ = traffic(cfg, 1500, seed=21, flows=150, jump=0)
+    steps, expected, model = traffic(cfg, 1500, seed=21, flows=150, jump=0)
+    dut = QueueManager(cfg.build)
+    top = _WithReset(dut)
+    seen = {}
+
+    async def configure_reset_configure(ctx, dut, config):
+        await configure(ctx, dut, config)
+        await drive(ctx, dut, before)
+        seen["n_raw"], seen["avg"] = ctx.get(dut.n_raw), ctx.get(dut.avg)
+        seen["idle"], seen["fifo"] = ctx.get(dut.idle), ctx.get(dut.verdicts.valid)
+        ctx.set(top.rst, 1)
+        await ctx.tick().repeat(2)
+        ctx.set(top.rst, 0)
+        seen["busy"] = ctx.get(dut.busy)
+        await configure(ctx, dut, config)
+
+    res = run(cfg, steps, len(expected), dut=dut, top=top,
+              configure_fn=configure_reset_configure)
+    # the state before the reset was not the reset state, and the reset hit a busy pipeline
+    assert seen["n_raw"] > 100 and seen["avg"] > 0 and not seen["idle"] and seen["fifo"]
+    assert seen["busy"]                    # the vector wipe out of reset
+    compare(res["verdicts"], expected)
+    assert res["counters"] == list(model.counters.values())
+
+
+@pytest.mark.parametrize("periods", [(1e-3, 3e-3, 0.5e-3, 1e-3)])
+def test_commit_changing_the_clear_period(periods):
+    """Commits that change t_clear_s (the clear period, and with it flush_after) mid-stream,
+    both ways: the schedule keeps next_due and continues with the new period, as the model's
+    configure() does. Arrivals owe 0, 1 or several clears, jumps owe dozens, long gaps a
+    flush; every verdict after the commits equals the model's."""
+    configs = [SMALL_FPQ.replace(t_clear_s=t) for t in periods]
+    model = Model(configs[0])
+    phases, t0 = [], 0
+    for i, c in enumerate(configs):
+        if i:
+            model.configure(c)
+        steps, expected, model = traffic(c, 800, seed=30 + i, flows=150, model=model,
+                                         jump=0.02, jump_ticks=(5, 60), gap_every=500,
+                                         gap=(2000, 14000), t0=t0)
+        t0 = max(e.ts for step in steps for e in step if e is not None) + 1
+        phases.append((c, steps, expected))
+    *first, (last_cfg, last_steps, last_expected) = phases
+
+    async def configure_and_commit(ctx, dut, config):
+        await configure(ctx, dut, configs[0])
+        prev = configs[0]
+        for c, steps, _ in first:
+            if c is not prev:
+                await commit(ctx, dut, prev, c)
+            await drive(ctx, dut, steps)
+            prev = c
+        await commit(ctx, dut, prev, last_cfg)
+
+    res = run(last_cfg, last_steps, len(last_expected), configure_fn=configure_and_commit)
+    compare(res["verdicts"], last_expected)
+    assert res["counters"] == list(model.counters.values())
+    assert model.fc.clears > 1000 and model.fc.wipes >= 1

@@ -240,7 +240,8 @@ def test_queue_manager_configured_over_the_bus_matches_the_model_after_commit():
         for i, w in enumerate(config.decay_table()):
             await host.write(tabs["decay_table"].offset + 4 * i, w)
         await host.write(REGS["control"].offset, CONTROL_COMMIT)
-        for _ in range(build.vec_bits + 20):      # v_max changed: the vector is wiped
+        # the commit waits for the wipe out of reset, then v_max changed: a second wipe
+        for _ in range(2 * build.vec_bits + 40):
             await ctx.tick()
         assert await host.read(REGS["status"].offset) == 0
 
