@@ -1,7 +1,10 @@
-"""Decision against the golden model's own arrive()/depart(): the model runs with its
-probability (``fpq.queue_manager.probability``, used in RED and drop-tail modes) and random
-numbers replaced by the test's sequences (the code under comparison,
-early decision, RED spacing, ECN, limits, occupancy, idle tracking, is the model's)."""
+"""Decision against the golden model's own arrive()/depart(). RED and drop-tail: the model
+runs with its probability (``fpq.queue_manager.probability``) and random numbers replaced by
+the test's sequences. FPQ (whose probability the model computes inline): the model runs
+unchanged except for its random numbers, and Decision gets the ``p`` each verdict reports.
+The code under comparison (early decision, RED spacing, ECN, limits, occupancy, idle
+tracking) is the model's."""
+import copy
 import random
 
 import pytest
@@ -18,8 +21,8 @@ from .hdl_harness import pack
 BUILD = Build(table_depth=16)
 
 
-# FPQ mode is not here: the model computes FPQ's probability inline (no hook to replace it);
-# its compare ``u < p`` is checked bit-exactly through the top in test_queue_manager.py.
+# FPQ mode: test_decision_fpq_matches_model below (the model computes FPQ's probability
+# inline, so there is no hook to replace it).
 @pytest.mark.parametrize("mode,ecn", [("red", True), ("red", False), ("droptail", True),
                                       ("droptail", False)])
 def test_decision_matches_model(mode, ecn, monkeypatch):
@@ -50,14 +53,23 @@ def test_decision_matches_model(mode, ecn, monkeypatch):
             q = model.occ_pkts
             v = model.arrive(arr)
             want.append((v.action, q, idle, diff if idle else None))
+    got = simulate(config, slots, model)
+    assert got == want
+    actions = {w[0] for w in want}
+    assert len(actions) >= (2 if mode == "droptail" else 3)
+
+
+def simulate(config, slots, model):
+    """Decision fed ``slots`` (arrival, departure, p, u); returns per arrival (action, q,
+    idle, idle_diff if idle) and checks the occupancy registers against ``model``."""
     regs = config.registers()
-    dut = Decision(BUILD)
+    dut = Decision(config.build)
     sim = Simulator(dut)
     sim.add_clock(1e-8)
     got = []
 
     async def bench(ctx):
-        ctx.set(dut.config.as_value(), pack(config_layout(BUILD), regs))
+        ctx.set(dut.config.as_value(), pack(config_layout(config.build), regs))
         for k in range(len(slots) + 2):
             arr, dep, p, u = slots[k] if k < len(slots) else (None, None, 0, 0)
             ctx.set(dut.valid, arr is not None)
@@ -79,6 +91,57 @@ def test_decision_matches_model(mode, ecn, monkeypatch):
             assert ctx.get(getattr(dut, name)) == model.snapshot()[name], name
     sim.add_testbench(bench)
     sim.run()
+    return got
+
+
+@pytest.mark.parametrize("ecn", [True, False])
+def test_decision_fpq_matches_model(ecn):
+    """FPQ mode: an unmodified model (FPQ probability from n, the r(N) table and the lagged
+    average) decides real traffic; only its random numbers come from the test, chosen right
+    at its probability (u = p - 1, p, p + 1) for a third of the arrivals, which the model
+    reveals when a copy of it decides the same arrival first. Decision, given the p each
+    verdict reports and the same u, must give the same actions and occupancy."""
+    rnd = random.Random(f"fpq{ecn}")
+    build = Build(vec_bits=256, table_depth=64)
+    # p_pkts 0 and one or two flows: r(n) is large enough that the queue's build-ups take p
+    # well above 1/4; phases of slow and fast departures build the queue up and drain it
+    config = Config(build=build, mode="fpq", ecn=ecn, v_max=200, n_cap=63, wq_shift=2,
+                    p_pkts=0.0, limit_pkts=300, limit_bytes=200_000, tick_hz=1e6,
+                    t_clear_s=0.02, idle_pkt_time_s=1e-4)
+    model = qm.QueueManager(config)
+    flows = [rnd.getrandbits(104) for _ in range(2)]
+    slots, want, ps = [], [], []
+    t = 0
+    for k in range(3000):
+        t += rnd.randint(0, 3)
+        arr = Arrival(t, rnd.choice(flows), rnd.choice((40, 576, 1500)), rnd.random() < 0.5) \
+            if rnd.random() < 0.7 else None
+        p_dep = 0.2 if (k // 600) % 2 == 0 else 0.97
+        dep = Departure(t, rnd.choice((40, 576))) if rnd.random() < p_dep else None
+        if dep:
+            model.depart(dep)
+        u, p = 0, 0
+        if arr:
+            probe = copy.deepcopy(model)
+            p = probe.arrive(arr).prob
+            if rnd.random() < 1 / 3:
+                u = min(max(p + rnd.choice((-1, 0, 1)), 0), (1 << 32) - 1)
+            else:
+                u = rnd.getrandbits(32)
+            idle = model.avg.idle
+            diff = wrap_signed(arr.ts - model.avg.idle_since, TIME_BITS)
+            q = model.occ_pkts
+            model._rand = lambda: u
+            v = model.arrive(arr)
+            assert v.prob == p
+            ps.append(p)
+            want.append((v.action, q, idle, diff if idle else None))
+        slots.append((arr, dep, v.prob if arr else 0, u))
+    got = simulate(config, slots, model)
     assert got == want
+    # the traffic reached every case of the compare and of the action
+    assert 0 in ps and sum(0 < p < PROB_ONE for p in ps) > 1000
+    assert sum(p > PROB_ONE // 4 for p in ps) > 200
     actions = {w[0] for w in want}
-    assert len(actions) >= (2 if mode == "droptail" else 3)
+    assert actions == ({qm.ENQUEUE, qm.MARK, qm.DROP_EARLY, qm.DROP_FORCED} if ecn else
+                       {qm.ENQUEUE, qm.DROP_EARLY, qm.DROP_FORCED})
