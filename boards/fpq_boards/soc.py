@@ -2,7 +2,10 @@
 
 from amaranth import *
 from amaranth.lib import wiring
+from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
+
+from fpq_hdl.layouts import ARRIVAL
 
 from fpq.config import Build
 from fpq_hdl.queue_manager import QueueManager
@@ -25,7 +28,8 @@ class SelfTestSoC(wiring.Component):
     targets (the bridge waits 2 clocks for read data). Bus addresses ``TG_BASE`` .. ``TG_BASE +
     TG_SIZE`` go to the traffic generator, all others to the queue manager's register file
     (``fpq.regmap``); the targets return 0 when not read, so read data is their OR. The
-    generator feeds the queue manager's arrival and departure ports and takes its verdicts.
+    generator feeds the queue manager's arrival port (through a 2-entry FIFO, for timing) and
+    its departure port, and takes its verdicts.
 
     LEDs (``LED_NAMES``): activity is stretched to ``clk_freq / 16`` clocks so a single event is
     visible; the heartbeat blinks at about 1 Hz.
@@ -81,7 +85,14 @@ class SelfTestSoC(wiring.Component):
                      "busy", "idle"):
             m.d.comb += getattr(regs, name).eq(getattr(qm, name))
 
-        wiring.connect(m, tg.arrivals, qm.arrivals)
+        # The queue manager's arrival ready is combinational (clear backlog, credits, hold);
+        # a 2-entry FIFO keeps it from fanning out into the generator: the handshake only
+        # moves the FIFO's pointers (first ULX3S build: 70.7 MHz with that path critical).
+        m.submodules.arrival_fifo = af = SyncFIFO(width=ARRIVAL.size, depth=2)
+        m.d.comb += [af.w_data.eq(tg.arrivals.payload), af.w_en.eq(tg.arrivals.valid),
+                     tg.arrivals.ready.eq(af.w_rdy),
+                     qm.arrivals.payload.eq(af.r_data), qm.arrivals.valid.eq(af.r_rdy),
+                     af.r_en.eq(qm.arrivals.ready)]
         wiring.connect(m, tg.departures, qm.departures)
         wiring.connect(m, qm.verdicts, tg.verdicts)
 
