@@ -134,12 +134,8 @@ def test_registers_rewritten_mid_stream(request):
     run_plan(request, b, script, seed=8, **STREAMS["gaps+backpressure"])
 
 
-PERIOD_BUG = ("RTL bug reported to the RTL developer: a commit that changes clear_period keeps "
-              "next_due_p = next_due + old period (and next_due_f with the old flush_after) in "
-              "the flow counter's schedule, so the clear count after it differs from the model")
-
-
-@pytest.mark.xfail(strict=True, reason=PERIOD_BUG)
+# Found by these benches and fixed in the RTL (2a7a716): a commit that changed clear_period
+# kept next_due_p = next_due + old period (and next_due_f with the old flush_after).
 def test_clear_period_rewritten(request):
     """Commits that change t_clear_s (the clear period) mid-stream, both ways, with time steps
     that owe 0, 1 or several clears: clears after a commit follow the new period from the
@@ -152,15 +148,12 @@ def test_clear_period_rewritten(request):
     script = [("config", c1), ("events", synthetic(c1, 2000, seed=60, dt=dt))]
     for i, c in enumerate((c2, c3, c1)):
         script += [("commit", c), ("events", synthetic(c, 2000, seed=61 + i, dt=dt))]
-    res = run_plan(request, b, script, seed=9, expect_failure=True)   # xfail: no waveform
+    res = run_plan(request, b, script, seed=9)
     assert res["coverage"]["clear backlog > 1 (arrival port stalls)"] > 500
 
 
-RESET_BUG = ("RTL bug reported to the RTL developer: reset clears neither the flow vector nor "
-             "the lag line (both are memories); the documented reset state has both zero")
-
-
-@pytest.mark.xfail(strict=True, reason=RESET_BUG)
+# Found by these benches and fixed in the RTL (2a7a716): reset cleared neither the flow
+# vector nor the lag line (both memories); the documented reset state has both zero.
 def test_reset_mid_stream(request):
     """Reset asserted while arrivals are in the pipeline and verdicts wait in the FIFO; after
     it the configuration is loaded again (no wipe strobe): the state must be the documented
@@ -170,12 +163,11 @@ def test_reset_mid_stream(request):
     c = cfg(b, mode="fpq", t_clear_s=1.0, limit_pkts=60)
     script = [("config", c), ("events", synthetic(c, 3000, seed=70, p_dep=0.6)),
               ("reset", c), ("events", synthetic(c, 3000, seed=71, p_dep=0.6))]
-    res = run_plan(request, b, script, seed=10, expect_failure=True,   # xfail: no waveform
-                   **STREAMS["heavy-backpressure"])
+    res = run_plan(request, b, script, seed=10, **STREAMS["heavy-backpressure"])
     assert res["lost_to_reset"] > 0
 
 
-# ---- minimal reproductions of the reset finding (lean harness, fast) ------------------------
+# ---- minimal reproductions of the two RTL bugs (lean harness, fast), now regression tests ---
 def _after_reset():
     from fpq_verilator import VerilatedQueueManager
     from fpq import QueueManager as Model
@@ -188,19 +180,16 @@ def _after_reset():
     return rtl.run(events[:3]), Model(c).run(events[:3])
 
 
-@pytest.mark.xfail(strict=True, reason=RESET_BUG)
 def test_reset_clears_the_vector():
     got, want = _after_reset()
     assert [v.n for v in got] == [v.n for v in want] == [1, 2, 3]
 
 
-@pytest.mark.xfail(strict=True, reason=RESET_BUG)
 def test_reset_clears_the_lag_line():
     got, want = _after_reset()
     assert [v.avg for v in got] == [v.avg for v in want] == [0, 0, 0]
 
 
-@pytest.mark.xfail(strict=True, reason=PERIOD_BUG)
 def test_clear_period_commit_minimal():
     """Period 100 ticks, then 1000 ticks (v_max 40, t_clear 4 ms -> 40 ms at 1 MHz): one
     arrival every 150 ticks around the commit; 30 flows keep most of the 40 bits set, so an
