@@ -26,8 +26,9 @@ class FlowCounter(wiring.Component):
     only on timestamps, never on the vector, so it is decided where the arrival enters. Three
     64-bit registers hold ``next_due``, ``next_due + clear_period`` and ``next_due +
     flush_after``; each clock compares the arrival's ``ts << 16`` with all three in parallel
-    (one carry chain deep; the updates are ``nd <- nd_p``, ``nd_p += period``, no add in
-    series with a compare). In every clock in which the schedule does not move, the two
+    (one 48-bit carry chain deep: the low 16 bits of ``ts << 16`` are zero, so only a
+    registered "low bits nonzero" flag of each register enters, as the borrow; the updates
+    are ``nd <- nd_p``, ``nd_p += period``, no add in series with a compare). In every clock in which the schedule does not move, the two
     precomputed registers are re-derived from ``next_due`` with the current configuration, so
     a configuration change (made while no arrival is accepted, for at least one clock: the
     register file's commit holds the port) keeps ``next_due`` and continues with the new
@@ -138,9 +139,19 @@ class FlowCounter(wiring.Component):
         # (configuration changes only while no arrival is accepted, see RegisterFile)
         period_f = Signal(_RING + 1)
         m.d.sync += period_f.eq(period + cfg.flush_after)
-        owed = ~(now - nd)[_RING - 1]
-        more = ~(now - nd_p)[_RING - 1]
-        flush = owed & ~cfg.flush_after[_RING - 1] & ~(now - nd_f)[_RING - 1]
+        # ``now - x`` modulo 2**64 is negative iff ``ts - x_hi - (x_lo != 0)`` modulo 2**48 is
+        # (the low 16 bits of ``now`` are zero): each compare is a 48-bit carry chain with
+        # ``x_lo != 0`` as its borrow in, a flag registered with ``x`` (``nz``)
+        nz, nz_p, nz_f = (Signal(name=n) for n in ("next_due_nz", "next_due_p_nz",
+                                                    "next_due_f_nz"))
+
+        def behind(x, x_nz):
+            # ts + ~x_hi + (1 - x_nz), with the carry in as an extra low bit
+            diff = Cat(Const(1, 1), self.ts) + Cat(~x_nz, ~x[_FX:])
+            return ~diff[TIME_BITS]
+        owed = behind(nd, nz)
+        more = behind(nd_p, nz_p)
+        flush = owed & ~cfg.flush_after[_RING - 1] & behind(nd_f, nz_f)
         go = self.arrival_valid & self.can_accept & (wait == 0) & ~pending_wipe
         clear0 = Signal()
         wipe0 = Signal()
@@ -152,7 +163,7 @@ class FlowCounter(wiring.Component):
             with m.If(flush):
                 m.d.comb += [wipe0.eq(1), jump.eq(1)]
             with m.Elif(owed):
-                m.d.comb += [clear0.eq(1), rng.step.eq(1)]
+                m.d.comb += clear0.eq(1)
                 with m.If(more):
                     m.d.comb += advance.eq(1)
                 with m.Else():
@@ -171,24 +182,46 @@ class FlowCounter(wiring.Component):
         with m.Elif(wait != 0):
             m.d.sync += wait.eq(wait - 1)
 
+        def candidates(tag, values):
+            # the next values of (nd, nd_p, nd_f) in one case, as signals (driven outside the
+            # case's condition, so that only the final select depends on it)
+            out = []
+            for reg, v in zip((nd, nd_p, nd_f), values):
+                if v is not None and not isinstance(v, Signal):
+                    sig = Signal(_RING, name=f"{reg.name}_{tag}")
+                    m.d.comb += sig.eq(v)
+                    v = sig
+                out.append(v)
+            return out
+
+        def load(values):
+            for reg, flag, v in zip((nd, nd_p, nd_f), (nz, nz_p, nz_f), values):
+                if v is not None:
+                    m.d.sync += [reg.eq(v), flag.eq(v[:_FX].any())]
+        at_restart = candidates("restart", (period, period << 1, period + cfg.flush_after))
+        at_jump = candidates("jump", (now + period, now + (period << 1), now + period_f))
+        at_advance = candidates("advance", (nd_p, nd_p + period, nd_f + period))
+        at_rest = candidates("refresh", (None, nd + period, nd + cfg.flush_after))
         with m.If(self.restart):
-            m.d.sync += [nd.eq(period), nd_p.eq(period << 1),
-                         nd_f.eq(period + cfg.flush_after)]
+            load(at_restart)
         with m.Elif(jump):
-            m.d.sync += [nd.eq(now + period), nd_p.eq(now + (period << 1)),
-                         nd_f.eq(now + period_f)]
+            load(at_jump)
         with m.Elif(advance):
-            m.d.sync += [nd.eq(nd_p), nd_p.eq(nd_p + period), nd_f.eq(nd_f + period)]
+            load(at_advance)
         with m.Else():
             # no step of the schedule: re-derive the precomputed compare points from next_due,
             # so that a commit that changes clear_period or flush_after (applied while no
             # arrival is accepted) keeps next_due and continues with the new period, as
             # the model's configure() does
-            m.d.sync += [nd_p.eq(nd + period), nd_f.eq(nd + cfg.flush_after)]
+            load(at_rest)
 
         # ---- clear index: r -> (r * v_max) >> 32, aligned with the set index -------------
+        # the generator steps a clock after its clear, from the registered ``clr_v`` (a small
+        # fan-out for the compare's result); a clear in the clock in between takes the
+        # number after that step
         clr_v, r = Signal(), Signal(RAND_BITS)
-        m.d.sync += [clr_v.eq(clear0), r.eq(rng.value)]
+        m.d.comb += rng.step.eq(clr_v)
+        m.d.sync += [clr_v.eq(clear0), r.eq(Mux(clr_v, rng.value_next, rng.value))]
         wipe_v = Signal()
         m.d.sync += wipe_v.eq(wipe0)
         for i in range(self.set_delay - 3):

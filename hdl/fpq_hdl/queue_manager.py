@@ -35,6 +35,7 @@ LATENCY = _S_VERDICT + 1
 MIN_AVG_LAG = _S_AVG_WRITE + 1 - _S_AVG
 #: Verdict FIFO depth; more than LATENCY + 1 so that credits never throttle a ready sink.
 FIFO_DEPTH = 32
+assert FIFO_DEPTH > LATENCY + 2
 
 
 
@@ -55,7 +56,9 @@ class QueueManager(wiring.Component):
     clear, a departure, or a wipe):
 
     ======  ===========================================================================
-    0       clear schedule (FlowCounter), random number u, sequence number
+    0       clear schedule (FlowCounter), random number u, sequence number (the generator,
+            sequence and lag counters and the verdict credit step a clock after the accept,
+            from a register, to keep the accept's fan-out small)
     1-4     Toeplitz hash (2), index ``(h * v_max) >> 32`` (2)        FlowHash
     5-8     vector read (2), old bits and writes with forwarding, N    FlowCounter
     9-10    ``n = min(N, n_cap)``, r(n) table read (2)                 DropProbability
@@ -152,23 +155,34 @@ class QueueManager(wiring.Component):
         # ---- stage 0: accept --------------------------------------------------------------
         outstanding = Signal(range(FIFO_DEPTH + 1))
         accept = Signal()
+        # accept is the end of the clear schedule's compare; to keep its fan-out small, the
+        # per-arrival state (decision generator, sequence number, lag-line index, verdict
+        # credit) steps a clock later from the registered accept ``accepted``, and the
+        # arrival of the clock in between uses the values after that step
+        accepted = Signal()
+        m.d.sync += accepted.eq(accept)
         m.d.comb += [
             fc.load_rng.eq(self.load_rng_clear),
             fc.restart.eq(self.restart), fc.wipe_req.eq(self.wipe),
             fc.arrival_valid.eq(arr.valid), fc.ts.eq(arr.payload.ts),
-            fc.can_accept.eq((outstanding < FIFO_DEPTH) & ~self.hold),
+            # ``outstanding`` does not count yet the arrival accepted a clock ago: one credit
+            # in reserve (FIFO_DEPTH > LATENCY + 2, so a ready sink is never throttled)
+            fc.can_accept.eq((outstanding < FIFO_DEPTH - 1) & ~self.hold),
             arr.ready.eq(fc.ready), accept.eq(arr.valid & fc.ready),
             dep.ready.eq(1),
             rng.seed.eq(cfg.rng_decide_state), rng.load.eq(self.load_rng_decide),
-            rng.step.eq(accept), self.busy.eq(fc.busy),
+            rng.step.eq(accepted), self.busy.eq(fc.busy),
         ]
         read = self.verdicts.valid & self.verdicts.ready
-        m.d.sync += outstanding.eq(outstanding + accept - read)
-        seq = Signal(SEQ_BITS)
-        lag_idx = Signal(range(b.avg_lag))
-        with m.If(accept):
-            m.d.sync += [seq.eq(seq + 1),
-                         lag_idx.eq(Mux(lag_idx == b.avg_lag - 1, 0, lag_idx + 1))]
+        m.d.sync += outstanding.eq(outstanding + accepted - read)
+        seq, seq_now = Signal(SEQ_BITS), Signal(SEQ_BITS)
+        lag_idx, lag_now = Signal(range(b.avg_lag)), Signal(range(b.avg_lag))
+        u_now = Signal(32)
+        m.d.comb += [seq_now.eq(seq + accepted),
+                     lag_now.eq(Mux(accepted, Mux(lag_idx == b.avg_lag - 1, 0, lag_idx + 1),
+                                    lag_idx)),
+                     u_now.eq(Mux(accepted, rng.value_next, rng.value))]
+        m.d.sync += [seq.eq(seq_now), lag_idx.eq(lag_now)]
 
         # ---- stage 1: the slot, registered --------------------------------------------------
         # The fields every later stage needs travel as one wide register per stage (fewer
@@ -181,7 +195,7 @@ class QueueManager(wiring.Component):
         stages = [None, Signal(slot, name="slot1")]
         flow1 = Signal(ARRIVAL.members["flow"])
         m.d.sync += [stages[1].eq(Cat(accept, arr.payload.ts, arr.payload.length,
-                                      arr.payload.ecn, rng.value, seq, lag_idx, dep.valid,
+                                      arr.payload.ecn, u_now, seq_now, lag_now, dep.valid,
                                       dep.payload.ts, dep.payload.length)),
                      flow1.eq(arr.payload.flow)]
         for i in range(2, _S_AVG_WRITE + 1):

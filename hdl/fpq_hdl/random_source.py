@@ -27,11 +27,15 @@ class RandomSource(wiring.Component):
         Has priority over ``step``.
     seed : In(128)
     value : Out(32)
+    value_next : Out(32)
+        The number after ``value`` (what ``value`` will be after one ``step``): lets a user
+        step the generator a clock late, from a registered strobe, and still use the right
+        number in the clock in between.
     """
 
     def __init__(self):
         super().__init__({"step": In(1), "load": In(1), "seed": In(4 * RAND_BITS),
-                          "value": Out(RAND_BITS)})
+                          "value": Out(RAND_BITS), "value_next": Out(RAND_BITS)})
 
     def elaborate(self, platform):
         m = Module()
@@ -40,6 +44,9 @@ class RandomSource(wiring.Component):
         t = (x ^ (x << 11))[:32]
         w_next = w ^ (w >> 19) ^ t ^ (t >> 8)
         m.d.comb += self.value.eq(w_next)
+        # the number after this one (the value once ``step`` has been asserted for a clock)
+        t1 = (y ^ (y << 11))[:32]
+        m.d.comb += self.value_next.eq(w_next ^ (w_next >> 19) ^ t1 ^ (t1 >> 8))
         with m.If(self.load):
             m.d.sync += [x.eq(self.seed[0:32]), y.eq(self.seed[32:64]),
                          z.eq(self.seed[64:96]),
