@@ -99,7 +99,18 @@ def run(folder, verilog, toplevel, bench_module, plan, test_dir, testcase=None, 
     if waves is None:
         waves = bool(os.environ.get("FPQ_WAVES"))
     runner, sim_dir, build_s = _build(folder, verilog, toplevel, waves)
-    test_dir = Path(test_dir)
+    # one folder per process: two pytest runs at once (developers share the checkout) must
+    # not read each other's plans and results; folders of finished processes are removed
+    base = Path(test_dir)
+    base.mkdir(parents=True, exist_ok=True)
+    for old_dir in base.glob("pid*"):
+        try:
+            os.kill(int(old_dir.name[3:]), 0)
+        except (ValueError, ProcessLookupError):
+            shutil.rmtree(old_dir, ignore_errors=True)
+        except PermissionError:
+            pass
+    test_dir = base / f"pid{os.getpid()}"
     test_dir.mkdir(parents=True, exist_ok=True)
     plan_path = test_dir / "plan.pickle"
     result_path = test_dir / "result.pickle"
@@ -133,8 +144,8 @@ def run(folder, verilog, toplevel, bench_module, plan, test_dir, testcase=None, 
                     testcase=testcase, waves=True, seed=seed)
             except BenchFailed:
                 pass
-            wave_files = list((test_dir / "waves").glob("*.fst")) + \
-                list((test_dir / "waves").glob("*.vcd"))
+            wave_files = list((test_dir / "waves").rglob("*.fst")) + \
+                list((test_dir / "waves").rglob("*.vcd"))
     if failures:
         log = (test_dir / "sim.log").read_text(errors="replace")[-6000:]
         kept = f"; waveform kept: {wave_files[0]}" if wave_files else \

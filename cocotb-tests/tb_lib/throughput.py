@@ -22,9 +22,11 @@ def main():
     rows = []
     for disc in ("fpq", "red"):
         for flows in (10, 75, 300, 2000):
-            res = BUILD_ROOT / "runs" / f"test_tcp_trace-{disc}-{flows}" / "result.pickle"
-            if not res.exists():
+            found = sorted((BUILD_ROOT / "runs" / f"test_tcp_trace-{disc}-{flows}").glob(
+                "pid*/result.pickle"), key=lambda p: p.stat().st_mtime)
+            if not found:
                 continue
+            res = found[-1]
             r = pickle.loads(res.read_bytes())
             cfg, events = tcp_trace(disc, flows, 25_000)
             rtl = VerilatedQueueManager(cfg)
