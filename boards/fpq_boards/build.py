@@ -60,7 +60,8 @@ def _yosys_cells(rpt_path):
     """Cell counts from the last statistics block of the Yosys log."""
     with open(rpt_path) as f:
         text = f.read()
-    block = text[text.rfind("Number of cells"):]
+    start = text.rfind("Printing statistics")
+    block = text[start:] if start >= 0 else ""
     cells = {}
     for m in re.finditer(r"^\s+(?:(\d+)\s+(?:[\d.]+\s+)?([A-Z][A-Z0-9_]+)|([A-Z][A-Z0-9_]+)\s+(\d+))\s*$",
                          block, re.M):

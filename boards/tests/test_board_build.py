@@ -48,9 +48,10 @@ def test_summary_from_reports(tmp_path):
                         "ICESTORM_RAM": {"used": 6, "available": 30},
                         "ICESTORM_DSP": {"used": 2, "available": 8}}}))
     (tmp_path / "top.rpt").write_text(
-        "=== top ===\n   Number of cells:               3000\n"
-        "     SB_LUT4                      2000\n     SB_DFF                        500\n"
-        "     SB_DFFE                       300\n     SB_RAM40_4K                     6\n")
+        "2.59. Printing statistics.\n\n=== top ===\n\n       50 cells\n"
+        "       30   $scopeinfo\n        6   SB_RAM40_4K\n    28294 submodules\n"
+        "      500   SB_DFF\n      300   SB_DFFE\n     2000   SB_LUT4\n\n"
+        "3. Executing JSON backend.\n")
     spec = BOARDS["icebreaker"]
     s = summarise(spec, str(tmp_path), spec.build, 24.0)
     assert s["fmax_mhz"] == 31.5 and s["timing_met"] and s["goal_met"]
