@@ -9,6 +9,20 @@ from fpq_boards.uart import UARTRx, UARTTx
 from board_sim import run, send_byte, recv_byte
 
 
+def _collector(dut, got, errors):
+    """A process that takes every byte the receiver outputs into ``got`` and notes each
+    framing error in ``errors``."""
+    async def collect(ctx):
+        ctx.set(dut.bytes.ready, 1)
+        while True:
+            await ctx.tick()
+            if ctx.get(dut.bytes.valid):
+                got.append(ctx.get(dut.bytes.payload))
+            if ctx.get(dut.framing_error):
+                errors.append(1)
+    return collect
+
+
 # At small divisors the sampling point has a resolution of a quarter bit or worse, so the
 # +-3 % baud error is checked at a realistic divisor only.
 @pytest.mark.parametrize("divisor,baud_error", [(4, 0.0), (5, 0.0), (16, 0.0), (16, -0.03),
@@ -25,16 +39,7 @@ def test_rx_decodes_back_to_back_bytes(divisor, baud_error):
             await send_byte(ctx, dut.rx, b, divisor * (1 + baud_error))
         await ctx.tick().repeat(4 * divisor)
 
-    async def collect(ctx):
-        ctx.set(dut.bytes.ready, 1)
-        while True:
-            await ctx.tick()
-            if ctx.get(dut.bytes.valid):
-                got.append(ctx.get(dut.bytes.payload))
-            if ctx.get(dut.framing_error):
-                errors.append(1)
-
-    run(dut, drive, processes=[collect])
+    run(dut, drive, processes=[_collector(dut, got, errors)])
     assert got == sent
     assert not errors
 
@@ -56,16 +61,7 @@ def test_rx_framing_error_and_glitch():
         await send_byte(ctx, dut.rx, 0xC3, d)
         await ctx.tick().repeat(3 * d)
 
-    async def collect(ctx):
-        ctx.set(dut.bytes.ready, 1)
-        while True:
-            await ctx.tick()
-            if ctx.get(dut.bytes.valid):
-                got.append(ctx.get(dut.bytes.payload))
-            if ctx.get(dut.framing_error):
-                errors.append(1)
-
-    run(dut, drive, processes=[collect])
+    run(dut, drive, processes=[_collector(dut, got, errors)])
     assert got == [0xC3]
     assert errors == [1]
 
