@@ -43,8 +43,10 @@ class RegisterFile(wiring.Component):
     generator (one clock after the apply, so the generator sees the new seed). Table writes go
     to the inactive bank; a commit after a table write swaps that table's banks. Reads of a
     table return 0 (a host read port would cost a second copy of each table RAM). Writes to
-    read-only or unmapped addresses set ``STATUS.BAD_WRITE``; ``CONTROL.CLEAR_ERRORS`` clears
-    the sticky bits. Counters are 64 bits; a write to either word clears the counter. Reads
+    read-only or unmapped addresses, a config value wider than its register (the shadow keeps
+    its old value and a flag rejects every commit until a value that fits is written) and a
+    ``control`` write with undefined bits set all set ``STATUS.BAD_WRITE`` and change nothing
+    else; ``CONTROL.CLEAR_ERRORS`` clears the sticky bits. Counters are 64 bits; a write to either word clears the counter. Reads
     of configuration registers return the shadow. Out of reset the active configuration is
     the map's defaults and the generators and clear schedule are loaded from them.
 
@@ -103,6 +105,10 @@ class RegisterFile(wiring.Component):
 
         shadow = {r.name: Signal(r.width, init=r.reset, name=f"shadow_{r.name}")
                   for r in self.regs if r.kind == "config"}
+        # set by a write whose value does not fit the register (bits above its width), cleared
+        # by the next write of that word that fits; a commit is rejected while one is set
+        overflow = {r.name: Signal(name=f"overflow_{r.name}")
+                    for r in self.regs if r.kind == "config"}
         index = {r.name: i for i, r in enumerate(self.regs)}
         counter_pos = {name: i for i, name in enumerate(COUNTERS)}
         telemetry = {"n_raw": self.n_raw, "n": self.n, "avg": self.avg,
@@ -137,8 +143,21 @@ class RegisterFile(wiring.Component):
                         else:
                             value = Const(0, r.width)
                         m.d.comb += r_data.eq(value[lo_bit:hi_bit])
+                        # bits of the written word above the register's width: must be zero
+                        excess = (bus.w_data[hi_bit - lo_bit:].any() if hi_bit - lo_bit < 32
+                                  else Const(0, 1))
                         with m.If(bus.w_en):
-                            if r.kind == "config":
+                            if r.kind == "config" and w == r.words - 1 and \
+                                    hi_bit - lo_bit < 32:
+                                # a value that does not fit: the shadow keeps its old value,
+                                # the next commit is rejected naming this register
+                                with m.If(excess):
+                                    m.d.sync += [bad_write.eq(1), overflow[r.name].eq(1)]
+                                with m.Else():
+                                    m.d.sync += [shadow[r.name][lo_bit:hi_bit].eq(
+                                        bus.w_data[:hi_bit - lo_bit]),
+                                        overflow[r.name].eq(0)]
+                            elif r.kind == "config":
                                 m.d.sync += shadow[r.name][lo_bit:hi_bit].eq(
                                     bus.w_data[:hi_bit - lo_bit])
                             elif r.kind == "counter":
@@ -146,11 +165,14 @@ class RegisterFile(wiring.Component):
                             elif r.name == "max_queue":
                                 m.d.comb += self.clear_max_queue.eq(1)
                             elif r.name == "control":
-                                with m.If(bus.w_data & CONTROL_COMMIT):
-                                    m.d.sync += pending.eq(1)
-                                with m.If(bus.w_data & CONTROL_CLEAR_ERRORS):
-                                    m.d.sync += [rejected.eq(0), bad_write.eq(0),
-                                                 reject_index.eq(0)]
+                                with m.If(excess):        # undefined bits: nothing happens
+                                    m.d.sync += bad_write.eq(1)
+                                with m.Else():
+                                    with m.If(bus.w_data & CONTROL_COMMIT):
+                                        m.d.sync += pending.eq(1)
+                                    with m.If(bus.w_data & CONTROL_CLEAR_ERRORS):
+                                        m.d.sync += [rejected.eq(0), bad_write.eq(0),
+                                                     reject_index.eq(0)]
                             else:
                                 m.d.sync += bad_write.eq(1)
 
@@ -179,7 +201,7 @@ class RegisterFile(wiring.Component):
             if r.kind != "config":
                 continue
             v = shadow[r.name]
-            bad = Const(0, 1)
+            bad = overflow[r.name]
             if r.lo > 0:
                 bad = bad | (v < r.lo)
             if r.hi < (1 << r.width) - 1:

@@ -8,6 +8,8 @@ from fpq import Build, Config
 from fpq.regmap import (registers, tables, check_registers, ID_VALUE, CONTROL_COMMIT,
                         CONTROL_CLEAR_ERRORS, STATUS_BITS, STATUS_REJECT_INDEX_SHIFT)
 from fpq_hdl.registers import RegisterFile
+from amaranth import Module
+from amaranth.lib import wiring
 
 BUILD = Build(table_depth=64)
 REGS = {r.name: r for r in registers(BUILD)}
@@ -192,10 +194,7 @@ def test_table_writes_go_to_the_inactive_bank_and_commit_swaps():
 def test_queue_manager_configured_over_the_bus_matches_the_model_after_commit():
     """RegisterFile + QueueManager: load a configuration and both tables over the bus, COMMIT
     (the model's ``configure``), run traffic; verdicts and counters equal the model's."""
-    from amaranth import Module
-    from amaranth.lib import wiring
     from fpq.queue_manager import QueueManager as Model
-    from fpq_hdl.queue_manager import QueueManager
     from .hdl_harness import traffic, run, compare
 
     build = Build(vec_bits=1024, table_depth=256)
@@ -206,28 +205,7 @@ def test_queue_manager_configured_over_the_bus_matches_the_model_after_commit():
     model.configure(config)
     steps, expected, model = traffic(config, 3000, seed=21, flows=60, model=model)
 
-    class System(wiring.Component):
-        def __init__(self):
-            self.rf, self.qm = RegisterFile(build), QueueManager(build)
-            super().__init__({})
-            for name in ("arrivals", "departures", "verdicts", "counters", "n_raw", "avg",
-                         "occ_pkts", "occ_bytes", "max_queue"):
-                setattr(self, name, getattr(self.qm, name))
-
-        def elaborate(self, platform):
-            m = Module()
-            m.submodules.rf, m.submodules.qm = rf, qm = self.rf, self.qm
-            for name in ("config", "load_rng_decide", "load_rng_clear", "restart", "wipe",
-                         "hold", "rate_bank", "rate_we", "rate_addr", "rate_data",
-                         "decay_bank", "decay_we", "decay_addr", "decay_data",
-                         "counter_clear", "clear_max_queue"):
-                m.d.comb += getattr(qm, name).eq(getattr(rf, name))
-            for name in ("counters", "n_raw", "n", "avg", "occ_pkts", "occ_bytes",
-                         "max_queue", "busy", "idle"):
-                m.d.comb += getattr(rf, name).eq(getattr(qm, name))
-            return m
-
-    system = System()
+    system = System(build)
     counters_read = {}
 
     async def bus_configure(ctx, dut, config):
@@ -248,3 +226,294 @@ def test_queue_manager_configured_over_the_bus_matches_the_model_after_commit():
     res = run(config, steps, len(expected), dut=system, configure_fn=bus_configure)
     compare(res["verdicts"], expected)
     assert res["counters"] == list(model.counters.values())
+
+
+class System(wiring.Component):
+    """RegisterFile wired to QueueManager, as on a board."""
+    def __init__(self, build):
+        from fpq_hdl.queue_manager import QueueManager
+        self.rf, self.qm = RegisterFile(build), QueueManager(build)
+        super().__init__({})
+        for name in ("arrivals", "departures", "verdicts", "counters", "n_raw", "avg",
+                     "occ_pkts", "occ_bytes", "max_queue"):
+            setattr(self, name, getattr(self.qm, name))
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.rf, m.submodules.qm = rf, qm = self.rf, self.qm
+        for name in ("config", "load_rng_decide", "load_rng_clear", "restart", "wipe",
+                     "hold", "rate_bank", "rate_we", "rate_addr", "rate_data",
+                     "decay_bank", "decay_we", "decay_addr", "decay_data",
+                     "counter_clear", "clear_max_queue"):
+            m.d.comb += getattr(qm, name).eq(getattr(rf, name))
+        for name in ("counters", "n_raw", "n", "avg", "occ_pkts", "occ_bytes",
+                     "max_queue", "busy", "idle"):
+            m.d.comb += getattr(rf, name).eq(getattr(qm, name))
+        return m
+
+
+
+# ---- hardening (issue 8): every bad write has the documented effect -------------------------
+CONFIG_REGS = [r for r in registers(BUILD) if r.kind == "config"]
+READ_ONLY = [r for r in registers(BUILD) if r.access == "ro"]
+
+
+def _mapped_words(build):
+    words = set()
+    for r in registers(build):
+        words |= {r.offset // 4 + w for w in range(r.words)}
+    for t in tables(build):
+        words |= set(range(t.offset // 4, t.offset // 4 + t.depth))
+    return words
+
+
+def test_value_wider_than_its_register_is_refused_and_rejects_every_commit():
+    """For every config register whose top word has unused bits: a write with a bit above the
+    width keeps the old shadow, sets BAD_WRITE, and commits are rejected naming the register
+    (the index ``check_registers`` gives for the written value) until a value that fits is
+    written; the active configuration never changes meanwhile."""
+    partial = [r for r in CONFIG_REGS if r.width % 32]
+    assert len(partial) > 10
+
+    async def bench(ctx, dut, host):
+        values = Config(build=BUILD).registers()
+        for r in partial:
+            before = host.active()
+            top = r.offset + 4 * (r.words - 1)
+            shift = 32 * (r.words - 1)
+            for bit in (r.width, 31 + shift):                 # lowest and highest excess bit
+                old = await host.read_reg(r.name)
+                await host.write(top, (values[r.name] >> shift) | 1 << (bit - shift))
+                assert await host.read_reg(r.name) == old, r.name
+                wide = values[r.name] | 1 << bit
+                want = check_registers(dict(values, **{r.name: wide}), BUILD)
+                assert want == INDEX[r.name]
+                for _ in range(2):                             # stays rejected
+                    await host.commit()
+                    status = await host.read(REGS["status"].offset)
+                    assert status == (REJECTED | BAD_WRITE | want << STATUS_REJECT_INDEX_SHIFT), \
+                        (r.name, hex(status))
+                    assert host.active() == before
+                await host.write(REGS["control"].offset, CONTROL_CLEAR_ERRORS)
+                await host.commit()                            # CLEAR_ERRORS is not a fix
+                assert await host.read(REGS["status"].offset) >> STATUS_REJECT_INDEX_SHIFT == \
+                    INDEX[r.name]
+                await host.write(REGS["control"].offset, CONTROL_CLEAR_ERRORS)
+            await host.write(top, values[r.name] >> shift)     # fits: accepted again
+            await host.commit()
+            assert await host.read(REGS["status"].offset) == 0, r.name
+            assert host.active() == before
+    simulate(bench)
+
+
+def test_random_register_writes_and_commits_follow_check_registers():
+    """300 commits of 1-3 random register writes each (values at and around the range ends,
+    at the width's end, random, wider than the register): the commit is accepted exactly when
+    ``check_registers`` of the written values accepts, rejected with its index otherwise, and
+    the active configuration is always either all old or all new values."""
+    rnd = random.Random(8)
+
+    def value(r):
+        top = (1 << r.width) - 1
+        v = rnd.choice([r.lo, r.hi, r.lo - 1 if r.lo else r.hi, r.hi + 1 if r.hi < top
+                        else r.lo, top, top + 1, rnd.randint(r.lo, r.hi),
+                        rnd.randint(r.lo, r.hi), rnd.getrandbits(r.width),
+                        rnd.getrandbits(32 * r.words)])
+        return v if v >> (32 * r.words) == 0 else r.hi     # what the bus words can carry
+
+    async def bench(ctx, dut, host):
+        written = Config(build=BUILD).registers()
+        active = dict(host.active())
+        outcomes = set()
+        for _ in range(300):
+            for r in rnd.sample(CONFIG_REGS, rnd.randint(1, 3)):
+                v = value(r)
+                await host.write_reg(r.name, v)
+                written[r.name] = v
+            await host.commit()
+            want = check_registers(written, BUILD)
+            status = await host.read(REGS["status"].offset)
+            await host.write(REGS["control"].offset, CONTROL_CLEAR_ERRORS)
+            if want is None:
+                active = {k: written[k] for k in active}
+                assert status & (REJECTED | 0xFF << STATUS_REJECT_INDEX_SHIFT) == 0
+            else:
+                assert status & REJECTED and status >> STATUS_REJECT_INDEX_SHIFT == want
+            assert host.active() == active
+            for r in rnd.sample(CONFIG_REGS, 2):       # reads return the shadow
+                if written[r.name] >> r.width == 0:
+                    assert await host.read_reg(r.name) == written[r.name], r.name
+            outcomes.add(want is None)
+            if rnd.random() < 0.3:                     # back to a good configuration
+                good = Config(build=BUILD, wq_shift=rnd.randint(0, 16)).registers()
+                for name, v in good.items():
+                    await host.write_reg(name, v)
+                written = dict(good)
+        assert outcomes == {True, False}
+    simulate(bench)
+
+
+def test_read_only_undefined_and_control_writes():
+    """Every word of every read-only register, every unmapped word below the first table and a
+    spread of unmapped words around and between the tables: a write sets BAD_WRITE and changes
+    nothing (reads, active configuration, no table write, no strobe); unmapped reads and reads
+    of the write-only control return 0; a control write with an undefined bit does nothing."""
+    mapped = _mapped_words(BUILD)
+    tabs = tables(BUILD)
+    unmapped = [w for w in range(0x1000 // 4) if w not in mapped]
+    for t in tabs:
+        end = t.offset // 4 + t.depth
+        unmapped += [t.offset // 4 - 1, end, end + 1, end + 1000]
+    unmapped += [(1 << 18) - 1]                             # top of the 20-bit byte address
+    unmapped = sorted(set(w for w in unmapped if w not in mapped))
+    assert len(unmapped) > 800
+
+    async def bench(ctx, dut, host):
+        active = host.active()
+        ro_before = {r.name: await host.read_reg(r.name) for r in READ_ONLY}
+        for r in READ_ONLY:
+            for w in range(r.words):
+                for data in (0, 0xFFFFFFFF, 0x12345678):
+                    clear, cmq, we = await host.write(r.offset + 4 * w, data)
+                    assert (clear, cmq, we) == (0, 0, 0)
+                    assert ctx.get(dut.decay_we) == 0
+                    status = await host.read(REGS["status"].offset)
+                    assert status == BAD_WRITE, (r.name, hex(status))
+                    await host.write(REGS["control"].offset, CONTROL_CLEAR_ERRORS)
+        assert {r.name: await host.read_reg(r.name) for r in READ_ONLY} == ro_before
+        for w in unmapped:
+            assert await host.read(4 * w) == 0, hex(4 * w)
+            clear, cmq, we = await host.write(4 * w + (w & 3), 0xFFFFFFFF)   # low bits ignored
+            assert (clear, cmq, we) == (0, 0, 0)
+            assert await host.read(REGS["status"].offset) == BAD_WRITE, hex(4 * w)
+            await host.write(REGS["control"].offset, CONTROL_CLEAR_ERRORS)
+        assert await host.read(REGS["control"].offset) == 0
+        assert await host.read(tabs[0].offset) == 0 and await host.read(tabs[1].offset) == 0
+        # control: an undefined bit makes the whole write void (no commit, no clear)
+        await host.write_reg("wq_shift", 3)
+        await host.write(REGS["control"].offset, CONTROL_COMMIT | 1 << 7)
+        for _ in range(4):
+            await ctx.tick()
+        assert host.active() == active
+        status = await host.read(REGS["status"].offset)
+        assert status == BAD_WRITE
+        await host.write(REGS["control"].offset, CONTROL_CLEAR_ERRORS | 1 << 31)
+        assert await host.read(REGS["status"].offset) == BAD_WRITE
+        await host.commit()
+        assert host.active() == dict(active, wq_shift=3)
+    simulate(bench)
+
+
+def test_commits_while_traffic_flows_apply_between_two_arrivals():
+    """Arrivals on every clock the port takes them, with departures; meanwhile the host writes
+    shadows and tables over the bus and commits three times (registers only; the r(N) table
+    and a seed; v_max with a wipe, the decay table and the clear period). Every verdict equals
+    the golden model's with ``configure`` placed between the two arrivals around each commit
+    (the split taken from the RTL's accepts): none used half-old, half-new parameters."""
+    from fpq.queue_manager import QueueManager as Model
+    from fpq_hdl.layouts import ARRIVAL, DEPARTURE, VERDICT
+    from .hdl_harness import traffic, unpack, compare
+
+    build = Build(vec_bits=256, table_depth=64)
+    c0 = Config(build=build, mode="fpq", v_max=200, tick_hz=1e6, t_clear_s=0.002,
+                idle_pkt_time_s=1e-4, wq_shift=3, limit_pkts=60, n_cap=63, p_pkts=8.0)
+    configs = [c0,
+               c0.replace(mode="red", red_max_p=0.3, red_min_th=1, red_max_th=6, wq_shift=2,
+                          ecn=True),
+               c0.replace(mode="fpq", p_pkts=3.0, seed_decide=5, n_cap=40, ecn=True),
+               c0.replace(v_max=100, t_clear_s=0.0005, idle_pkt_time_s=1e-5, limit_pkts=20,
+                          seed_clear=9)]
+    at = [200, 500, 800]                        # writes start after this many arrivals
+    n_arr = 1300
+    steps, _, _ = traffic(c0, n_arr, seed=44, flows=80, same_flow=0.1)
+    system = System(build)
+    rf, qm = system.rf, system.qm
+    tabs = {t.name: t for t in tables(build)}
+    state = {"loaded": False, "accepts": 0, "splits": [], "verdicts": []}
+
+    async def write_config(host, new, old):
+        for name, value in new.registers().items():
+            await host.write_reg(name, value)
+        for tname, get in (("rate_table", Config.rate_table), ("decay_table",
+                                                               Config.decay_table)):
+            if old is None or get(new) != get(old):
+                for i, w in enumerate(get(new)):
+                    await host.write(tabs[tname].offset + 4 * i, w)
+
+    async def host_tb(ctx):
+        host = Host(ctx, rf)
+        await write_config(host, c0, None)
+        await host.write(REGS["control"].offset, CONTROL_COMMIT)
+        for _ in range(2 * build.vec_bits + 40):
+            await ctx.tick()
+        assert await host.read(REGS["status"].offset) == 0
+        state["loaded"] = True
+        for j, (k, old, new) in enumerate(zip(at, configs, configs[1:])):
+            while state["accepts"] < k:
+                await ctx.tick()
+            await write_config(host, new, old)          # arrivals keep flowing meanwhile
+            await host.write(REGS["control"].offset, CONTROL_COMMIT)
+            while len(state["splits"]) <= j:
+                await ctx.tick()
+            assert await host.read(REGS["status"].offset) & REJECTED == 0
+
+    async def traffic_tb(ctx):
+        a_off = {name: f.offset for name, f in ARRIVAL}
+        d_off = {name: f.offset for name, f in DEPARTURE}
+        ctx.set(qm.verdicts.ready, 1)
+        while not state["loaded"]:
+            await ctx.tick()
+        idx, cur = 0, None
+        last_cfg = ctx.get(rf.config.as_value())
+        for _ in range(200_000):
+            if len(state["verdicts"]) == n_arr:
+                break
+            dep = None
+            if cur is None and idx < len(steps):
+                dep, cur = steps[idx]
+                idx += 1
+                if cur is not None:
+                    ctx.set(qm.arrivals.payload.as_value(),
+                            (cur.ts << a_off["ts"]) | (cur.flow << a_off["flow"])
+                            | (cur.length << a_off["length"]) | (int(cur.ecn) << a_off["ecn"]))
+            if dep is not None:
+                ctx.set(qm.departures.payload.as_value(),
+                        (dep.ts << d_off["ts"]) | (dep.length << d_off["length"]))
+            ctx.set(qm.departures.valid, int(dep is not None))
+            ctx.set(qm.arrivals.valid, int(cur is not None))
+            _, _, a_ready, v_valid, v_word, cfg = await ctx.tick().sample(
+                qm.arrivals.ready, qm.verdicts.valid, qm.verdicts.payload.as_value(),
+                rf.config.as_value())
+            if cfg != last_cfg:
+                state["splits"].append(state["accepts"])
+                last_cfg = cfg
+            if cur is not None and a_ready:
+                state["accepts"] += 1
+                cur = None
+            if v_valid:
+                state["verdicts"].append(unpack(VERDICT, v_word))
+        ctx.set(qm.arrivals.valid, 0)
+
+    sim = Simulator(system)
+    sim.add_clock(1e-8)
+    sim.add_testbench(host_tb)
+    sim.add_testbench(traffic_tb)
+    sim.run()
+
+    splits = state["splits"]
+    # the shadow and table writes took a few hundred clocks of traffic after ``at``
+    assert len(splits) == 3 and all(k < s for k, s in zip(at, splits)), splits
+    assert splits == sorted(splits) and splits[-1] < n_arr - 20, splits
+    model = Model(Config(build=build))
+    model.configure(c0)
+    expected, n, nxt = [], 0, 1
+    for dep, arr in steps:
+        if dep is not None:
+            model.depart(dep)
+        if arr is not None:
+            if nxt < len(configs) and n == splits[nxt - 1]:
+                model.configure(configs[nxt])
+                nxt += 1
+            expected.append(model.arrive(arr))
+            n += 1
+    compare(state["verdicts"], expected[:n_arr])

@@ -18,11 +18,21 @@ Behaviour the hardware guarantees (and the model mirrors in :func:`check_registe
 * Table writes (``rate_table``, ``decay_table``) go to the inactive bank; a commit after any
   table write swaps the banks. Reads of a table return 0 (a host read port would cost a second copy of
   each table RAM; the host keeps what it wrote).
-* Writes to read-only registers or unmapped addresses are ignored and set
-  ``STATUS.BAD_WRITE``; reads of unmapped addresses return 0. Sticky bits clear by writing
+* Out-of-range values. A written value that fits the register's width but lies outside its
+  range (the table's "range (raw)" column) is stored in the shadow (reads return it) and the
+  next commit is rejected as above. A written value that does not fit (any bit set above the
+  width in the register's most significant word) is not stored: the shadow keeps its old
+  value, ``STATUS.BAD_WRITE`` is set, and every commit is rejected naming that register until
+  a value that fits is written to that word. Either way the active configuration keeps its
+  old values.
+* Writes to read-only registers (``id``, ``build``, ``status``, telemetry) or unmapped
+  addresses are ignored and set ``STATUS.BAD_WRITE``; reads of unmapped addresses and of the
+  write-only ``control`` return 0. A write to ``control`` with any bit other than COMMIT and
+  CLEAR_ERRORS set does nothing and sets ``STATUS.BAD_WRITE``. Address bits 1..0 are ignored.
+  Sticky bits (COMMIT_REJECTED, BAD_WRITE, REJECT_INDEX) clear by writing
   ``CONTROL.CLEAR_ERRORS``.
-* Counters are 64 bits (they cannot wrap in 3900 years at 150 M events/s); a write to either
-  word of a counter clears it.
+* Counters are 64 bits (they cannot wrap in 3900 years at 150 M events/s); a write of any
+  value to either word of a counter, or to ``max_queue``, clears it.
 """
 
 from dataclasses import dataclass
@@ -168,8 +178,10 @@ def _build_word(build):
 
 
 def check_registers(values, build=None):
-    """The commit check the hardware does. Returns the index (in ``registers()``) of the first
-    config register out of range, or None if the commit is accepted."""
+    """The commit check the hardware does. ``values`` are the raw values last written to each
+    config register (a value wider than the register counts as out of range: the hardware
+    keeps the old shadow and flags the register). Returns the index (in ``registers()``) of
+    the first config register out of range, or None if the commit is accepted."""
     for i, r in enumerate(registers(build)):
         if r.kind != "config":
             continue
