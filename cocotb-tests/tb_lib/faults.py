@@ -12,7 +12,9 @@ Two mechanisms:
   ("anchor not found") instead of silently injecting nothing.
 
 ``faulty_top(build, fault)`` returns a fault-injected ``QueueManager`` for a name of
-``FAULTS``."""
+``FAULTS``. ``COMPONENT_FAULTS`` are faults of single blocks for the component benches
+(``flow_counter/``, ``queue_averager/``, ``decision/``): each factory returns a class with the
+block's constructor, used as the DUT itself."""
 
 import contextlib
 import inspect
@@ -27,8 +29,10 @@ from fpq.queue_manager import MARK, DROP_EARLY
 
 import fpq_hdl.queue_manager as qm_mod
 import fpq_hdl.flow_counter as fc_mod
+import fpq_hdl.queue_averager as qa_mod
+import fpq_hdl.decision as dc_mod
 
-__all__ = ["FAULTS", "faulty_top", "wrap", "mutate"]
+__all__ = ["FAULTS", "COMPONENT_FAULTS", "faulty_top", "wrap", "mutate"]
 
 
 def wrap(cls, modify):
@@ -123,6 +127,33 @@ FAULTS = {
                          lambda: wrap(qm_mod.Decision, _limit_off_by_one)),
     "fifo-one-short": ("verdict FIFO one entry smaller than its credit count",
                        (qm_mod, "SyncFIFO", None), lambda: _fifo_one_short),
+}
+
+
+#: Faults of single blocks: name -> (what it breaks, block, factory of the faulty class).
+COMPONENT_FAULTS = {
+    "fc-no-forwarding": ("flow vector: the read-after-write forwarding removed", "FlowCounter",
+                         _no_forwarding),
+    "fc-same-slot-clear": ("flow vector: a clear and a set of the same index in one slot both "
+                           "write (the clear's write is no longer dropped)", "FlowCounter",
+                           lambda: mutate(fc_mod.FlowCounter, "elaborate",
+                                          [("clr_w = cv & ~same & old_b",
+                                            "clr_w = cv & old_b")])),
+    "qa-ewma-floor": ("averager: the EWMA's rounding term lost (A - floor(A / 2**s) instead of "
+                      "A - ceil(A / 2**s))", "QueueAverager",
+                      lambda: mutate(qa_mod.QueueAverager, "elaborate",
+                                     [("Cat(~c, maj[:w - 1])", "Cat(Const(1, 1), maj[:w - 1])")])),
+    "qa-decay-clamp": ("averager: idle cells clamped at 254 instead of 255", "QueueAverager",
+                       lambda: mutate(qa_mod.QueueAverager, "elaborate",
+                                      [("DECAY_TABLE_DEPTH - 1, shifted",
+                                        "DECAY_TABLE_DEPTH - 2, shifted")])),
+    "dc-limit-off-by-one": ("decision: hard packet limit one too high", "Decision",
+                            lambda: wrap(dc_mod.Decision, _limit_off_by_one)),
+    "dc-byte-limit-with-departure": ("decision: byte limit off by one byte when a departure "
+                                     "shares the slot (> became >=)", "Decision",
+                                     lambda: mutate(dc_mod.Decision, "elaborate",
+                                                    [("occ_b.as_signed() > k_dep",
+                                                      "occ_b.as_signed() >= k_dep")])),
 }
 
 

@@ -1,0 +1,1 @@
+"""cocotb-tests/flow_counter: see cocotb-tests/README.md."""
