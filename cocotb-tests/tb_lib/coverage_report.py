@@ -58,6 +58,7 @@ COMPONENT_REQUIRED = {
         "decision: droptail enqueue", "decision: droptail drop forced",
         "decision: forced drop by the packet limit", "decision: forced drop by the byte limit",
         "decision: byte limit decided with a departure in the slot",
+        "decision: byte occupancy >= 2^31",
         "decision: departure and arrival in one slot",
         "decision: departure from an empty queue (error)",
         "decision: departure of more bytes than queued (error)",

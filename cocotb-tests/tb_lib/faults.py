@@ -152,8 +152,7 @@ COMPONENT_FAULTS = {
     "dc-byte-limit-with-departure": ("decision: byte limit off by one byte when a departure "
                                      "shares the slot (> became >=)", "Decision",
                                      lambda: mutate(dc_mod.Decision, "elaborate",
-                                                    [("occ_b.as_signed() > k_dep",
-                                                      "occ_b.as_signed() >= k_dep")])),
+                                                    [("occ_b > k_dep", "occ_b >= k_dep")])),
 }
 
 

@@ -1,0 +1,1 @@
+"""cocotb-tests/decision: see cocotb-tests/README.md."""

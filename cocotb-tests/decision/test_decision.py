@@ -1,0 +1,168 @@
+"""Decision alone on Verilator against the golden model's own arrive()/depart() (bench:
+``bench_decision``, which injects Decision's inputs p and u into an unmodified
+``fpq.QueueManager``): FPQ, RED and drop-tail, ECN on and off, hard limits in packets (1, 25)
+and bytes (hit exactly, with and without a departure in the same slot), departures
+interleaved (from an empty queue, more bytes than queued, emptying the queue), p = 0, p = 1
+and u at p - 1 / p / p + 1; a run of mid-stream rewrites on the default build, with valid
+gaps. Plus the faults this bench must catch."""
+
+import random
+
+import pytest
+
+from fpq import Build, Config, Arrival, Departure
+from fpq.formats import PROB_ONE
+
+from fpq_hdl.decision import Decision
+
+from tb_lib.component_bench import run_component
+from tb_lib.faults import COMPONENT_FAULTS
+from tb_lib.runner import BenchFailed
+
+TOP = "fpq_decision"
+BENCH = "decision.bench_decision"
+BUILDS = {"v256-t16": Build(vec_bits=256, table_depth=16), "default": Build()}
+STREAMS = {"full-rate": dict(gap=0.0), "gaps": dict(gap=0.25, gap_burst=3)}
+#: (limits, packet lengths): packets; one packet; bytes hit exactly (multiples of 500; all
+#: 1000 bytes, so a full queue with a departure and an arrival in one slot is exactly at
+#: the limit); the largest limits with the largest packets
+PHASES = [(dict(limit_pkts=25, limit_bytes=20_000), (40, 576, 1500, None)),
+          (dict(limit_pkts=1), (40, 1500, 65535)),
+          (dict(limit_pkts=(1 << 20) - 1, limit_bytes=3000), (500, 1000, 1500)),
+          (dict(limit_pkts=4, limit_bytes=3000), (1000,)),
+          (dict(limit_pkts=(1 << 20) - 1, limit_bytes=(1 << 32) - 1), (65535, 1))]
+
+
+class Slots:
+    """(Arrival | None, Departure | None, p, u) per slot, on a running clock that starts
+    just before the 2**48 wrap; departures come in phases of slow and fast service, so the
+    queue fills up to its limits and empties (idle)."""
+
+    def __init__(self, seed):
+        self.rnd = random.Random(seed)
+        self.t = (1 << 48) - 3000
+
+    def make(self, n, lengths, p_arr=0.75, p_dep=None):
+        rnd, out = self.rnd, []
+        fixed_dep = p_dep
+        for k in range(n):
+            self.t += rnd.randint(0, 3)
+            p_dep = fixed_dep if fixed_dep is not None else 0.25 if (k // 150) % 2 == 0 else 0.9
+
+            def length():
+                w = rnd.choice(lengths)
+                return rnd.randint(1, 65535) if w is None else w
+            arr = Arrival(self.t, 0, length(), rnd.random() < 0.5) \
+                if rnd.random() < p_arr else None
+            dep = Departure(self.t, length()) if rnd.random() < p_dep else None
+            p = u = 0
+            if arr is not None:
+                p = rnd.choice((0, PROB_ONE, rnd.randrange(1 << 28), rnd.randrange(PROB_ONE + 1),
+                                rnd.randrange(PROB_ONE // 2, PROB_ONE)))
+                u = min(max(p + rnd.choice((-1, 0, 1)), 0), (1 << 32) - 1) \
+                    if rnd.random() < 1 / 3 else rnd.getrandbits(32)
+            out.append((arr, dep, p, u))
+        return out
+
+
+def cfg(build, mode, ecn, **kw):
+    return Config(build=build, mode=mode, ecn=ecn, n_cap=build.table_depth - 1, **kw)
+
+
+def mode_script(build, mode, ecn, n):
+    sl = Slots(seed=("fpq", "red", "droptail").index(mode) * 2 + ecn)
+    script = []
+    for k, (limits, lengths) in enumerate(PHASES):
+        script += [("commit" if k else "config", cfg(build, mode, ecn, **limits)),
+                   ("events", sl.make(n, lengths))]
+    return script
+
+
+#: a queue of more than 2**31 bytes up to its byte limit: 65535-byte packets, no departures
+HUGE = (dict(limit_pkts=(1 << 20) - 1, limit_bytes=3_000_000_000), (65535,))
+HUGE_SLOTS = 3_000_000_000 // 65535 + 600
+
+
+def rewrite_script(build, n):
+    """Mode, ECN and limits rewritten every ``n`` slots (the RED spacing state and the
+    occupancy carry over), with valid gaps half of the time; then a queue that grows beyond
+    2**31 bytes to a byte limit of 3e9 (drop-tail, no departures) and drains."""
+    sl, rnd = Slots(seed=77), random.Random(78)
+    script = []
+    for k in range(12):
+        limits, lengths = PHASES[rnd.randrange(len(PHASES))]
+        mode = ("red", "fpq", "droptail")[k % 3]
+        script += [("stream", STREAMS["gaps" if k & 2 else "full-rate"]),
+                   ("commit" if k else "config", cfg(build, mode, bool(k & 1), **limits)),
+                   ("events", sl.make(n, lengths))]
+    script += [("stream", STREAMS["full-rate"]),
+               ("commit", cfg(build, "droptail", False, **HUGE[0])),
+               ("events", sl.make(HUGE_SLOTS, HUGE[1], p_arr=1.0, p_dep=0.0)),
+               ("events", sl.make(n, HUGE[1], p_dep=1.0))]
+    return script
+
+
+def run(request, build_name, script, seed=3, component=None, expect_failure=False):
+    build = BUILDS[build_name]
+    comp = component if component is not None else Decision(build)
+    plan = {"build": build, "script": script, "seed": seed, **STREAMS["full-rate"]}
+    tag = f"decision-{build_name}" + ("-fault" if expect_failure else "")
+    return run_component(request, comp, TOP, BENCH, plan, tag, expect_failure=expect_failure)
+
+
+def missing(res, bins):
+    cov = res["coverage"]
+    return [b for b in bins if not cov.get("decision: " + b)]
+
+
+N = 500        # slots per phase
+
+
+@pytest.mark.parametrize("ecn", [False, True], ids=["ecn-off", "ecn-on"])
+@pytest.mark.parametrize("mode", ["fpq", "red", "droptail"])
+def test_decision(request, mode, ecn):
+    res = run(request, "v256-t16", mode_script(BUILDS["v256-t16"], mode, ecn, N))
+    assert res["inputs"] == len(PHASES) * N
+    actions = ["enqueue", "drop forced"] + ([] if mode == "droptail" else
+                                            ["mark", "drop early"] if ecn else ["drop early"])
+    want = [f"{mode} {a}" for a in actions] + [
+        "forced drop by the packet limit", "forced drop by the byte limit",
+        "byte limit exactly reached", "byte limit decided with a departure in the slot",
+        "departure and arrival in one slot", "departure from an empty queue (error)",
+        "departure of more bytes than queued (error)", "queue emptied (idle starts)",
+        "arrival after idle", "p = 1 (saturated)", "p = 0", "u = p (boundary)",
+        "u = p - 1 (boundary)", "configuration rewritten mid-stream"]
+    assert not missing(res, want), f"bins not hit: {missing(res, want)}"
+    if mode == "fpq" and not ecn:
+        assert not res["coverage"].get("decision: fpq mark")
+
+
+def test_decision_rewrites(request):
+    res = run(request, "default", rewrite_script(BUILDS["default"], N // 2), seed=5)
+    assert res["inputs"] == 13 * (N // 2) + HUGE_SLOTS
+    assert not missing(res, ["valid gap cycles", "configuration rewritten mid-stream",
+                             "red mark", "fpq mark", "droptail drop forced",
+                             "byte occupancy >= 2^31", "forced drop by the byte limit"])
+
+
+@pytest.mark.long
+@pytest.mark.parametrize("mode", ["fpq", "red", "droptail"])
+def test_decision_long(request, mode):
+    for ecn in (False, True):
+        run(request, "default", mode_script(BUILDS["default"], mode, ecn, 20 * N), seed=9)
+    run(request, "v256-t16", rewrite_script(BUILDS["v256-t16"], 10 * N), seed=10)
+
+
+#: fault -> (mode, ECN) of the mode_script that must catch it
+FAULTS = {"dc-limit-off-by-one": ("droptail", False),
+          "dc-byte-limit-with-departure": ("droptail", False)}
+
+
+@pytest.mark.parametrize("fault", FAULTS)
+def test_fault_is_caught(request, fault):
+    build = BUILDS["v256-t16"]
+    comp = COMPONENT_FAULTS[fault][2]()(build)
+    with pytest.raises(BenchFailed) as exc:
+        run(request, "v256-t16", mode_script(build, *FAULTS[fault], N), component=comp,
+            expect_failure=True)
+    assert "RTL" in str(exc.value) and "model" in str(exc.value)

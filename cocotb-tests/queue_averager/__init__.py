@@ -1,0 +1,1 @@
+"""cocotb-tests/queue_averager: see cocotb-tests/README.md."""
