@@ -1,26 +1,15 @@
 """``fpq sim``, ``fpq trace`` and ``fpq figures``: the simulator's subcommands of ``fpq``."""
 
+import argparse
 import json
-import os
-import tempfile
 
 __all__ = ["register"]
 
 
 def _write_json(path, data):
     """Write JSON atomically: a failed write leaves no partial file."""
-    path = os.fspath(path)
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".json")
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(data, f, indent=1)
-            f.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    from fpq.atomic import write_text
+    write_text(path, json.dumps(data, indent=1) + "\n")
 
 
 def _sim(args):
@@ -79,9 +68,12 @@ def _figures(args):
 
 
 def _positive_int(text):
-    v = int(text)
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer >= 1") from None
     if v < 1:
-        raise ValueError(f"{v} must be >= 1")
+        raise argparse.ArgumentTypeError(f"{v} is out of range [1, ...]")
     return v
 
 

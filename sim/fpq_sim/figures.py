@@ -19,12 +19,12 @@ import csv
 import datetime
 import os
 import platform
-import tempfile
 import time
 
 import numpy as np
 
 import fpq
+from fpq.atomic import atomic_path, write_text
 from .scenario import load
 
 __all__ = ["add_arguments", "main", "plan", "run_jobs", "update_results_md"]
@@ -157,24 +157,16 @@ def _cost(sc):
 
 # ---- outputs ------------------------------------------------------------------------------------
 def _atomic_text(path, text):
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-")
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    write_text(path, text)
 
 
 def _csv(path, header, rows):
-    with open(path, "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(header)
-        for r in rows:
-            w.writerow([f"{x:.6g}" if isinstance(x, float) else x for x in r])
+    with atomic_path(path) as tmp:
+        with open(tmp, "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(header)
+            for r in rows:
+                w.writerow([f"{x:.6g}" if isinstance(x, float) else x for x in r])
 
 
 def _cdf_rows(times, points=200):
@@ -193,14 +185,14 @@ def write_outputs(res, out, raw, quick):
     os.makedirs(raw, exist_ok=True)
     for key, s in res.items():
         name = "-".join(str(k) for k in key)
-        with open(os.path.join(raw, name + ".json"), "w") as f:
-            json.dump(s, f)
+        write_text(os.path.join(raw, name + ".json"), json.dumps(s))
     files = []
 
     def save(fig, name):
         path = os.path.join(out, name)
         fig.tight_layout()
-        fig.savefig(path, dpi=90)
+        with atomic_path(path) as tmp:
+            fig.savefig(tmp, dpi=90, format="png")
         plt.close(fig)
         files.append(path)
 
@@ -655,8 +647,8 @@ def update_results_md(path, body):
 
 
 def main(args):
-    if args.jobs < 1:
-        raise ValueError(f"--jobs: {args.jobs} must be >= 1")
+    if not 1 <= args.jobs <= 256:
+        raise ValueError(f"--jobs: {args.jobs} is out of range [1, 256]")
     t0 = time.perf_counter()
     jobs = plan(args.quick, args.only)
     res = run_jobs(jobs, args.jobs, args.dask, progress=not args.no_progress)

@@ -10,6 +10,7 @@ Numbers written as ``[lo, hi]`` (where allowed) are drawn per flow, uniformly in
 
 import copy
 import math
+import re
 import tomllib
 
 import fpq
@@ -146,7 +147,8 @@ def _section(where, data, keys, extra_ok=()):
     out = {}
     for name in data:
         if name not in known and name not in extra_ok:
-            raise ScenarioError(f"{where + '.' if where else ''}{name}: unknown key; known keys: "
+            shown = name if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_-]*", name) else repr(name)
+            raise ScenarioError(f"{where + '.' if where else ''}{shown}: unknown key; known keys: "
                                 f"{', '.join(list(known) + list(extra_ok))}")
     for k in keys:
         full = f"{where}.{k.name}" if where else k.name
@@ -228,6 +230,9 @@ def load(path, sets=()):
             doc = tomllib.load(f)
     except tomllib.TOMLDecodeError as exc:
         raise ScenarioError(f"{path}: not valid TOML: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ScenarioError(f"{path}: not valid TOML: not UTF-8 text (byte {exc.start})") \
+            from None
     for s in sets:
         apply_set(doc, s)
     try:

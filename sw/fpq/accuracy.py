@@ -188,7 +188,5 @@ def write_results(text, path):
         new = head + block + rest.split(END, 1)[1]
     else:
         new = old.rstrip("\n") + "\n\n" + block + "\n"
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        f.write(new)
-    os.replace(tmp, path)
+    from .atomic import write_text
+    write_text(path, new)

@@ -41,6 +41,8 @@ def _accuracy(args):
     bad = [f for f in flows if not 1 <= f <= 65536]
     if bad:
         raise ValueError(f"--flows: {bad[0]} is out of range [1, 65536]")
+    if not 0 <= args.seed < 2**64:
+        raise ValueError(f"--seed: {args.seed} is out of range [0, {2**64 - 1}]")
     text = markdown(flows, seed=args.seed, progress=lambda m: print(m, file=sys.stderr))
     print(text)
     if args.write:

@@ -24,6 +24,7 @@ import os
 import random
 import time
 
+from .atomic import atomic_path, write_text
 from .config import Config
 from .float_model import FloatQueueManager
 from .formats import QAVG, PROB_ONE
@@ -91,7 +92,8 @@ def summary(cfg, out, t_half, true_flows):
 
 def _check_args(args):
     for name, lo, hi in (("flows", 1, 2000), ("duration", 10.0, 5000.0),
-                         ("synthetic_flows", 1, 100_000), ("arrivals", 100, 10_000_000)):
+                         ("synthetic_flows", 1, 100_000), ("arrivals", 100, 10_000_000),
+                         ("seed", 0, 2**63 - 1)):
         v = getattr(args, name)
         if not lo <= v <= hi:
             raise ValueError(f"--{name.replace('_', '-')}: {v} is out of range [{lo}, {hi}]")
@@ -102,9 +104,7 @@ def main(args):
     os.makedirs(args.out, exist_ok=True)
     report = {"tcp": tcp_part(args), "synthetic": synthetic_part(args)}
     path = os.path.join(args.out, "summary.json")
-    with open(path + ".tmp", "w") as f:
-        json.dump(report, f, indent=1, default=str)
-    os.replace(path + ".tmp", path)
+    write_text(path, json.dumps(report, indent=1, default=str))
     print(f"wrote {path}")
     return 0
 
@@ -203,7 +203,8 @@ def plot_transfers(runs, path):
     ax.legend(loc="lower right")
     ax.set_title("FPQ router, FPQ paper Figs. 8-9 set-up: transfer times")
     fig.tight_layout()
-    fig.savefig(path, dpi=90)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=90, format="png")
     plt.close(fig)
 
 
@@ -266,5 +267,6 @@ def plot(out, true_flows, t_half, path):
         ax.legend(loc="upper right")
     fig.suptitle("fpq demo: bit-exact and float models on the same many-flow traffic")
     fig.tight_layout()
-    fig.savefig(path, dpi=90)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=90, format="png")
     plt.close(fig)

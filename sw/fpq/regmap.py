@@ -39,6 +39,7 @@ from dataclasses import dataclass
 import json
 import os
 
+from .atomic import write_text
 from .config import FIELDS, Build, Config, DECAY_TABLE_DEPTH
 from .formats import (QAVG, PROB, PROB_ONE, CLEAR_PERIOD, RATE, QPKTS_BITS, QBYTES_BITS,
                       DECAY_SHIFT_BITS)
@@ -297,8 +298,6 @@ def write_all(out=None, docs=None, root=None):
         elif out and not rel.endswith(".md"):
             path = os.path.join(out, os.path.basename(rel)) if os.path.isabs(out) else \
                 os.path.join(root, out, os.path.basename(rel))
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "w") as f:
-            f.write(gen())
+        write_text(path, gen())
         written.append(path)
     return written

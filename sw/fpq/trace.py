@@ -25,10 +25,10 @@ write to a temporary file and rename it, so a failed write leaves no partial fil
 import json
 import os
 import struct
-import tempfile
 
 import numpy as np
 
+from .atomic import atomic_path
 from .flow_hash import pack_flow, unpack_flow
 from .queue_manager import Arrival, Departure
 
@@ -49,17 +49,9 @@ class TraceError(ValueError):
 
 
 def _atomic_write(path, write):
-    path = os.fspath(path)
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=os.path.basename(path))
-    try:
-        with os.fdopen(fd, "wb") as f:
+    with atomic_path(path) as tmp:
+        with open(tmp, "wb") as f:
             write(f)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
 
 
 def _to_records(events):
@@ -122,6 +114,10 @@ def read_records(path):
         meta = json.loads(data[_HEAD.size:_HEAD.size + mlen] or b"{}")
     except ValueError as exc:
         raise TraceError(f"{path}: metadata is not valid JSON ({exc})") from None
+    if not isinstance(meta, dict):
+        raise TraceError(f"{path}: metadata must be a JSON object, got {type(meta).__name__}")
+    if any(data[_HEAD.size + mlen:start]):
+        raise TraceError(f"{path}: padding after the metadata must be zero bytes")
     body = len(data) - start
     if body != count * rsize:
         raise TraceError(f"{path}: header says {count} records ({count * rsize} bytes) but the "
@@ -140,6 +136,11 @@ def _check(path, rec):
     first(rec["kind"] > 1, "kind must be 0 (arrival) or 1 (departure)")
     first(rec["flags"] > 1, "flags must be 0 or 1 (bit 0: ECN-capable)")
     first(rec["length"] == 0, "length must be in [1, 65535]")
+    raw = rec.view(np.uint8).reshape(-1, RECORD_DTYPE.itemsize)
+    first(raw[:, 25:].any(axis=1), "pad (record bytes 25..31) must be zero")
+    dep = rec["kind"] == 1
+    for name in ("src_ip", "dst_ip", "src_port", "dst_port", "proto"):
+        first(dep & (rec[name] != 0), f"{name} must be 0 in a departure")
     if rec.size > 1:
         back = np.flatnonzero(rec["ts"][1:] < rec["ts"][:-1])
         if back.size:
@@ -173,7 +174,9 @@ def _ip(x):
 
 
 def write_csv(path, events):
-    """CSV export, one event per line, columns ``CSV_COLUMNS`` (IP addresses dotted)."""
+    """CSV export, one event per line, columns ``CSV_COLUMNS`` (IP addresses dotted). Events
+    are checked as for the binary format first; a bad one raises TraceError, nothing written."""
+    _to_records(events)
     def write(f):
         f.write((",".join(CSV_COLUMNS) + "\n").encode())
         lines = []
@@ -189,35 +192,73 @@ def write_csv(path, events):
 
 
 def read_csv(path):
-    """Read a CSV written by :func:`write_csv` back into events; errors name line and column."""
+    """Read a CSV written by :func:`write_csv` back into events; the same checks as the binary
+    reader (ranges, order). Errors name the file, the line and the column."""
     import csv
+    import io
+    with open(path, "rb") as f:
+        raw = f.read()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[:exc.start].count(b"\n") + 1
+        raise TraceError(f"{path}: line {line}: not UTF-8 text (byte {exc.start})") from None
     out = []
-    with open(path, newline="") as f:
-        reader = csv.reader(f)
+    reader = csv.reader(io.StringIO(text, newline=""))
+    lineno, prev = 1, 0
+    try:
         head = next(reader, None)
         if tuple(head or ()) != CSV_COLUMNS:
             raise TraceError(f"{path}: line 1: header must be {','.join(CSV_COLUMNS)}")
-        for lineno, row in enumerate(reader, 2):
+        for row in reader:
+            lineno = reader.line_num
             try:
-                if len(row) != len(CSV_COLUMNS):
-                    raise ValueError(f"has {len(row)} columns, expected {len(CSV_COLUMNS)}")
-                col = dict(zip(CSV_COLUMNS, row))
-                ts, length = int(col["ts"]), int(col["length"])
-                if col["kind"] == "dep":
-                    out.append(Departure(ts, length))
-                elif col["kind"] == "arr":
-                    def ip(name):
-                        parts = [int(x) for x in col[name].split(".")]
-                        if len(parts) != 4 or any(not 0 <= x <= 255 for x in parts):
-                            raise ValueError(f"{name} {col[name]!r} is not a dotted IPv4 address")
-                        return (parts[0] << 24) | (parts[1] << 16) | (parts[2] << 8) | parts[3]
-                    out.append(Arrival(ts, pack_flow(ip("src_ip"), ip("dst_ip"),
-                                                     int(col["src_port"]), int(col["dst_port"]),
-                                                     int(col["proto"])), length,
-                                       col["ecn"] == "1"))
-                else:
-                    raise ValueError(f"kind {col['kind']!r} must be arr or dep")
+                ev = _csv_event(row)
             except ValueError as exc:
                 raise TraceError(f"{path}: line {lineno}: {exc}") from None
-    _to_records(out)  # same checks as the binary writer (ranges, order)
+            if ev.ts < prev:
+                raise TraceError(f"{path}: line {lineno}: ts {ev.ts} is earlier than the "
+                                 f"previous event's {prev}")
+            prev = ev.ts
+            out.append(ev)
+    except csv.Error as exc:
+        raise TraceError(f"{path}: line {reader.line_num}: not valid CSV ({exc})") from None
     return out
+
+
+def _int_field(col, name, lo, hi):
+    text = col[name]
+    if not text.strip().isdigit():
+        raise ValueError(f"{name} {text!r} must be an integer in [{lo}, {hi}]")
+    v = int(text)
+    if not lo <= v <= hi:
+        raise ValueError(f"{name} {v} is out of range [{lo}, {hi}]")
+    return v
+
+
+def _csv_event(row):
+    if len(row) != len(CSV_COLUMNS):
+        raise ValueError(f"has {len(row)} columns, expected {len(CSV_COLUMNS)} "
+                         f"({','.join(CSV_COLUMNS)})")
+    col = dict(zip(CSV_COLUMNS, row))
+    ts = _int_field(col, "ts", 0, (1 << 64) - 1)
+    length = _int_field(col, "length", 1, 0xFFFF)
+    if col["kind"] == "dep":
+        extra = [n for n in CSV_COLUMNS[2:7] + ("ecn",) if col[n]]
+        if extra:
+            raise ValueError(f"{extra[0]} {col[extra[0]]!r} must be empty in a departure")
+        return Departure(ts, length)
+    if col["kind"] != "arr":
+        raise ValueError(f"kind {col['kind']!r} must be arr or dep")
+
+    def ip(name):
+        parts = col[name].split(".")
+        if len(parts) != 4 or not all(p.isdigit() and int(p) <= 255 for p in parts):
+            raise ValueError(f"{name} {col[name]!r} is not a dotted IPv4 address")
+        a, b, c, d = (int(p) for p in parts)
+        return (a << 24) | (b << 16) | (c << 8) | d
+    if col["ecn"] not in ("0", "1"):
+        raise ValueError(f"ecn {col['ecn']!r} must be 0 or 1")
+    flow = pack_flow(ip("src_ip"), ip("dst_ip"), _int_field(col, "src_port", 0, 0xFFFF),
+                     _int_field(col, "dst_port", 0, 0xFFFF), _int_field(col, "proto", 0, 0xFF))
+    return Arrival(ts, flow, length, col["ecn"] == "1")
