@@ -81,9 +81,8 @@ class _Session(Coverage):
         return {"runs": self.runs, "arrivals_checked": self.arrivals,
                 "component_inputs_checked": self.inputs, "cycles": self.cycles,
                 "bins": dict(sorted(self.bins.items())),
-                "holes": [b for g in REQUIRED.values() for b in g if not self.bins.get(b)] +
-                [b for g in _ran_groups(self) for b in COMPONENT_REQUIRED[g]
-                 if not self.bins.get(b)]}
+                "holes": [b for g in _groups(self).values() for b in g
+                          if not self.bins.get(b)]}
 
 
 SESSION = _Session()
@@ -103,12 +102,19 @@ def _ran_groups(session):
             if any(session.bins.get(b) for b in names)]
 
 
-def report_lines(session):
-    lines = [f"{session.runs} bench runs, {session.arrivals} arrivals checked bit-exact, "
-             f"{session.inputs} component inputs checked, {session.cycles} clocks"]
+def _groups(session):
+    """The groups to report: the top's plan once a top bench ran, each component group once
+    its bench ran."""
     groups = dict(REQUIRED) if any(session.bins.get(b) for g in REQUIRED.values() for b in g) \
         else {}
     groups.update({g: COMPONENT_REQUIRED[g] for g in _ran_groups(session)})
+    return groups
+
+
+def report_lines(session):
+    lines = [f"{session.runs} bench runs, {session.arrivals} arrivals checked bit-exact, "
+             f"{session.inputs} component inputs checked, {session.cycles} clocks"]
+    groups = _groups(session)
     if not groups:
         return lines + ["  (no cocotb bench ran: no functional-coverage bins)"] + \
             [f"  {b}: {n}" for b, n in sorted(session.bins.items())]
