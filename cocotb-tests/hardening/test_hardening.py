@@ -108,8 +108,8 @@ def test_flood_200k(name):
         assert r["n_max"] == r["cap"] == 4000
         assert r["snapshot"]["n_raw"] >= 4990
     else:
-        assert r["n_max"] > 1000                     # clears keep N below the vector size
-        assert r["snapshot"]["n_raw"] < 8192
+        assert r["n_max"] > 1000                     # clears race the flood: N hovers
+        assert r["snapshot"]["n_raw"] < 8192         # just below the vector size
         assert r["prob_max"] > PROB_ONE // 10        # gentle RED region, p > max_p
     assert r["actions"][DROP_EARLY] > 0 and r["actions"][ENQUEUE] > 0
 

@@ -219,6 +219,14 @@ class Config:
             raise ConfigError(f"t_clear_s: {v['t_clear_s']} s is longer than the clear-period "
                               f"register holds; allowed range [..., "
                               f"{CLEAR_PERIOD.max_value * v['v_max'] / v['tick_hz']:.6g}] s")
+        # flush_after = 8 t_clear in UQ48.16 ticks must fit its 64-bit register
+        if FLUSH_CLEAR_PERIODS * v["v_max"] * self.clear_period_raw() >= 1 << 64:
+            longest = ((1 << 64) - 1) / (FLUSH_CLEAR_PERIODS << CLEAR_PERIOD.frac_bits) \
+                / v["tick_hz"]
+            raise ConfigError(f"t_clear_s: {v['t_clear_s']} s makes the flush threshold "
+                              f"({FLUSH_CLEAR_PERIODS} t_clear) overflow its 64-bit register "
+                              f"at tick_hz={v['tick_hz']:g}; allowed range [..., "
+                              f"{longest:.6g}] s")
 
     # ---- derived raw values --------------------------------------------------------------
     def clear_period_raw(self):

@@ -57,3 +57,33 @@ def test_out_of_range_numbers_name_field_and_range(field, data):
         assert f"[{lo}, {hi}]" in str(exc), exc
     else:
         raise AssertionError(f"{field.name}={value!r} accepted")
+
+
+def test_flush_threshold_must_fit_its_register():
+    """Found by checking accepted configurations against the commit check: with a 65536-bit
+    vector, t_clear x tick_hz >= 2^45 made flush_after (8 t_clear in UQ48.16 ticks) exceed
+    64 bits, which the hardware cannot hold. Now a ConfigError naming t_clear_s."""
+    from fpq.config import ConfigError as Error
+    build = Build(vec_bits=65536)
+    try:
+        Config(build=build, v_max=65536, t_clear_s=1e6, tick_hz=1.4e8)
+    except Error as exc:
+        assert str(exc).startswith("t_clear_s: ") and "allowed range" in str(exc)
+    else:
+        raise AssertionError("accepted")
+    ok = Config(build=build, v_max=65536, t_clear_s=2e5, tick_hz=1.4e8)
+    assert check_registers(ok.registers(), build) is None
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from([64, 1024, 8192, 65536]), st.floats(1e-9, 1e6), st.floats(1e3, 1e10),
+       st.data())
+def test_accepted_clear_settings_fit_the_registers(vec_bits, t_clear, tick_hz, data):
+    build = Build(vec_bits=vec_bits)
+    v_max = data.draw(st.integers(1, vec_bits))
+    try:
+        cfg = Config(build=build, v_max=v_max, t_clear_s=t_clear, tick_hz=tick_hz)
+    except ConfigError as exc:
+        assert str(exc).startswith("t_clear_s: ") and "allowed range" in str(exc), exc
+        return
+    assert check_registers(cfg.registers(), build) is None
