@@ -9,12 +9,16 @@ export PATH := $(VBIN):$(PATH)
 STAMP := $(VENV)/.installed
 PYTEST := $(VBIN)/python -m pytest
 JOBS ?= 2
+# pytest-xdist workers for the test targets; a test file stays on one worker (--dist loadfile),
+# so a module's shared fixture (a Verilated model, a synthesis) is built once.
+TEST_JOBS ?= 2
+PYTEST_PAR := $(if $(filter-out 1,$(TEST_JOBS)),-n $(TEST_JOBS) --dist loadfile,)
 
 .PHONY: all venv demo test test-long verilog regmap bench figures clean help bitstream
 
 help:
 	@echo "make demo       - set up .venv on first use, then run the main demo"
-	@echo "make test       - the whole quick test suite (CI runs this)"
+	@echo "make test       - the whole quick test suite (CI runs this; TEST_JOBS=1 for one process)"
 	@echo "make test-long  - slow tests (long bit-exact runs, syntheses)"
 	@echo "make regmap     - regenerate docs/REGISTERS.md, sw/generated/regmap.json and fpq_regs.h"
 	@echo "make bench      - golden-model benchmarks (results go to docs/BENCHMARKS.md by hand)"
@@ -36,10 +40,10 @@ demo: $(STAMP)
 	$(VBIN)/fpq demo
 
 test: $(STAMP)
-	$(PYTEST) -q
+	$(PYTEST) -q $(PYTEST_PAR)
 
 test-long: $(STAMP)
-	$(PYTEST) -q -m long
+	$(PYTEST) -q -m long $(PYTEST_PAR)
 
 verilog: $(STAMP)
 	$(VBIN)/fpq verilog -o build/fpq_queue_manager.v
