@@ -15,9 +15,12 @@ Behaviour the hardware guarantees (and the model mirrors in :func:`check_registe
   (its index in ``REGISTERS``). So no verdict is ever computed from half-old, half-new values.
 * A commit that changes ``v_max`` wipes the flow vector (the port stalls ``vec_bits`` clocks);
   one that changes a ``rng_*_state`` reloads that generator.
-* Table writes (``rate_table``, ``decay_table``) go to the inactive bank; a commit after any
-  table write swaps the banks. Reads of a table return 0 (a host read port would cost a second copy of
-  each table RAM; the host keeps what it wrote).
+* Table writes (``rate_table``, ``decay_table``) go to the inactive bank; a commit swaps the
+  banks of each table written since the last commit. Reads of a table return 0 (a host read port would cost a second copy of
+  each table RAM; the host keeps what it wrote). The hardware does not track which entries
+  were written: a host that rewrites only part of a table before a commit swaps in a bank
+  whose other entries are still those of two commits ago, so write the whole table every
+  time (the board tool's ``configure`` does).
 * Out-of-range values. A written value that fits the register's width but lies outside its
   range (the table's "range (raw)" column) is stored in the shadow (reads return it) and the
   next commit is rejected as above. A written value that does not fit (any bit set above the
