@@ -1,6 +1,5 @@
 """``fpq verilog``: the queue manager as one standalone Verilog file, with its port list."""
 
-import os
 
 __all__ = ["register", "write_verilog", "port_table"]
 
@@ -48,9 +47,8 @@ def write_verilog(path, build, name="fpq_queue_manager"):
         "// portable inferred memories with a registered output (read latency 2).",
         "// Ports (bit ranges of struct fields indented):",
     ] + ["//" + line for line in port_table(top)] + [""]
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(path, "w") as f:
-        f.write("\n".join(header) + text)
+    from fpq.atomic import write_text
+    write_text(path, "\n".join(header) + text)      # complete or absent, never half-written
     return path
 
 
