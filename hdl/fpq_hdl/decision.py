@@ -113,8 +113,9 @@ class Decision(wiring.Component):
         # the arrival
         drop_early = early & ~(self.ecn_enable & ecn1)
         over_p = Mux(dep_p, occ_p > self.limit_pkts, occ_p >= self.limit_pkts)
-        over_b = Mux(dv1, Mux(short, k_nodep < 0, occ_b.as_signed() > k_dep),
-                     occ_b.as_signed() > k_nodep)
+        # (the occupancy is unsigned: as a signed 32-bit number, queues above 2 GiB compared
+        # as negative and were never over the byte limit)
+        over_b = Mux(dv1, Mux(short, k_nodep < 0, occ_b > k_dep), occ_b > k_nodep)
         forced = over_p | over_b
         enq = v1 & ~drop_early & ~forced
         action = Mux(drop_early, DROP_EARLY, Mux(forced, DROP_FORCED,

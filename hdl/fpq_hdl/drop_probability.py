@@ -9,6 +9,7 @@ from fpq.drop_probability import MODE_FPQ, MODE_RED
 
 from .layouts import config_layout
 from .block_ram import BlockRAM
+from .multiplier import Multiplier
 
 __all__ = ["DropProbability"]
 
@@ -30,7 +31,8 @@ class DropProbability(wiring.Component):
     * cycle 2: ``avg`` arrives; ``A - min_th``, ``A - max_th``, ``A - 2 max_th`` in parallel
       (their signs are RED's region compares);
     * cycle 3: select rate word, difference and offset by mode and region;
-    * cycle 4: two 16 x 18 partial products (DSP);
+    * cycle 4: two 16 x 18 partial products (DSPs; their input registers hold the cycle-3
+      selection, their output registers the products);
     * cycle 5: their sum (52 bits), ``<< 1`` and ``>> (shift & ~7)``;
     * cycle 6: ``>> (shift & 7)``, overflow flag;
     * cycle 7: ``+ offset``, saturation; ``prob`` is valid at cycle 8.
@@ -43,7 +45,8 @@ class DropProbability(wiring.Component):
     build : fpq.Build
         ``build.table_depth`` entries in the r(N) table.
     ram_style : str
-        ``BlockRAM`` style of the table.
+        ``BlockRAM`` style of the table and ``Multiplier`` style of the two partial products
+        ("generic" or "ecp5": DP16KD and MULT18X18D primitives with their registers).
 
     Attributes
     ----------
@@ -98,31 +101,36 @@ class DropProbability(wiring.Component):
                      neg3.eq((self.avg - (self.red_max_th << 1)).as_signed() < 0)]
         word1 = Signal(RATE.width)
         m.d.sync += word1.eq(table.r_data)
-        # cycle 3: select by mode and region
-        mant, shift = Signal(RATE.mant_bits), Signal(RATE.shift_bits)
+        # cycle 3: select by mode and region; the rate mantissa and the difference go
+        # straight into the DSPs' input registers (``Multiplier``), the rest into registers
+        shift = Signal(RATE.shift_bits)
         d, off = Signal(QAVG.width), Signal(PROB.width)
         force0, force1 = Signal(), Signal()
         sel_word = Signal(RATE.width)
         with m.If(self.mode == MODE_FPQ):
-            m.d.comb += sel_word.eq(word1)
-            m.d.sync += [d.eq(avg1), off.eq(0), force0.eq(0), force1.eq(0)]
+            m.d.comb += [sel_word.eq(word1), d.eq(avg1)]
+            m.d.sync += [off.eq(0), force0.eq(0), force1.eq(0)]
         with m.Elif(self.mode == MODE_RED):
             with m.If(d1 < 0):
-                m.d.sync += [force0.eq(1), force1.eq(0), d.eq(0), off.eq(0)]
+                m.d.sync += [force0.eq(1), force1.eq(0), off.eq(0)]
             with m.Elif(d2 < 0):
-                m.d.comb += sel_word.eq(self.red_slope1)
-                m.d.sync += [force0.eq(0), force1.eq(0), d.eq(d1), off.eq(0)]
+                m.d.comb += [sel_word.eq(self.red_slope1), d.eq(d1)]
+                m.d.sync += [force0.eq(0), force1.eq(0), off.eq(0)]
             with m.Elif(self.red_gentle & neg3):
-                m.d.comb += sel_word.eq(self.red_slope2)
-                m.d.sync += [force0.eq(0), force1.eq(0), d.eq(d2), off.eq(self.red_max_p)]
+                m.d.comb += [sel_word.eq(self.red_slope2), d.eq(d2)]
+                m.d.sync += [force0.eq(0), force1.eq(0), off.eq(self.red_max_p)]
             with m.Else():
-                m.d.sync += [force0.eq(0), force1.eq(1), d.eq(0), off.eq(0)]
+                m.d.sync += [force0.eq(0), force1.eq(1), off.eq(0)]
         with m.Else():
-            m.d.sync += [force0.eq(1), force1.eq(0), d.eq(0), off.eq(0)]
-        m.d.sync += [mant.eq(sel_word[:RATE.mant_bits]), shift.eq(sel_word[RATE.mant_bits:])]
-        # cycle 4: partial products
-        pl, ph = Signal(RATE.mant_bits + _HALF), Signal(RATE.mant_bits + QAVG.width - _HALF)
-        m.d.sync += [pl.eq(mant * d[:_HALF]), ph.eq(mant * d[_HALF:])]
+            m.d.sync += [force0.eq(1), force1.eq(0), off.eq(0)]
+        m.d.sync += shift.eq(sel_word[RATE.mant_bits:])
+        # cycle 4: partial products (two DSPs: input registers at cycle 3, product at 4)
+        m.submodules.mul_lo = mul_lo = Multiplier(RATE.mant_bits, _HALF, self.ram_style)
+        m.submodules.mul_hi = mul_hi = Multiplier(RATE.mant_bits, QAVG.width - _HALF,
+                                                  self.ram_style)
+        m.d.comb += [mul_lo.a.eq(sel_word[:RATE.mant_bits]), mul_lo.b.eq(d[:_HALF]),
+                     mul_hi.a.eq(sel_word[:RATE.mant_bits]), mul_hi.b.eq(d[_HALF:])]
+        pl, ph = mul_lo.p, mul_hi.p
         shift3, off3, f03, f13 = Signal.like(shift), Signal.like(off), Signal(), Signal()
         m.d.sync += [shift3.eq(shift), off3.eq(off), f03.eq(force0), f13.eq(force1)]
         # cycle 5: sum
@@ -139,12 +147,16 @@ class DropProbability(wiring.Component):
         m.d.sync += [scaled.eq(shifted[:PROB.width + 1]),
                      big.eq(shifted[PROB.width + 1:] != 0)]
         off5, f05, f15 = Signal.like(off), Signal(), Signal()
-        m.d.sync += [off5.eq(off4), f05.eq(f04), f15.eq(f14)]
+        # the saturation bound for ``scaled`` (``off + scaled > PROB_ONE`` is ``scaled >
+        # PROB_ONE - off``), formed here so that cycle 7 has the add and this compare side
+        # by side instead of an add then a compare
+        room5 = Signal(signed(PROB.width + 2))
+        m.d.sync += [off5.eq(off4), f05.eq(f04), f15.eq(f14), room5.eq(PROB_ONE - off4)]
         # cycle 7: offset and saturation
         total = off5 + scaled
         with m.If(f05):
             m.d.sync += self.prob.eq(0)
-        with m.Elif(f15 | big | (total > PROB_ONE)):
+        with m.Elif(f15 | big | (scaled > room5)):
             m.d.sync += self.prob.eq(PROB_ONE)
         with m.Else():
             m.d.sync += self.prob.eq(total)

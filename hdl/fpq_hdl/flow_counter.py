@@ -25,14 +25,16 @@ class FlowCounter(wiring.Component):
     **Clear schedule (cycle 0, at the arrival port).** Which clears an arrival owes depends
     only on timestamps, never on the vector, so it is decided where the arrival enters. Three
     64-bit registers hold ``next_due``, ``next_due + clear_period`` and ``next_due +
-    flush_after``; each clock compares the arrival's ``ts << 16`` with all three in parallel
-    (one 48-bit carry chain deep: the low 16 bits of ``ts << 16`` are zero, so only a
-    registered "low bits nonzero" flag of each register enters, as the borrow; the updates
-    are ``nd <- nd_p``, ``nd_p += period``, no add in series with a compare). In every clock in which the schedule does not move, the two
-    precomputed registers are re-derived from ``next_due`` with the current configuration, so
-    a configuration change (made while no arrival is accepted, for at least one clock: the
-    register file's commit holds the port) keeps ``next_due`` and continues with the new
-    ``clear_period`` and ``flush_after``, as ``fpq.QueueManager.configure`` does.
+    flush_after``, each minus one; each clock compares the arrival's ``ts << 16`` with all
+    three in parallel (a plain 48-bit carry chain each: with the registers one below the
+    compare points, the fractional bits drop out of the compare, see ``elaborate``; the
+    updates are ``nd <- nd_p``, ``nd_p += period``, no add in series with a compare). In every
+    clock in which the schedule does not move, the two precomputed registers are re-derived
+    from ``next_due`` with the current configuration, so a configuration change (made while
+    no arrival is accepted, for at least one clock: the register file's commit holds the
+    port) keeps ``next_due`` and continues with the new ``clear_period`` and
+    ``flush_after``, as ``fpq.QueueManager.configure`` does. ``restart`` loads the schedule
+    a clock later (no arrival is accepted in these two clocks).
     Outcomes per clock:
 
     * nothing owed: the arrival is accepted;
@@ -127,40 +129,51 @@ class FlowCounter(wiring.Component):
         # ---- clear schedule (cycle 0) -------------------------------------------------------
         period = Signal(_RING)
         m.d.comb += period.eq(cfg.clear_period)
-        nd, nd_p, nd_f = (Signal(_RING, name=n) for n in ("next_due", "next_due_p",
-                                                             "next_due_f"))
+        # The schedule registers hold ``next_due - 1``, ``next_due + clear_period - 1`` and
+        # ``next_due + flush_after - 1`` (modulo 2**64). Why minus one: ``now - x`` (the low 16
+        # bits of ``now = ts << 16`` are zero) is negative modulo 2**64 iff ``ts - x_hi -
+        # (x_lo != 0)`` is modulo 2**48, and with ``y = x - 1`` that is ``ts - y_hi - 1`` =
+        # ``ts + ~y_hi``: each compare is a plain 48-bit carry chain with no borrow from the
+        # fractional bits, and every update is still a two-input add.
+        nd, nd_p, nd_f = (Signal(_RING, name=n) for n in ("next_due_m1", "next_due_p_m1",
+                                                             "next_due_f_m1"))
         stall_bits = (self.vec_bits + 2).bit_length()
         wait = Signal(stall_bits)
+        waiting = Signal()                # wait != 0, registered
         # out of reset the vector is wiped (the documented reset state is an empty vector;
         # block RAM contents survive a reset)
         pending_wipe = Signal(init=1)
-        now = Cat(Const(0, _FX), self.ts)
-        # period + flush_after, registered: the schedule jump below is then a two-input add
-        # (configuration changes only while no arrival is accepted, see RegisterFile)
-        period_f = Signal(_RING + 1)
-        m.d.sync += period_f.eq(period + cfg.flush_after)
-        # ``now - x`` modulo 2**64 is negative iff ``ts - x_hi - (x_lo != 0)`` modulo 2**48 is
-        # (the low 16 bits of ``now`` are zero): each compare is a 48-bit carry chain with
-        # ``x_lo != 0`` as its borrow in, a flag registered with ``x`` (``nz``)
-        nz, nz_p, nz_f = (Signal(name=n) for n in ("next_due_nz", "next_due_p_nz",
-                                                    "next_due_f_nz"))
+        # functions of the configuration only, registered (configuration changes only while
+        # no arrival is accepted, at least one clock before the next: see RegisterFile):
+        # period - 1, 2 period - 1 and period + flush_after - 1 (the last as one carry-save
+        # step, ``p + f + ~0 = ~(p ^ f) + ((p | f) << 1)``, and one adder)
+        pm1, p2m1, pfm1 = (Signal(_RING, name=n) for n in ("period_m1", "period2_m1",
+                                                           "period_f_m1"))
+        flush = cfg.flush_after
+        m.d.sync += [pm1.eq(period - 1), p2m1.eq((period << 1) - 1),
+                     pfm1.eq(~(period ^ flush) + ((period | flush) << 1))]
+        # a restart loads the schedule a clock later, from those registers (so that a
+        # restart in the same clock as a configuration write sees the new configuration);
+        # no arrival is accepted in either clock
+        restart_d = Signal()
+        m.d.sync += restart_d.eq(self.restart)
 
-        def behind(x, x_nz):
-            # ts + ~x_hi + (1 - x_nz), with the carry in as an extra low bit
-            diff = Cat(Const(1, 1), self.ts) + Cat(~x_nz, ~x[_FX:])
-            return ~diff[TIME_BITS]
-        owed = behind(nd, nz)
-        more = behind(nd_p, nz_p)
-        flush = owed & ~cfg.flush_after[_RING - 1] & behind(nd_f, nz_f)
-        go = self.arrival_valid & self.can_accept & (wait == 0) & ~pending_wipe
+        def behind(y):
+            # now >= y + 1 (modulo 2**64, signed): ts + ~y_hi as a 48-bit sum is >= 0
+            return ~(self.ts + ~y[_FX:])[TIME_BITS - 1]
+        owed = behind(nd)
+        more = behind(nd_p)
+        flushed = owed & ~cfg.flush_after[_RING - 1] & behind(nd_f)
+        go = (self.arrival_valid & self.can_accept & ~waiting & ~pending_wipe &
+              ~self.restart & ~restart_d)
         clear0 = Signal()
         wipe0 = Signal()
         jump = Signal()
         advance = Signal()
-        m.d.comb += self.busy.eq(pending_wipe | (wait != 0))
+        m.d.comb += self.busy.eq(pending_wipe | waiting)
 
         with m.If(go):
-            with m.If(flush):
+            with m.If(flushed):
                 m.d.comb += [wipe0.eq(1), jump.eq(1)]
             with m.Elif(owed):
                 m.d.comb += clear0.eq(1)
@@ -171,16 +184,16 @@ class FlowCounter(wiring.Component):
                                  advance.eq(~cfg.clear_literal)]
             with m.Else():
                 m.d.comb += self.ready.eq(1)
-        with m.If((wait == 0) & pending_wipe):
+        with m.If(~waiting & pending_wipe):
             m.d.comb += wipe0.eq(1)
             m.d.sync += pending_wipe.eq(0)
         with m.If(self.wipe_req):
             m.d.sync += pending_wipe.eq(1)
 
         with m.If(wipe0):
-            m.d.sync += wait.eq(self.vec_bits + 2)
-        with m.Elif(wait != 0):
-            m.d.sync += wait.eq(wait - 1)
+            m.d.sync += [wait.eq(self.vec_bits + 2), waiting.eq(1)]
+        with m.Elif(waiting):
+            m.d.sync += [wait.eq(wait - 1), waiting.eq(wait != 1)]
 
         def candidates(tag, values):
             # the next values of (nd, nd_p, nd_f) in one case, as signals (driven outside the
@@ -195,15 +208,15 @@ class FlowCounter(wiring.Component):
             return out
 
         def load(values):
-            for reg, flag, v in zip((nd, nd_p, nd_f), (nz, nz_p, nz_f), values):
+            for reg, v in zip((nd, nd_p, nd_f), values):
                 if v is not None:
-                    m.d.sync += [reg.eq(v), flag.eq(v[:_FX].any())]
-        at_restart = candidates("restart", (period, period << 1, period + cfg.flush_after))
-        at_jump = candidates("jump", (now + period, now + (period << 1), now + period_f))
+                    m.d.sync += reg.eq(v)
+        now = Cat(Const(0, _FX), self.ts)
+        at_jump = candidates("jump", (now + pm1, now + p2m1, now + pfm1))
         at_advance = candidates("advance", (nd_p, nd_p + period, nd_f + period))
         at_rest = candidates("refresh", (None, nd + period, nd + cfg.flush_after))
-        with m.If(self.restart):
-            load(at_restart)
+        with m.If(restart_d):
+            load((pm1, p2m1, pfm1))
         with m.Elif(jump):
             load(at_jump)
         with m.Elif(advance):
@@ -219,9 +232,12 @@ class FlowCounter(wiring.Component):
         # the generator steps a clock after its clear, from the registered ``clr_v`` (a small
         # fan-out for the compare's result); a clear in the clock in between takes the
         # number after that step
-        clr_v, r = Signal(), Signal(RAND_BITS)
+        clr_v = Signal()
         m.d.comb += rng.step.eq(clr_v)
-        m.d.sync += [clr_v.eq(clear0), r.eq(Mux(clr_v, rng.value_next, rng.value))]
+        m.d.sync += clr_v.eq(clear0)
+        # the random number of the clear, registered set_delay - 3 times; the last register
+        # is the input register of the index multiply (``reduce_index``)
+        r = Mux(clr_v, rng.value_next, rng.value)
         wipe_v = Signal()
         m.d.sync += wipe_v.eq(wipe0)
         for i in range(self.set_delay - 3):
@@ -229,7 +245,7 @@ class FlowCounter(wiring.Component):
                 Signal(name=f"wipe{i}")
             m.d.sync += [clr_v_n.eq(clr_v), r_n.eq(r), wipe_n.eq(wipe_v)]
             clr_v, r, wipe_v = clr_v_n, r_n, wipe_n
-        clr_index = reduce_index(m, r, cfg.v_max, self.index_bits)
+        clr_index = reduce_index(m, r, cfg.v_max, self.index_bits, self.ram_style, "clr_index")
         clr_v0 = Signal()          # cycle set_delay
         wipe_s0 = Signal()
         # two more register stages for the valid/wipe bits (the multiply takes two)

@@ -7,6 +7,7 @@ from amaranth.lib.wiring import In, Out
 from fpq.formats import FLOW_BITS, HASH_BITS
 
 from .layouts import config_layout
+from .multiplier import Multiplier
 
 __all__ = ["FlowHash", "reduce_index"]
 
@@ -14,16 +15,20 @@ __all__ = ["FlowHash", "reduce_index"]
 GROUP = 8
 
 
-def reduce_index(m, value, v_max, index_bits):
-    """``(value * v_max) >> 32`` in two registered stages (``fpq.flow_hash.reduce_index``).
+def reduce_index(m, value, v_max, index_bits, style="generic", name="index"):
+    """``(value * v_max) >> 32`` (``fpq.flow_hash.reduce_index``), three clocks after
+    ``value``.
 
-    Stage 1 forms two 16 x 17-bit partial products (each fits one 18 x 18 DSP); stage 2 adds
-    them. Returns the index signal, valid two clocks after ``value``."""
-    lo = Signal(16 + len(v_max))
-    hi = Signal(16 + len(v_max))
-    m.d.sync += [lo.eq(value[0:16] * v_max), hi.eq(value[16:32] * v_max)]
-    index = Signal(index_bits)
-    m.d.sync += index.eq((lo + (hi << 16)) >> 32)
+    ``value`` is taken combinationally into the input registers of two multipliers
+    (``Multiplier``, one DSP each: a register that would otherwise hold ``value`` costs no
+    clock), which form the two 16 x 17-bit partial products (clock 2); clock 3 adds them.
+    Returns the index signal, valid three clocks after ``value``."""
+    lo = m.submodules[f"{name}_mul_lo"] = Multiplier(16, len(v_max), style)
+    hi = m.submodules[f"{name}_mul_hi"] = Multiplier(16, len(v_max), style)
+    m.d.comb += [lo.a.eq(value[0:16]), hi.a.eq(value[16:32]), lo.b.eq(v_max),
+                 hi.b.eq(v_max)]
+    index = Signal(index_bits, name=name)
+    m.d.sync += index.eq((lo.p + (hi.p << 16)) >> 32)
     return index
 
 
@@ -34,8 +39,8 @@ class FlowHash(wiring.Component):
     flow key) XOR in the 32-bit key window starting at key bit ``i``. With a runtime key each
     output bit is an AND-XOR tree of 104 (data, key) pairs: no carry chain, so it pipelines to
     any clock rate. Stage 1 XORs 13 groups of 8 input bits, stage 2 the 13 partial sums,
-    stages 3-4 the multiply-shift ``(hash * v_max) >> 32`` (two DSP partial products, then one
-    adder). Cost on ECP5: see docs/BENCHMARKS.md ("RTL (hdl/)").
+    stages 3-4 the multiply-shift ``(hash * v_max) >> 32`` (two DSP partial products, with the
+    DSPs' own input and output registers, then one adder). Cost on ECP5: see docs/BENCHMARKS.md ("RTL (hdl/)").
 
     Why Toeplitz rather than CRC or H3: it is the RSS function NICs already use (test vectors,
     existing keys), a re-key is a register write, and the key is only 135 bits. It is linear, so
@@ -51,6 +56,8 @@ class FlowHash(wiring.Component):
     ----------
     build : fpq.Build
         ``index`` has ``log2(build.vec_bits)`` bits.
+    style : str
+        ``Multiplier`` style of the index multiply ("generic" or "ecp5": ``MULT18X18D``).
 
     Attributes
     ----------
@@ -67,7 +74,8 @@ class FlowHash(wiring.Component):
     LATENCY = 4
     HASH_LATENCY = 2
 
-    def __init__(self, build):
+    def __init__(self, build, style="generic"):
+        self.style = style
         self.index_bits = index_bits = (build.vec_bits - 1).bit_length()
         super().__init__({"flow": In(FLOW_BITS), "config": In(config_layout(build)),
                           "hash": Out(HASH_BITS), "index": Out(index_bits)})
@@ -90,6 +98,7 @@ class FlowHash(wiring.Component):
         for p in partials:
             acc = acc ^ p
         m.d.sync += self.hash.eq(acc)
-        index = reduce_index(m, self.hash, self.config.v_max, self.index_bits)
+        # the multipliers register the hash themselves (their input registers)
+        index = reduce_index(m, acc, self.config.v_max, self.index_bits, self.style)
         m.d.comb += self.index.eq(index)
         return m

@@ -36,8 +36,9 @@ class QueueAverager(wiring.Component):
     (``Build.avg_lag``), so the averager is off the decision path.
 
     Pipeline: cycle 0 idle cells (barrel shift, clamp); cycle 1 decay-table read (LUT RAM);
-    cycle 2 the update. ``avg_next`` is combinational at cycle 2, ``avg`` registered at cycle
-    3 (``LATENCY``). Throughput: one arrival per clock.
+    cycle 2 the decay shift decoded to one-hot; cycle 3 the update. ``avg_next`` is
+    combinational at cycle 3 (``NEXT_LATENCY``), ``avg`` registered at cycle 4 (``LATENCY``).
+    Throughput: one arrival per clock.
 
     Attributes
     ----------
@@ -50,11 +51,12 @@ class QueueAverager(wiring.Component):
     table_we, table_addr, table_data : In
         Host write port of the idle-decay table (inactive bank).
     avg_next : Out(QAVG.width)
-        The updated average (cycle 2, combinational; equals ``avg`` when no arrival).
+        The updated average (cycle 3, combinational; equals ``avg`` when no arrival).
     avg : Out(QAVG.width)
     """
 
-    LATENCY = 3
+    LATENCY = 4
+    NEXT_LATENCY = 3
 
     def __init__(self, build):
         super().__init__({
@@ -93,11 +95,17 @@ class QueueAverager(wiring.Component):
         # cycle 1: the decay-table read (LUT RAM, asynchronous, registered here)
         m.d.comb += rp.addr.eq(Cat(cells, self.table_bank))
         v2, idle2 = Signal(), Signal()
+        qs2 = Signal(QAVG.width)
+        decay_s = Signal(DECAY_SHIFT_BITS)
+        m.d.sync += [v2.eq(v1), idle2.eq(idle1), qs2.eq(qs1), decay_s.eq(rp.data)]
+        # cycle 2: the decay shift as a one-hot register (shifts of 36 and more give zero: no
+        # bit set); a clock of its own, as the table read (a 32:1 mux of LUT RAMs) and the
+        # decode together do not fit one
+        v3, idle3 = Signal(), Signal()
         qs = Signal(QAVG.width)
-        # the decay shift as a one-hot register (shifts of 36 and more give zero: no bit set)
         decay_sel = Signal(QAVG.width)
-        m.d.sync += [v2.eq(v1), idle2.eq(idle1), qs.eq(qs1),
-                     decay_sel.eq(Cat(rp.data == k for k in range(QAVG.width)))]
+        m.d.sync += [v3.eq(v2), idle3.eq(idle2), qs.eq(qs2),
+                     decay_sel.eq(Cat(decay_s == k for k in range(QAVG.width)))]
         # the mask 2**s - 1 is a function of the configuration only: registered
         s = self.wq_shift
         mask = Signal(QAVG.width)
@@ -106,7 +114,7 @@ class QueueAverager(wiring.Component):
         # no configuration bit fans out to all of them
         wq_sel = Signal(17)
         m.d.sync += wq_sel.eq(Cat(s == k for k in range(17)))
-        # cycle 2: the one-clock recurrence
+        # cycle 3: the one-clock recurrence
         a = self.avg
         # A - (A >> s) - c + qs with c = (A mod 2**s != 0), as one carry-save step and one
         # adder: A + ~(A >> s) + qs + (1 - c) modulo 2**37, the "+ (1 - c)" in the free
@@ -122,6 +130,6 @@ class QueueAverager(wiring.Component):
         maj = (x & y) | (x & z) | (y & z)
         ewma = (sum_ + Cat(~c, maj[:w - 1]))[:QAVG.width]
         decayed = _select(a, decay_sel)
-        m.d.comb += self.avg_next.eq(Mux(v2, Mux(idle2, decayed, ewma), a))
+        m.d.comb += self.avg_next.eq(Mux(v3, Mux(idle3, decayed, ewma), a))
         m.d.sync += a.eq(self.avg_next)
         return m

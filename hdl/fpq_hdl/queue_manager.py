@@ -27,7 +27,7 @@ _S_N = _S_SET + FlowCounter.LATENCY           # 9: N after the slot (FlowCounter
 _S_AVG = _S_N + DropProbability.AVG_DELAY     # 11: lagged average read
 _S_DECIDE = _S_N + DropProbability.LATENCY    # 17: probability ready, early decision
 _S_VERDICT = _S_DECIDE + Decision.LATENCY     # 19: action; verdict into the FIFO
-_S_AVG_WRITE = _S_VERDICT + QueueAverager.LATENCY  # 22: updated average into the lag line
+_S_AVG_WRITE = _S_VERDICT + QueueAverager.NEXT_LATENCY  # 22: updated average into the lag line
 #: Clocks from an arrival's accept to its verdict at the output (valid, with ready high).
 LATENCY = _S_VERDICT + 1
 #: Smallest ``Build.avg_lag`` this pipeline supports: arrival k reads the lag line at stage 11,
@@ -65,16 +65,17 @@ class QueueManager(wiring.Component):
     11      lagged average read (arrival k reads the average after k - avg_lag)
     11-16   RED regions, select, multiply (2), shift, saturate         DropProbability
     17-18   early decision, ECN, hard limits, occupancy                Decision
-    19-20   verdict into the FIFO, counters; idle cells, decay table   QueueAverager
-    21      average update; 22: written to the lag line
+    19-21   verdict into the FIFO, counters; idle cells, decay table,   QueueAverager
+            decay shift decoded
+    22      average update, written to the lag line (``avg_next``)
     ======  ===========================================================================
 
     Latency: ``LATENCY`` = 20 clocks from accept to verdict when the sink is ready.
     Reset: the documented reset state (sw/README.md) includes an empty flow vector and a lag
     line of zeros, both memories that keep their contents across a reset; so out of reset the
     flow counter wipes the vector (``busy`` high and the arrival port not ready for the first
-    ``build.vec_bits + 3`` clocks: 8195 for the default build, 82 us at 100 MHz) and the
-    lag line is zeroed meanwhile (``avg_lag`` clocks). Departures are accepted meanwhile.
+    ``build.vec_bits + 3`` clocks: 8195 for the default build, 82 us at 100 MHz); the lag
+    line reads as zeros until each entry is written. Departures are accepted meanwhile.
     Back-pressure: verdicts wait in a ``FIFO_DEPTH``-entry FIFO; an arrival is accepted only
     when its verdict has a place (credit count), so no verdict is lost or duplicated.
 
@@ -83,8 +84,9 @@ class QueueManager(wiring.Component):
     build : fpq.Build
         Build-time parameters; ``build.avg_lag`` must be at least ``MIN_AVG_LAG``.
     ram_style : str
-        ``BlockRAM`` style ("generic": portable, simulation, Verilog export; "ecp5": DP16KD
-        primitives with output registers).
+        ``BlockRAM`` and ``Multiplier`` style ("generic": portable, simulation, Verilog
+        export; "ecp5": DP16KD primitives with output registers, MULT18X18D with input and
+        output registers).
 
     Attributes
     ----------
@@ -111,8 +113,6 @@ class QueueManager(wiring.Component):
     def __init__(self, build=None, ram_style="generic"):
         build = build or Build()
         self.ram_style = ram_style
-        # the reset wipe of the vector (vec_bits + 3 clocks) covers the lag line's zeroing
-        assert build.vec_bits + 3 >= build.avg_lag
         if build.avg_lag < MIN_AVG_LAG:
             raise ConfigError(f"avg_lag: {build.avg_lag} is below the RTL pipeline distance; "
                               f"allowed range [{MIN_AVG_LAG}, 64]")
@@ -144,7 +144,7 @@ class QueueManager(wiring.Component):
         arr, dep = self.arrivals, self.departures
 
         m.submodules.fifo = fifo = SyncFIFO(width=VERDICT.size, depth=FIFO_DEPTH)
-        m.submodules.hash = fh = FlowHash(b)
+        m.submodules.hash = fh = FlowHash(b, self.ram_style)
         m.submodules.flow_counter = fc = FlowCounter(b, _S_SET, self.ram_style)
         m.submodules.probability = dp = DropProbability(b, self.ram_style)
         m.submodules.decision = dc = Decision(b)
@@ -212,8 +212,12 @@ class QueueManager(wiring.Component):
         lag_rp = lag_line.read_port(domain="comb")
         lag_wp = lag_line.write_port()
         m.d.comb += lag_rp.addr.eq(stages[_S_AVG].lag)
+        lag_written = Signal(b.avg_lag)
+        lag_avg = Signal(QAVG.width)
+        m.d.comb += lag_avg.eq(Mux(lag_written.bit_select(stages[_S_AVG].lag, 1),
+                                   lag_rp.data, 0))
         m.d.comb += [
-            dp.n_raw.eq(fc.n_raw), dp.avg.eq(lag_rp.data),
+            dp.n_raw.eq(fc.n_raw), dp.avg.eq(lag_avg),
             dp.table_bank.eq(self.rate_bank), dp.table_we.eq(self.rate_we), dp.table_addr.eq(self.rate_addr),
             dp.table_data.eq(self.rate_data),
         ]
@@ -236,7 +240,7 @@ class QueueManager(wiring.Component):
             n_next = Signal.like(dp.n, name=f"n{i + 1}")
             m.d.sync += n_next.eq(n_at_avg)
             n_at_avg = n_next
-        m.d.sync += tele[0].eq(Cat(n_at_avg, lag_rp.data))
+        m.d.sync += tele[0].eq(Cat(n_at_avg, lag_avg))
         for i in range(1, len(tele)):
             m.d.sync += tele[i].eq(tele[i - 1])
         prob16, prob17 = Signal.like(dp.prob), Signal.like(dp.prob)
@@ -269,16 +273,15 @@ class QueueManager(wiring.Component):
             qa.table_data.eq(self.decay_data),
         ]
         # ---- stage 22: the updated average into the lag line --------------------------------
-        # Out of reset the lag line is zeroed, one entry per clock (a LUT RAM keeps its
-        # contents across a reset): the decisions of the first avg_lag arrivals use A = 0.
-        # The flow counter's reset wipe keeps the arrival port closed for vec_bits + 3 >=
-        # avg_lag clocks, so no arrival's write meets these.
-        lag_zero = Signal(range(b.avg_lag + 1), init=b.avg_lag)
-        with m.If(lag_zero != 0):
-            m.d.sync += lag_zero.eq(lag_zero - 1)
-        m.d.comb += [lag_wp.en.eq(stages[_S_AVG_WRITE].av | (lag_zero != 0)),
-                     lag_wp.addr.eq(Mux(lag_zero != 0, lag_zero - 1, stages[_S_AVG_WRITE].lag)),
-                     lag_wp.data.eq(Mux(lag_zero != 0, 0, qa.avg))]
+        # Written straight from the averager's ``avg_next`` (its recurrence output), with no
+        # logic in between. Out of reset every entry reads as 0 until it is first written (a
+        # LUT RAM keeps its contents across a reset, so a bit per entry says "written"; it is
+        # cleared by reset): the decisions of the first avg_lag arrivals use A = 0.
+        m.d.comb += [lag_wp.en.eq(stages[_S_AVG_WRITE].av),
+                     lag_wp.addr.eq(stages[_S_AVG_WRITE].lag),
+                     lag_wp.data.eq(qa.avg_next)]
+        with m.If(stages[_S_AVG_WRITE].av):
+            m.d.sync += lag_written.bit_select(stages[_S_AVG_WRITE].lag, 1).eq(1)
 
         m.d.comb += self.idle.eq(~accept & ~Cat(s.av for s in stages[1:]).any())
         m.d.comb += [self.n_raw.eq(fc.n_raw),

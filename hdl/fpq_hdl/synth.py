@@ -66,7 +66,7 @@ def _component(name, build):
     from .registers import RegisterFile
     return {
         "queue_manager": lambda: QueueManager(build, ram_style="ecp5"),
-        "flow_hash": lambda: FlowHash(build),
+        "flow_hash": lambda: FlowHash(build, "ecp5"),
         "flow_counter": lambda: FlowCounter(build, _S_SET, ram_style="ecp5"),
         "drop_probability": lambda: DropProbability(build, ram_style="ecp5"),
         "decision": lambda: Decision(build),

@@ -145,3 +145,32 @@ def test_decision_fpq_matches_model(ecn):
     actions = {w[0] for w in want}
     assert actions == ({qm.ENQUEUE, qm.MARK, qm.DROP_EARLY, qm.DROP_FORCED} if ecn else
                        {qm.ENQUEUE, qm.DROP_EARLY, qm.DROP_FORCED})
+
+
+def test_decision_byte_limit_above_2_31(monkeypatch):
+    """Occupancy above 2**31 bytes with a byte limit of 3 GiB (drop-tail): the byte compare
+    must treat the occupancy as unsigned (an earlier version compared it as a signed 32-bit
+    number, which turned every arrival above 2 GiB queued into an enqueue)."""
+    config = Config(build=BUILD, mode="droptail", limit_pkts=(1 << 20) - 1,
+                    limit_bytes=3 << 30)
+    slots = []
+    for k in range(66_000):
+        arr = Arrival(k, 0, 65535, False)
+        dep = Departure(k, 65535) if k % 64 == 63 else None
+        slots.append((arr, dep, 0, 0))
+    model = qm.QueueManager(config)
+    monkeypatch.setattr(qm, "probability", lambda *args: 0)
+    model._rand = lambda: 0
+    want = []
+    for arr, dep, _, _ in slots:
+        if dep:
+            model.depart(dep)
+        idle = model.avg.idle
+        diff = wrap_signed(arr.ts - model.avg.idle_since, TIME_BITS)
+        q = model.occ_pkts
+        v = model.arrive(arr)
+        want.append((v.action, q, idle, diff if idle else None))
+    got = simulate(config, slots, model)
+    assert got == want
+    assert model.occ_bytes > 1 << 31
+    assert {w[0] for w in want} == {qm.ENQUEUE, qm.DROP_FORCED}
