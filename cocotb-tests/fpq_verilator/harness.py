@@ -217,9 +217,11 @@ class VerilatedQueueManager:
             t = config.decay_table()
             so.fpqv_write_decay(h, self._decay_bank, _u32(t), len(t))
             self._decay_bank ^= 1
+        rekey = new_r["hash_key"] != old_r["hash_key"]
         strobes = ((new_r["rng_decide_state"] != old_r["rng_decide_state"])
                    | (new_r["rng_clear_state"] != old_r["rng_clear_state"]) << 1
-                   | (new_r["v_max"] != old_r["v_max"]) << 3)
+                   | (new_r["v_max"] != old_r["v_max"] or rekey) << 3
+                   | rekey << 4)
         so.fpqv_commit(h, self._rate_bank, self._decay_bank, strobes)
         self.config = config
 
@@ -266,7 +268,7 @@ class VerilatedQueueManager:
         from fpq_hdl.queue_manager import LATENCY
         self._so.fpqv_clock(self._h, LATENCY + 2)
         c = (ctypes.c_uint64 * 7)()
-        t = (ctypes.c_uint64 * 7)()
+        t = (ctypes.c_uint64 * 8)()
         self._so.fpqv_telemetry(self._h, c, t)
         return list(c), list(t)
 
@@ -281,7 +283,7 @@ class VerilatedQueueManager:
     def snapshot(self):
         c, t = self._telemetry()
         n_raw = t[0]
-        return {"n_raw": n_raw, "n": min(n_raw, self.config.registers()["n_cap"]),
+        return {"n_raw": n_raw, "n": t[7],
                 "avg": t[1], "occ_pkts": t[2], "occ_bytes": t[3], "max_queue": t[4],
                 **dict(zip(COUNTERS, c))}
 

@@ -7,7 +7,10 @@ model (``fpq``, imported):
 * X-propagation: power-up values stripped, ``--x-assign unique --x-initial unique``, runs
   from several random initial states give the model's verdicts after reset;
 * reset at any clock: mid-stream (every pipeline stage, clear-backlog stalls), during the
-  vector wipe of a previous reset; afterwards the verdicts are a fresh model's.
+  vector wipe of a previous reset; afterwards the verdicts are a fresh model's;
+* live re-key: commits of new hash keys mid-stream (with a hold, during a hold, with no
+  hold, with a v_max change, across the timestamp wrap): every verdict and telemetry value
+  equals the model's, and the held count is really used.
 
 Numbers and widths: docs/RELIABILITY.md."""
 
@@ -121,6 +124,75 @@ def test_flood_1m(name):
     assert r["n_max"] == r["cap"] if name == "slow-clears" else r["n_max"] > 1000
 
 
+# ---- live re-key ------------------------------------------------------------------------------
+REKEY_CFG = dict(mode="fpq", tick_hz=1e6, t_clear_s=0.01, v_max=5000, n_cap=4000,
+                 limit_pkts=400, wq_shift=6, ecn=True, rekey_hold_t_clear=0.5)
+
+
+def _rekey_events(n, seed, t0, flows=400):
+    """``n`` arrivals, 0-3 ticks apart, from ``flows`` flows, with departures (a queue that
+    builds and drains); timestamps modulo 2^48."""
+    rnd = random.Random(seed)
+    pool = [rnd.getrandbits(104) for _ in range(flows)]
+    out, t = [], t0
+    for _ in range(n):
+        t = (t + rnd.choice((0, 1, 2, 3))) & ((1 << TIME_BITS) - 1)
+        if rnd.random() < 0.7:
+            out.append(Departure(t, 576))
+        out.append(Arrival(t, rnd.choice(pool), rnd.choice((64, 576, 1500)),
+                           rnd.random() < 0.5))
+    return out, t + 1
+
+
+def test_live_rekey_is_bit_exact_and_holds_the_count():
+    """Six phases, each a commit then traffic, through the model and the Verilated RTL:
+    re-key with a 5,000-tick hold (ends mid-phase); re-key, then again during its hold (the
+    first held count stays, the hold restarts); re-key with no hold; re-key with a v_max change
+    across the 2^48 timestamp wrap; a commit with no key change. Every verdict (its n is
+    the count decided with) and the telemetry after each phase equal the model's; in the
+    held phases the decisions really used the held count, not the rebuilding vector's."""
+    from fpq_verilator import VerilatedQueueManager
+    base = Config(hash_key=bytes(range(1, 21)), **REKEY_CFG)
+    keys = [bytes(range(k, k + 20)) for k in (30, 60, 90, 120, 150)]
+    phases = [(None, 20_000),
+              (base.replace(hash_key=keys[0]), 6_000),
+              (base.replace(hash_key=keys[1]), 1_000),
+              (base.replace(hash_key=keys[2]), 5_000),            # during the hold
+              (base.replace(hash_key=keys[3], rekey_hold_t_clear=0.0), 2_000),
+              (base.replace(hash_key=keys[4], v_max=3000, rekey_hold_t_clear=1.0), 9_000),
+              (base.replace(hash_key=keys[4], v_max=3000, wq_shift=5), 2_000)]
+    model, rtl = Model(base), VerilatedQueueManager(base)
+    t = 0
+    held_decisions = 0
+    for k, (cfg, n) in enumerate(phases):
+        if cfg is not None:
+            held = model.snapshot()["n"] if not model._hold else model._n_held
+            model.configure(cfg)
+            rtl.configure(cfg)
+            assert rtl.snapshot() == model.snapshot(), f"after commit {k}"
+        if k == 5:
+            t = (1 << TIME_BITS) - 4_000               # the hold's end lies past the wrap
+        events, t = _rekey_events(n, seed=k, t0=t)
+        want = []
+        for e in events:
+            if type(e) is Departure:
+                model.depart(e)
+                continue
+            v = model.arrive(e)
+            want.append(v)
+            if cfg is not None and cfg.rekey_hold_t_clear and model._hold and \
+                    v.n == min(held, cfg.n_cap) != min(model.n_raw, cfg.n_cap):
+                held_decisions += 1
+        got = rtl.run(events)
+        if got != want:
+            i = next(i for i, (g, w) in enumerate(zip(got, want)) if g != w)
+            raise AssertionError(f"phase {k}: verdict {i}: RTL {got[i]} != model {want[i]}")
+        assert rtl.snapshot() == model.snapshot(), f"phase {k}"
+        assert rtl.counters == model.counters
+    assert model.fc.wipes >= 5
+    assert held_decisions > 5_000
+
+
 # ---- X-propagation and reset at any clock ------------------------------------------------------
 def _xqm(config, seed):
     from .xharness import XVerilatedQueueManager
@@ -149,11 +221,12 @@ def test_random_initial_state_is_really_random():
 @pytest.mark.parametrize("mode", ["fpq", "red"])
 def test_verdicts_after_reset_do_not_depend_on_the_initial_state(mode):
     """8 random initial states (seeds): reset, load the configuration, 3000 arrivals, a
-    commit of a new configuration (tables, seeds, v_max), 3000 more: every verdict, counter
-    and telemetry value equals the model's."""
+    commit of a new configuration (tables, seeds, v_max, hash key with a re-key hold), 3000
+    more: every verdict, counter and telemetry value equals the model's."""
     c1 = Config(build=SMALL, mode=mode, **XCFG)
     c2 = c1.replace(v_max=200, p_pkts=5.0, seed_decide=11, seed_clear=12, red_max_p=0.2,
-                    idle_pkt_time_s=1e-3)
+                    idle_pkt_time_s=1e-3, hash_key=bytes(range(5, 25)),
+                    rekey_hold_t_clear=0.5)        # and a live re-key
     ev1, ev2 = _traffic(c1, 3000, 1), _traffic(c1, 3000, 2)
     ev2 = [e._replace(ts=e.ts + ev1[-1].ts) for e in ev2]
     model = Model(c1)

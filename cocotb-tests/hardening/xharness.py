@@ -44,7 +44,7 @@ void* fpqv_new_seeded(int seed) {
     t->hold = 0;
     t->counter_clear = 0;
     t->clear_max_queue = 0;
-    t->load_rng_decide = t->load_rng_clear = t->restart = t->wipe = 0;
+    t->load_rng_decide = t->load_rng_clear = t->restart = t->wipe = t->rekey = 0;
     t->rate_we = t->decay_we = 0;
     t->arrivals___05Fvalid = t->departures___05Fvalid = 0;
     t->verdicts___05Fready = 1;

@@ -89,7 +89,7 @@ class QueueManagerTB:
 
     def _init_control(self):
         dut = self.dut
-        for s in ("load_rng_decide", "load_rng_clear", "restart", "wipe", "hold", "rate_we",
+        for s in ("load_rng_decide", "load_rng_clear", "restart", "wipe", "rekey", "hold", "rate_we",
                   "decay_we", "rate_bank", "decay_bank", "clear_max_queue"):
             getattr(dut, s).value = 0
         dut.counter_clear.value = 0
@@ -150,8 +150,11 @@ class QueueManagerTB:
         if old is None:
             strobes = ["load_rng_decide", "load_rng_clear", "restart"]
         else:
-            if regs["v_max"] != oregs["v_max"]:
+            rekey = regs["hash_key"] != oregs["hash_key"]
+            if regs["v_max"] != oregs["v_max"] or rekey:
                 strobes.append("wipe")
+            if rekey:
+                strobes.append("rekey")
             if regs["rng_decide_state"] != oregs["rng_decide_state"]:
                 strobes.append("load_rng_decide")
             if regs["rng_clear_state"] != oregs["rng_clear_state"]:

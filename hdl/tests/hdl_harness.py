@@ -192,7 +192,7 @@ async def commit(ctx, dut, old, new):
     """Apply ``new`` while the pipeline is empty, as the register file's ``CONTROL.COMMIT``
     does (and ``fpq.QueueManager.configure`` in the model): changed tables into the inactive
     bank and a bank swap, the registers in one clock with the strobes a wipe (``v_max``
-    changed) and seed reloads need, one clock with the port held."""
+    or ``hash_key`` changed), a re-key and seed reloads need, one clock with the port held."""
     while not ctx.get(dut.idle):
         await ctx.tick()
     for name, table in (("rate", new.rate_table()), ("decay", new.decay_table())):
@@ -210,7 +210,8 @@ async def commit(ctx, dut, old, new):
     old_r, new_r = old.registers(), new.registers()
     ctx.set(dut.config.as_value(), pack(config_layout(new.build), new_r))
     await ctx.tick()
-    strobes = [(dut.wipe, new_r["v_max"] != old_r["v_max"]),
+    rekey = new_r["hash_key"] != old_r["hash_key"]
+    strobes = [(dut.wipe, new_r["v_max"] != old_r["v_max"] or rekey), (dut.rekey, rekey),
                (dut.load_rng_decide, new_r["rng_decide_state"] != old_r["rng_decide_state"]),
                (dut.load_rng_clear, new_r["rng_clear_state"] != old_r["rng_clear_state"])]
     for s, on in strobes:

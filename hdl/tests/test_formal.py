@@ -4,7 +4,7 @@ Bounded model checking from reset with yosys-smtbmc + Yices on small builds; eve
 is paired with an injected fault that the solver must catch (so a passing proof is not a
 vacuous one: the same environment reaches the failing state within the same bound).
 Deeper bounds, induction and the cross-check with Yosys' own ``sat`` are ``long`` tests.
-Results and run times: docs/FORMAL_RESULTS.md.
+Results and run times: docs/RELIABILITY.md ("Formal checks").
 """
 
 import pytest

@@ -18,7 +18,8 @@ from .formats import (QAVG, PROB, PROB_ONE, CLEAR_PERIOD, RATE, QPKTS_BITS, QBYT
                       DECAY_SHIFT_BITS)
 
 __all__ = ["Field", "FIELDS", "Build", "Config", "ConfigError", "MODES", "RSS_KEY",
-           "lt_qt_float", "expand_seed", "DECAY_TABLE_DEPTH", "FLUSH_CLEAR_PERIODS"]
+           "lt_qt_float", "expand_seed", "DECAY_TABLE_DEPTH", "FLUSH_CLEAR_PERIODS",
+           "REKEY_HOLD_LIMIT"]
 
 MODES = {"droptail": 0, "red": 1, "fpq": 2}
 #: The Microsoft RSS verification key (first 20 bytes are used). Public: set your own in
@@ -29,6 +30,9 @@ DECAY_TABLE_DEPTH = 256
 #: A backlog of clears longer than this many full vector sweeps (8 * t_clear) wipes the
 #: vector instead of replaying the clears one by one (e^-8 of the bits would survive).
 FLUSH_CLEAR_PERIODS = 8
+#: The re-key hold is compared with timestamp differences modulo 2**48 as signed numbers, so
+#: it must stay below 2**47 ticks (10.9 days at 150 MHz).
+REKEY_HOLD_LIMIT = 1 << 47
 
 
 class ConfigError(ValueError):
@@ -114,7 +118,15 @@ FIELDS = [
     Field("limit_bytes", "reg", "int", "bytes", f"{QBYTES_BITS} bits", 1, (1 << QBYTES_BITS) - 1,
           (1 << QBYTES_BITS) - 1, "Hard queue limit in bytes (forced drop above it)."),
     Field("hash_key", "reg", "bytes", "-", "160 bits (first 136 used)", 20, 20, RSS_KEY,
-          "Toeplitz hash key. Secret in deployment."),
+          "Toeplitz hash key. Secret in deployment. A commit that changes it re-keys live: "
+          "the vector is wiped and rebuilt under the new key while decisions use the count "
+          "held from before (see rekey_hold_t_clear)."),
+    Field("rekey_hold_t_clear", "host", "float", "t_clear",
+          "host -> rekey_hold (48-bit ticks)",
+          0.0, 64.0, 3.0,
+          "After a re-key, decisions use the flow count held from before the re-key for this "
+          "many t_clear (from the first arrival after it) while the wiped vector refills "
+          "under the new key; 0 uses the rebuilding count at once."),
     Field("seed_decide", "host", "int", "-", "host -> rng_decide_state (128 bits)", 0,
           (1 << 64) - 1, 1, "Seed of the per-arrival random numbers."),
     Field("seed_clear", "host", "int", "-", "host -> rng_clear_state (128 bits)", 0,
@@ -227,11 +239,23 @@ class Config:
                               f"({FLUSH_CLEAR_PERIODS} t_clear) overflow its 64-bit register "
                               f"at tick_hz={v['tick_hz']:g}; allowed range [..., "
                               f"{longest:.6g}] s")
+        # (with the default 3 t_clear this cannot fail once flush_after fits)
+        if self.rekey_hold_raw() >= REKEY_HOLD_LIMIT:
+            longest = (REKEY_HOLD_LIMIT - 1) / (v["t_clear_s"] * v["tick_hz"])
+            raise ConfigError(f"rekey_hold_t_clear: {v['rekey_hold_t_clear']} t_clear is "
+                              f"longer than the hold register's signed 48-bit tick range "
+                              f"with t_clear_s={v['t_clear_s']} at tick_hz="
+                              f"{v['tick_hz']:g}; allowed range [0, {longest:.6g}] t_clear")
 
     # ---- derived raw values --------------------------------------------------------------
     def clear_period_raw(self):
         v = self.values
         return CLEAR_PERIOD.to_raw(v["t_clear_s"] * v["tick_hz"] / v["v_max"], "t_clear_s")
+
+    def rekey_hold_raw(self):
+        """The re-key hold in ticks (the ``rekey_hold`` register)."""
+        v = self.values
+        return int(round(v["rekey_hold_t_clear"] * v["t_clear_s"] * v["tick_hz"]))
 
     def idle_cell_log(self):
         """Ticks per idle-decay table cell, as a power of two: 255 cells span the time the
@@ -299,6 +323,7 @@ class Config:
             "hash_key": int.from_bytes(v["hash_key"], "big"),
             "rng_decide_state": _words_to_int(expand_seed(v["seed_decide"])),
             "rng_clear_state": _words_to_int(expand_seed(v["seed_clear"])),
+            "rekey_hold": self.rekey_hold_raw(),
         }
 
     def to_dict(self):

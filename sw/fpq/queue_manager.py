@@ -52,6 +52,7 @@ COUNTERS = ("arrivals", "enqueued", "marked", "early_drops", "forced_drops", "de
             "dep_errors")
 _CMASK = (1 << COUNTER_BITS) - 1
 _TMASK = (1 << TIME_BITS) - 1
+_THALF = 1 << (TIME_BITS - 1)
 _SMASK = (1 << SEQ_BITS) - 1
 # constants of the inlined component steps in ``arrive`` (see the components for their meaning)
 _CFX = CLEAR_PERIOD.frac_bits
@@ -85,6 +86,11 @@ class QueueManager:
         self._count = [0, 0, 0, 0]   # per action: enqueue, mark, drop_early, drop_forced
         self._departures = 0
         self._dep_errors = 0
+        # live re-key (see configure): 0 no hold, 1 armed (the next arrival starts the hold),
+        # 2 holding until _hold_end; decisions meanwhile use _n_held
+        self._hold = 0
+        self._n_held = 0
+        self._hold_end = 0
         self._apply(regs, self.config.rate_table())
 
     # ---- configuration -----------------------------------------------------------------------
@@ -103,16 +109,28 @@ class QueueManager:
         self._ecn = regs["ecn"]
         self._limit_pkts = regs["limit_pkts"]
         self._limit_bytes = regs["limit_bytes"]
+        self._rekey_hold = regs["rekey_hold"]
 
     def configure(self, config):
         """Apply a new configuration between two arrivals (the hardware's COMMIT).
 
         State is kept: the vector (wiped if v_max changes), average, queue, counters. Seeds are
-        reloaded only if they changed."""
+        reloaded only if they changed.
+
+        Live re-key: a new ``hash_key`` wipes the vector (its bits were set under the old key)
+        and latches ``N``; from the next arrival on, for ``rekey_hold`` ticks, decisions use
+        that held count while the vector refills under the new key. A re-key during a hold
+        keeps the count held by the first and restarts the hold; ``rekey_hold`` 0 ends it."""
         regs = config.registers()
         old = self.regs
         if config.build != self.build:
             raise ValueError("build: build-time parameters cannot change at runtime")
+        if regs["hash_key"] != old["hash_key"]:
+            if not self._hold:
+                self._n_held = self.fc.n_raw
+            self._hold = 1 if regs["rekey_hold"] else 0
+            if regs["v_max"] == old["v_max"]:
+                self.fc.wipe()                 # (a new v_max wipes it in fc.configure)
         self.fc.configure(regs["v_max"], regs["clear_period"], regs["flush_after"],
                           regs["clear_literal"])
         self.avg.configure(regs["wq_shift"], regs["idle_cell_log"], config.decay_table())
@@ -155,6 +173,8 @@ class QueueManager:
             bits[idx] = 1
             fc.n_raw += 1
         n = fc.n_raw
+        if self._hold:
+            n = self._held_count(ts, n)
         if n > self._n_cap:
             n = self._n_cap
         # 2. probability from the lagged average
@@ -210,6 +230,18 @@ class QueueManager:
         self.seq = seq + 1
         return _new_verdict((seq & _SMASK, action, n, avg_used, p))
 
+    def _held_count(self, ts, n):
+        """The count an arrival at ``ts`` decides with while a re-key hold is armed or
+        running (``n`` is the rebuilding vector's count)."""
+        if self._hold == 1:                  # the first arrival after the re-key
+            self._hold_end = (ts + self._rekey_hold) & _TMASK
+            self._hold = 2
+            return self._n_held
+        if (ts - self._hold_end) & _TMASK >= _THALF:   # ts before the end (signed)
+            return self._n_held
+        self._hold = 0
+        return n
+
     def _index(self, flow):
         """The flow's vector index ``(hash * v_max) >> 32``, cached per flow (the cache is
         rebuilt whenever the key or v_max changes, in ``_apply``)."""
@@ -261,6 +293,7 @@ class QueueManager:
 
     def snapshot(self):
         """Readable state, with the names the register map uses for its telemetry registers."""
-        return {"n_raw": self.fc.n_raw, "n": min(self.fc.n_raw, self.regs["n_cap"]),
+        n = self._n_held if self._hold else self.fc.n_raw
+        return {"n_raw": self.fc.n_raw, "n": min(n, self.regs["n_cap"]),
                 "avg": self.avg.avg, "occ_pkts": self.occ_pkts, "occ_bytes": self.occ_bytes,
                 "max_queue": self.max_queue, **self.counters}

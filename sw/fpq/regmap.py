@@ -15,6 +15,13 @@ Behaviour the hardware guarantees (and the model mirrors in :func:`check_registe
   (its index in ``REGISTERS``). So no verdict is ever computed from half-old, half-new values.
 * A commit that changes ``v_max`` wipes the flow vector (the port stalls ``vec_bits`` clocks);
   one that changes a ``rng_*_state`` reloads that generator.
+* Live re-key: a commit that changes ``hash_key`` wipes the vector too (bits set under the old
+  key mean nothing under the new one) and latches the flow count ``N`` of that moment. The
+  first arrival after it starts a hold of ``rekey_hold`` ticks: arrivals before its end
+  (timestamp difference modulo 2**48, signed) decide with the held count while the vector
+  refills under the new key; the telemetry ``n`` shows the held count and ``n_raw`` the
+  rebuilding one. A re-key during a hold keeps the count held by the first (the vector has not
+  been rebuilt yet) and restarts the hold; a ``rekey_hold`` of 0 ends any hold at once.
 * Table writes (``rate_table``, ``decay_table``) go to the inactive bank; a commit swaps the
   banks of each table written since the last commit. Reads of a table return 0 (a host read port would cost a second copy of
   each table RAM; the host keeps what it wrote). The hardware does not track which entries
@@ -43,9 +50,9 @@ import json
 import os
 
 from .atomic import write_text
-from .config import FIELDS, Build, Config, DECAY_TABLE_DEPTH
+from .config import FIELDS, Build, Config, DECAY_TABLE_DEPTH, REKEY_HOLD_LIMIT
 from .formats import (QAVG, PROB, PROB_ONE, CLEAR_PERIOD, RATE, QPKTS_BITS, QBYTES_BITS,
-                      DECAY_SHIFT_BITS)
+                      DECAY_SHIFT_BITS, TIME_BITS)
 from .queue_manager import COUNTERS
 
 __all__ = ["Register", "Table", "registers", "tables", "check_registers", "write_all",
@@ -118,6 +125,9 @@ def _config_specs(build):
          "State loaded into the per-arrival generator (all-zero loads w = 1)."),
         ("rng_clear_state", 128, 0, (1 << 128) - 1, "xorshift128 x|y|z|w (x low)",
          "State loaded into the clear-index generator (all-zero loads w = 1)."),
+        ("rekey_hold", TIME_BITS, 0, REKEY_HOLD_LIMIT - 1, "ticks",
+         "After a commit that changes hash_key: ticks, from the first arrival after it, during "
+         "which decisions use the flow count held from before the re-key (0: no hold)."),
     ]
 
 

@@ -99,7 +99,7 @@
 #define FPQ_REG_LIMIT_BYTES 0x00098u
 #define FPQ_REG_LIMIT_BYTES_WIDTH 32u
 #define FPQ_REG_LIMIT_BYTES_INDEX 20u
-/* Toeplitz hash key. Secret in deployment. [rw, 160 bits, key bits 0..159, bit 0 = MSB of byte 0 at the top] */
+/* Toeplitz hash key. Secret in deployment. A commit that changes it re-keys live: the vector is wiped and rebuilt under the new key while decisions use the count held from before (see rekey_hold_t_clear). [rw, 160 bits, key bits 0..159, bit 0 = MSB of byte 0 at the top] */
 #define FPQ_REG_HASH_KEY 0x000a0u
 #define FPQ_REG_HASH_KEY_WIDTH 160u
 #define FPQ_REG_HASH_KEY_INDEX 21u
@@ -111,58 +111,62 @@
 #define FPQ_REG_RNG_CLEAR_STATE 0x000d0u
 #define FPQ_REG_RNG_CLEAR_STATE_WIDTH 128u
 #define FPQ_REG_RNG_CLEAR_STATE_INDEX 23u
+/* After a commit that changes hash_key: ticks, from the first arrival after it, during which decisions use the flow count held from before the re-key (0: no hold). [rw, 48 bits, ticks] */
+#define FPQ_REG_REKEY_HOLD 0x000e0u
+#define FPQ_REG_REKEY_HOLD_WIDTH 48u
+#define FPQ_REG_REKEY_HOLD_INDEX 24u
 /* Counter: arrivals; write clears. [rc, 64 bits, count] */
 #define FPQ_REG_ARRIVALS 0x00200u
 #define FPQ_REG_ARRIVALS_WIDTH 64u
-#define FPQ_REG_ARRIVALS_INDEX 24u
+#define FPQ_REG_ARRIVALS_INDEX 25u
 /* Counter: enqueued; write clears. [rc, 64 bits, count] */
 #define FPQ_REG_ENQUEUED 0x00208u
 #define FPQ_REG_ENQUEUED_WIDTH 64u
-#define FPQ_REG_ENQUEUED_INDEX 25u
+#define FPQ_REG_ENQUEUED_INDEX 26u
 /* Counter: marked; write clears. [rc, 64 bits, count] */
 #define FPQ_REG_MARKED 0x00210u
 #define FPQ_REG_MARKED_WIDTH 64u
-#define FPQ_REG_MARKED_INDEX 26u
+#define FPQ_REG_MARKED_INDEX 27u
 /* Counter: early drops; write clears. [rc, 64 bits, count] */
 #define FPQ_REG_EARLY_DROPS 0x00218u
 #define FPQ_REG_EARLY_DROPS_WIDTH 64u
-#define FPQ_REG_EARLY_DROPS_INDEX 27u
+#define FPQ_REG_EARLY_DROPS_INDEX 28u
 /* Counter: forced drops; write clears. [rc, 64 bits, count] */
 #define FPQ_REG_FORCED_DROPS 0x00220u
 #define FPQ_REG_FORCED_DROPS_WIDTH 64u
-#define FPQ_REG_FORCED_DROPS_INDEX 28u
+#define FPQ_REG_FORCED_DROPS_INDEX 29u
 /* Counter: departures; write clears. [rc, 64 bits, count] */
 #define FPQ_REG_DEPARTURES 0x00228u
 #define FPQ_REG_DEPARTURES_WIDTH 64u
-#define FPQ_REG_DEPARTURES_INDEX 29u
+#define FPQ_REG_DEPARTURES_INDEX 30u
 /* Counter: dep errors; write clears. [rc, 64 bits, count] */
 #define FPQ_REG_DEP_ERRORS 0x00230u
 #define FPQ_REG_DEP_ERRORS_WIDTH 64u
-#define FPQ_REG_DEP_ERRORS_INDEX 30u
+#define FPQ_REG_DEP_ERRORS_INDEX 31u
 /* Flow-vector popcount N. [ro, 17 bits, ] */
 #define FPQ_REG_N_RAW 0x00280u
 #define FPQ_REG_N_RAW_WIDTH 17u
-#define FPQ_REG_N_RAW_INDEX 31u
+#define FPQ_REG_N_RAW_INDEX 32u
 /* min(N, n_cap): the count decisions use. [ro, 16 bits, ] */
 #define FPQ_REG_N 0x00284u
 #define FPQ_REG_N_WIDTH 16u
-#define FPQ_REG_N_INDEX 32u
+#define FPQ_REG_N_INDEX 33u
 /* Average queue (QAVG) after the latest arrival. [ro, 36 bits, ] */
 #define FPQ_REG_AVG 0x00288u
 #define FPQ_REG_AVG_WIDTH 36u
-#define FPQ_REG_AVG_INDEX 33u
+#define FPQ_REG_AVG_INDEX 34u
 /* Queue occupancy, packets. [ro, 20 bits, ] */
 #define FPQ_REG_OCC_PKTS 0x00290u
 #define FPQ_REG_OCC_PKTS_WIDTH 20u
-#define FPQ_REG_OCC_PKTS_INDEX 34u
+#define FPQ_REG_OCC_PKTS_INDEX 35u
 /* Queue occupancy, bytes. [ro, 32 bits, ] */
 #define FPQ_REG_OCC_BYTES 0x00294u
 #define FPQ_REG_OCC_BYTES_WIDTH 32u
-#define FPQ_REG_OCC_BYTES_INDEX 35u
+#define FPQ_REG_OCC_BYTES_INDEX 36u
 /* Largest occupancy seen (packets); write clears. [rc, 20 bits, ] */
 #define FPQ_REG_MAX_QUEUE 0x00298u
 #define FPQ_REG_MAX_QUEUE_WIDTH 20u
-#define FPQ_REG_MAX_QUEUE_INDEX 36u
+#define FPQ_REG_MAX_QUEUE_INDEX 37u
 /* Idle decay: right shift of the average after c idle cells. */
 #define FPQ_DECAY_TABLE 0x01000u
 #define FPQ_DECAY_TABLE_DEPTH 256u
