@@ -43,6 +43,16 @@ def test_decision_matches_model(mode, ecn, monkeypatch):
     monkeypatch.setattr(qm, "probability", lambda *args: next(ps))
     us = iter([u for arr, _, _, u in slots if arr])
     model._rand = lambda: next(us)
+    want = model_outputs(model, slots)
+    got = simulate(config, slots, model)
+    assert got == want
+    actions = {w[0] for w in want}
+    assert len(actions) >= (2 if mode == "droptail" else 3)
+
+
+def model_outputs(model, slots):
+    """The model's (action, queue found, idle, idle time) per arrival of ``slots``, the
+    departures applied first."""
     want = []
     for arr, dep, _, _ in slots:
         if dep:
@@ -53,10 +63,7 @@ def test_decision_matches_model(mode, ecn, monkeypatch):
             q = model.occ_pkts
             v = model.arrive(arr)
             want.append((v.action, q, idle, diff if idle else None))
-    got = simulate(config, slots, model)
-    assert got == want
-    actions = {w[0] for w in want}
-    assert len(actions) >= (2 if mode == "droptail" else 3)
+    return want
 
 
 def simulate(config, slots, model):
@@ -161,15 +168,7 @@ def test_decision_byte_limit_above_2_31(monkeypatch):
     model = qm.QueueManager(config)
     monkeypatch.setattr(qm, "probability", lambda *args: 0)
     model._rand = lambda: 0
-    want = []
-    for arr, dep, _, _ in slots:
-        if dep:
-            model.depart(dep)
-        idle = model.avg.idle
-        diff = wrap_signed(arr.ts - model.avg.idle_since, TIME_BITS)
-        q = model.occ_pkts
-        v = model.arrive(arr)
-        want.append((v.action, q, idle, diff if idle else None))
+    want = model_outputs(model, slots)
     got = simulate(config, slots, model)
     assert got == want
     assert model.occ_bytes > 1 << 31
