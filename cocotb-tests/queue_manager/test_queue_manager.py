@@ -114,8 +114,10 @@ def test_queue_at_hard_limits(request, mode):
 
 def test_registers_rewritten_mid_stream(request):
     """Commits between events while verdicts wait under back-pressure: mode, ECN, limits,
-    wq_shift, n_cap, P (r(N) table), idle time (decay table), seeds (generator reloads) and
-    v_max (vector wipe). The clear period stays (see test_clear_period_rewritten)."""
+    wq_shift, n_cap, P (r(N) table), idle time (decay table), seeds (generator reloads),
+    v_max (vector wipe) and the hash key twice (live re-key: wipe and held count; a hold of
+    about 1,000 ticks that ends mid-phase, then one that lasts to the end). The clear period
+    stays (see test_clear_period_rewritten)."""
     b = BUILDS["small"]
     base = cfg(b, mode="fpq", t_clear_s=0.05)
     changes = [dict(mode="red", red_max_p=0.3, red_min_th=2, red_max_th=12),
@@ -123,7 +125,9 @@ def test_registers_rewritten_mid_stream(request):
                dict(mode="fpq", p_pkts=5.0, lc_correction=True),
                dict(idle_pkt_time_s=1e-3), dict(seed_decide=99, seed_clear=77),
                dict(v_max=100, t_clear_s=0.05 * 100 / 256), dict(mode="droptail"),
-               dict(mode="fpq", ecn=True)]
+               dict(mode="fpq", ecn=True),
+               dict(hash_key=bytes(range(9, 29)), rekey_hold_t_clear=0.05),
+               dict(hash_key=bytes(range(33, 53)), rekey_hold_t_clear=2.0)]
     script = [("config", base)]
     c = base
     for i, ch in enumerate(changes):
