@@ -6,8 +6,8 @@ from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
 from fpq.config import Build, ConfigError
-from fpq.formats import TIME_BITS, QAVG, QPKTS_BITS, QBYTES_BITS, COUNTER_BITS, SEQ_BITS, RATE, \
-    DECAY_SHIFT_BITS
+from fpq.formats import TIME_BITS, QAVG, QPKTS_BITS, QBYTES_BITS, COUNTER_BITS, SEQ_BITS, \
+    RATE, DECAY_SHIFT_BITS
 from fpq.queue_manager import COUNTERS, ENQUEUE, MARK, DROP_EARLY, DROP_FORCED
 
 from .layouts import ARRIVAL, DEPARTURE, VERDICT, config_layout
