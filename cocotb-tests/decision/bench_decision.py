@@ -15,8 +15,14 @@ clocks later: ``out_valid``, ``action``, ``q`` (the queue the arrival found), ``
 (when idle) ``idle_diff``, ``out_dep_valid``, ``dep_error``, and on every clock
 ``occ_pkts`` / ``occ_bytes``; ``max_queue`` one clock after them (documented).
 
+A clear of ``max_queue`` (``clear_max_queue``, a write to the register) presented with a slot
+acts before that slot's arrival, as ``fpq.QueueManager.clear_max_queue`` called before the
+model's ``arrive``; the RTL's ``max_queue`` reads 0 for one clock, then restarts from the
+occupancy after the previous slot. The bench checks both.
+
 Script items (plan["script"]): ``("config", Config)``, ``("commit", Config)`` (pipeline
-drained), ``("events", [(Arrival | None, Departure | None, p, u), ...])``, ``("stream",
+drained), ``("events", [(Arrival | None, Departure | None, p, u), ...][, clears])`` with
+``clears`` the indices of the slots presented with a ``max_queue`` clear, ``("stream",
 {gap, gap_burst})`` (idle clocks between slots)."""
 
 from collections import deque
@@ -85,7 +91,7 @@ class DecisionTB:
         self.seed = plan["seed"]
         self.streams(plan)
         self.ports = Ports(dut, ["valid", "p", "u", "ecn", "length", "ts", "dep_valid",
-                                 "dep_length", "dep_ts", "config"])
+                                 "dep_length", "dep_ts", "config", "clear_max_queue"])
         self.cov = Coverage()
         self.cycle = 0
         self.checked = 0
@@ -141,8 +147,10 @@ class DecisionTB:
                 hit(P + "u = p - 1 (boundary)")
         return out, err, (qm.occ_pkts, qm.occ_bytes), qm.max_queue
 
-    async def run_events(self, slots):
+    async def run_events(self, slots, clears=()):
         dut, ps, edge, gap = self.dut, self.ports, self.edge, self.gap
+        clears = set(clears)
+        zero_at = set()               # clocks whose max_queue check expects a clear's 0
         L = Decision.LATENCY
         idle_slot = (None, None, (self.model.qm.occ_pkts, self.model.qm.occ_bytes),
                      self.model.qm.max_queue)
@@ -173,10 +181,25 @@ class DecisionTB:
                     ps.set("dep_ts", dep.ts & TMASK)
                 else:
                     ps.set("dep_valid", 0)
+                if i in clears:
+                    ps.set("clear_max_queue", 1)
+                    qm = self.model.qm
+                    self.cov.hit(P + ("max_queue cleared with packets queued" if qm.occ_pkts
+                                      else "max_queue cleared with the queue empty"))
+                    if qm.max_queue > qm.occ_pkts:
+                        self.cov.hit(P + "max_queue clear lowers it")
+                    qm.clear_max_queue()
+                    # the RTL restarts from the occupancy after the previous slot: that slot's
+                    # expected max_queue is the cleared one, and a clock before it reads 0
+                    want[-1] = want[-1][:3] + (qm.max_queue,)
+                    zero_at.add(clocks + 1)
+                else:
+                    ps.set("clear_max_queue", 0)
                 out, err, occ, mq = self.predict(slots[i])
                 exp_now = (out, err, occ, mq)
                 i += 1
             else:
+                ps.set("clear_max_queue", 0)
                 ps.set("valid", 0)
                 ps.set("dep_valid", 0)
                 exp_now = (None, None, exp_now[2], exp_now[3])
@@ -207,9 +230,12 @@ class DecisionTB:
             if got_occ != occ:
                 raise AssertionError(f"{where(clocks, i)}: RTL (occ_pkts, occ_bytes) {got_occ} "
                                      f"!= model {occ}")
-            if o_max.value.to_unsigned() != max_prev:
+            want_max = 0 if clocks in zero_at else max_prev
+            if o_max.value.to_unsigned() != want_max:
                 raise AssertionError(f"{where(clocks - 1, i)}: RTL max_queue "
-                                     f"{o_max.value.to_unsigned()} != model {max_prev}")
+                                     f"{o_max.value.to_unsigned()} != model {want_max}"
+                                     + (" (the clock after a clear)" if clocks in zero_at
+                                        else ""))
             max_prev = mq
             clocks += 1
         self.cycle += clocks
@@ -232,7 +258,7 @@ class DecisionTB:
                 self.cov.hit(P + "configuration rewritten mid-stream")
                 await self.load(item[1])
             elif kind == "events":
-                await self.run_events(item[1])
+                await self.run_events(*item[1:])
             elif kind == "stream":
                 self.streams(item[1])
             else:

@@ -83,18 +83,25 @@ HUGE = (dict(limit_pkts=(1 << 20) - 1, limit_bytes=3_000_000_000), (65535,))
 HUGE_SLOTS = 3_000_000_000 // 65535 + 600
 
 
+def clears(rnd, n):
+    """Slots presented with a ``max_queue`` clear: the first, two back to back, a few more."""
+    at = rnd.randrange(1, n - 1)
+    return sorted({0, at, at + 1, *(rnd.randrange(n) for _ in range(4))})
+
+
 def rewrite_script(build, n):
     """Mode, ECN and limits rewritten every ``n`` slots (the RED spacing state and the
-    occupancy carry over), with valid gaps half of the time; then a queue that grows beyond
+    occupancy carry over), with valid gaps half of the time and ``max_queue`` cleared a few
+    times per phase; then a queue that grows beyond
     2**31 bytes to a byte limit of 3e9 (drop-tail, no departures) and drains."""
-    sl, rnd = Slots(seed=77), random.Random(78)
+    sl, rnd, crnd = Slots(seed=77), random.Random(78), random.Random(79)
     script = []
     for k in range(12):
         limits, lengths = PHASES[rnd.randrange(len(PHASES))]
         mode = ("red", "fpq", "droptail")[k % 3]
         script += [("stream", STREAMS["gaps" if k & 2 else "full-rate"]),
                    ("commit" if k else "config", cfg(build, mode, bool(k & 1), **limits)),
-                   ("events", sl.make(n, lengths))]
+                   ("events", sl.make(n, lengths), clears(crnd, n))]
     script += [("stream", STREAMS["full-rate"]),
                ("commit", cfg(build, "droptail", False, **HUGE[0])),
                ("events", sl.make(HUGE_SLOTS, HUGE[1], p_arr=1.0, p_dep=0.0)),
@@ -142,7 +149,9 @@ def test_decision_rewrites(request):
     assert res["inputs"] == 13 * (N // 2) + HUGE_SLOTS
     assert not missing(res, ["valid gap cycles", "configuration rewritten mid-stream",
                              "red mark", "fpq mark", "droptail drop forced",
-                             "byte occupancy >= 2^31", "forced drop by the byte limit"])
+                             "byte occupancy >= 2^31", "forced drop by the byte limit",
+                             "max_queue cleared with packets queued",
+                             "max_queue clear lowers it"])
 
 
 @pytest.mark.long

@@ -279,6 +279,12 @@ class QueueManager:
         return out
 
     # ---- telemetry ---------------------------------------------------------------------------
+    def clear_max_queue(self):
+        """A write to the ``max_queue`` register (clear-on-write): the largest occupancy
+        restarts from the queue as it is now. (The RTL applies it before the arrival presented
+        in the same clock and shows 0 for the clock after the write.)"""
+        self.max_queue = self.occ_pkts
+
     @property
     def counters(self):
         """The statistics counters (64-bit, wrapping), named as in the register map."""

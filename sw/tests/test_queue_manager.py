@@ -161,6 +161,23 @@ def test_counters_match_verdicts():
     assert qm.snapshot()["max_queue"] == 9
 
 
+def test_clear_max_queue_restarts_from_the_queue_as_it_is():
+    qm = QueueManager(Config(mode="droptail", limit_pkts=100))
+    for i in range(7):
+        qm.arrive(Arrival(i * 10, FLOW, 64, False))
+    for i in range(4):
+        qm.depart(Departure(100 + i, 64))
+    assert qm.snapshot()["max_queue"] == 7
+    qm.clear_max_queue()
+    assert qm.snapshot()["max_queue"] == qm.occ_pkts == 3
+    qm.arrive(Arrival(200, FLOW, 64, False))
+    assert qm.snapshot()["max_queue"] == 4
+    for i in range(4):
+        qm.depart(Departure(300 + i, 64))
+    qm.clear_max_queue()
+    assert qm.snapshot()["max_queue"] == 0
+
+
 def test_timestamp_wrap_keeps_the_flow_count():
     # 2**48 ticks is 21.7 days at 150 MHz; across the wrap the vector must not be wiped
     qm = QueueManager(Config(v_max=1024, build=Build(vec_bits=1024, table_depth=256)))
