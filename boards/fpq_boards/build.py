@@ -121,6 +121,8 @@ def format_summary(s):
             pct = 100.0 * r["used"] / r["available"] if r["available"] else 0.0
             lines.append(f"  {label:5s} {r['used']:7d} / {r['available']:7d}  {pct:5.1f} %")
     lines.append("  tools: " + ", ".join(f"{k} {v}" for k, v in s["tools"].items()))
+    if s.get("nextpnr"):
+        lines.append(f"  nextpnr seed {s['nextpnr']['seed']}, {s['nextpnr']['router']}")
     if s.get("build_seconds") is not None:
         lines.append(f"  build time {s['build_seconds']} s")
     return "\n".join(lines)
@@ -152,11 +154,18 @@ def wait_for_idle_toolchain(poll=10.0, limit=1800.0, log=print):
     return True
 
 
+#: nextpnr's routers: router1 (the default, more timing-driven) and router2 (which routes
+#: the ULX3S design where router1 stalls on congestion; see docs/BENCHMARKS.md)
+ROUTERS = ("router1", "router2")
+
+
 def build_board(board, out_root="build", vec_bits=None, table_depth=None, clk_mhz=None,
-                seed=1, tag=None, log=print):
+                seed=1, tag=None, log=print, router="router1"):
     """Build ``board``'s bitstream; returns the summary dict (also written as JSON/text)."""
     if board not in BOARDS:
         raise ValueError(f"board: {board!r} is not one of {', '.join(sorted(BOARDS))}")
+    if router not in ROUTERS:
+        raise ValueError(f"router: {router!r} is not one of {', '.join(ROUTERS)}")
     spec = BOARDS[board]
     build = Build(vec_bits=vec_bits or spec.build.vec_bits,
                   table_depth=table_depth or spec.build.table_depth)
@@ -164,7 +173,8 @@ def build_board(board, out_root="build", vec_bits=None, table_depth=None, clk_mh
     build_dir = os.path.abspath(os.path.join(out_root, tag or board))
     os.makedirs(build_dir, exist_ok=True)
     platform = spec.make_platform()
-    opts = {"nextpnr_opts": f"--report top.report.json --timing-allow-fail --seed {seed}"}
+    opts = {"nextpnr_opts": f"--report top.report.json --timing-allow-fail --seed {seed} "
+                            f"--router {router}"}
     if spec.family == "ice40":
         opts["synth_opts"] = "-dsp"
         # The iCE40 has no LUT RAM: drop the hdl's ram_style = distributed hints (set for
@@ -183,6 +193,7 @@ def build_board(board, out_root="build", vec_bits=None, table_depth=None, clk_mh
                       f"(Yosys) and {build_dir}/top.tim (nextpnr)") from None
     elapsed = time.time() - t0
     summary = summarise(spec, build_dir, build, top.f_mhz, elapsed)
+    summary["nextpnr"] = {"seed": seed, "router": router}
     with open(os.path.join(build_dir, "summary.json"), "w") as f:
         json.dump(summary, f, indent=1)
     text = format_summary(summary)

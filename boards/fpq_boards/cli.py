@@ -8,7 +8,8 @@ __all__ = ["register"]
 def _build(args):
     from .build import build_board
     s = build_board(args.board, out_root=args.out, vec_bits=args.vec_bits,
-                    table_depth=args.table_depth, clk_mhz=args.clk_mhz, seed=args.seed)
+                    table_depth=args.table_depth, clk_mhz=args.clk_mhz, seed=args.seed,
+                    router=args.router)
     return 0 if (s["timing_met"] or not args.strict) else 1
 
 
@@ -64,6 +65,8 @@ def register(subparsers):
     b.add_argument("--table-depth", type=int, default=None)
     b.add_argument("--clk-mhz", type=float, default=None, help="PLL clock (default per board)")
     b.add_argument("--seed", type=int, default=1, help="nextpnr placement seed")
+    b.add_argument("--router", choices=["router1", "router2"], default="router1",
+                   help="nextpnr router (default router1)")
     b.add_argument("--strict", action="store_true", help="exit 1 if timing is missed")
     b.set_defaults(func=_build)
 

@@ -40,6 +40,11 @@ def test_unknown_board_is_refused():
         build_board("de10", out_root=OUT)
 
 
+def test_unknown_router_is_refused():
+    with pytest.raises(ValueError, match="router: 'router3' is not one of router1, router2"):
+        build_board("ulx3s", out_root=OUT, router="router3")
+
+
 def test_summary_from_reports(tmp_path):
     """Parsing of nextpnr's JSON report and Yosys' statistics (a hand-written example)."""
     (tmp_path / "top.report.json").write_text(json.dumps({
