@@ -21,9 +21,10 @@ model's ``arrive``; the RTL's ``max_queue`` reads 0 for one clock, then restarts
 occupancy after the previous slot. The bench checks both.
 
 Script items (plan["script"]): ``("config", Config)``, ``("commit", Config)`` (pipeline
-drained), ``("events", [(Arrival | None, Departure | None, p, u), ...][, clears])`` with
-``clears`` the indices of the slots presented with a ``max_queue`` clear, ``("stream",
-{gap, gap_burst})`` (idle clocks between slots)."""
+drained), ``("events", [(Arrival | None, Departure | None, p, u), ...][, clears[, drain]])``
+with ``clears`` the indices of the slots presented with a ``max_queue`` clear and ``drain``
+False to end with slots still in flight, ``("reset", Config)`` (reset held two clocks, the
+configuration loaded again), ``("stream", {gap, gap_burst})`` (idle clocks between slots)."""
 
 from collections import deque
 
@@ -35,7 +36,7 @@ from fpq.formats import PROB_ONE, RATE, TIME_BITS, wrap_signed
 
 from fpq_hdl.decision import Decision
 
-from tb_lib.component_bench import start, Ports, config_word
+from tb_lib.component_bench import start, reset, Ports, config_word
 from tb_lib.runner import load_plan, save_result
 from tb_lib.scoreboard import Coverage
 from tb_lib.streams import Pattern
@@ -95,6 +96,7 @@ class DecisionTB:
         self.cov = Coverage()
         self.cycle = 0
         self.checked = 0
+        self.lost = 0
         self.model = None
 
     def streams(self, st):
@@ -147,7 +149,7 @@ class DecisionTB:
                 hit(P + "u = p - 1 (boundary)")
         return out, err, (qm.occ_pkts, qm.occ_bytes), qm.max_queue
 
-    async def run_events(self, slots, clears=()):
+    async def run_events(self, slots, clears=(), drain=True):
         dut, ps, edge, gap = self.dut, self.ports, self.edge, self.gap
         clears = set(clears)
         zero_at = set()               # clocks whose max_queue check expects a clear's 0
@@ -163,7 +165,7 @@ class DecisionTB:
 
         def where(clocks, i):
             return f"the slot of clock {clocks - L} ({self.checked + i} slots presented so far)"
-        while i < n or tail <= L + 1:
+        while i < n or (drain and tail <= L + 1):
             if i < n and gap.next():
                 arr, dep, p, u = slots[i]
                 if arr is not None:
@@ -239,7 +241,11 @@ class DecisionTB:
             max_prev = mq
             clocks += 1
         self.cycle += clocks
-        self.checked += n
+        # without the drain, the slots of the last L clocks are still in flight: lost to the
+        # reset that follows, unchecked
+        lost = 0 if drain else sum(1 for w in want if w[0] is not None or w[1] is not None)
+        self.lost += lost
+        self.checked += n - lost
         self.cov.hit(P + "slots checked", n)
         self.cov.hit(P + "valid gap cycles", gaps)
 
@@ -261,9 +267,23 @@ class DecisionTB:
                 await self.run_events(*item[1:])
             elif kind == "stream":
                 self.streams(item[1])
+            elif kind == "reset":
+                # the last events item ended without draining: its last Decision.LATENCY
+                # slots are lost to the reset, unchecked; state after it as documented
+                # (occupancy, max_queue, idle tracking and RED spacing as at power-up), which
+                # is a fresh model with the same configuration
+                for name in ("valid", "dep_valid", "clear_max_queue"):
+                    self.ports.set(name, 0)
+                await reset(self.dut, self.edge)
+                self.cycle += 2
+                self.ports.forget()
+                self.model = InjectedModel(item[1])
+                await self.load(item[1])
+                self.cov.hit(P + "reset mid-stream (slots in flight)")
             else:
                 raise ValueError(f"script item {kind!r}")
-        return {"inputs": self.checked, "cycles": self.cycle, "coverage": self.cov.bins}
+        return {"inputs": self.checked, "lost_to_reset": self.lost, "cycles": self.cycle,
+                "coverage": self.cov.bins}
 
 
 @cocotb.test()

@@ -64,6 +64,19 @@ class Slots:
             out.append((arr, dep, p, u))
         return out
 
+    def probe(self, n, p):
+        """``n`` back-to-back arrivals of probability ``p``, each after the departure of
+        the one before (so that no limit, even of one packet, forces a drop): after a reset
+        RED's spacing state must be the documented one (acc 0, thresh 2**32 - 1), so with
+        ``p = 2**32 - 2`` the first arrival is not early and the second is, whatever came
+        before (any other state makes the first one early)."""
+        out = []
+        for k in range(n):
+            self.t += 1
+            out.append((Arrival(self.t, 0, 64, False), Departure(self.t, 64) if k else None,
+                        p, self.rnd.getrandbits(32)))
+        return out
+
 
 def cfg(build, mode, ecn, **kw):
     return Config(build=build, mode=mode, ecn=ecn, n_cap=build.table_depth - 1, **kw)
@@ -89,6 +102,10 @@ def clears(rnd, n):
     return sorted({0, at, at + 1, *(rnd.randrange(n) for _ in range(4))})
 
 
+#: phases of the rewrite run that are reset mid-stream (RED with gaps, FPQ at full rate)
+RESET_PHASES = (3, 4)
+
+
 def rewrite_script(build, n):
     """Mode, ECN and limits rewritten every ``n`` slots (the RED spacing state and the
     occupancy carry over), with valid gaps half of the time and ``max_queue`` cleared a few
@@ -99,9 +116,15 @@ def rewrite_script(build, n):
     for k in range(12):
         limits, lengths = PHASES[rnd.randrange(len(PHASES))]
         mode = ("red", "fpq", "droptail")[k % 3]
+        config = cfg(build, mode, bool(k & 1), **limits)
         script += [("stream", STREAMS["gaps" if k & 2 else "full-rate"]),
-                   ("commit" if k else "config", cfg(build, mode, bool(k & 1), **limits)),
-                   ("events", sl.make(n, lengths), clears(crnd, n))]
+                   ("commit" if k else "config", config)]
+        if k in RESET_PHASES:
+            # reset with slots in flight (a queue built up, RED spacing under way), the same
+            # configuration loaded again, then the phase once more from power-up state
+            script += [("events", sl.make(n, lengths), clears(crnd, n), False),
+                       ("reset", config), ("events", sl.probe(6, PROB_ONE - 2))]
+        script += [("events", sl.make(n, lengths), clears(crnd, n))]
     script += [("stream", STREAMS["full-rate"]),
                ("commit", cfg(build, "droptail", False, **HUGE[0])),
                ("events", sl.make(HUGE_SLOTS, HUGE[1], p_arr=1.0, p_dep=0.0)),
@@ -146,8 +169,11 @@ def test_decision(request, mode, ecn):
 
 def test_decision_rewrites(request):
     res = run(request, "default", rewrite_script(BUILDS["default"], N // 2), seed=5)
-    assert res["inputs"] == 13 * (N // 2) + HUGE_SLOTS
+    assert res["inputs"] + res["lost_to_reset"] == ((13 + len(RESET_PHASES)) * (N // 2)
+                                                    + 6 * len(RESET_PHASES) + HUGE_SLOTS)
+    assert 0 < res["lost_to_reset"] <= len(RESET_PHASES) * Decision.LATENCY
     assert not missing(res, ["valid gap cycles", "configuration rewritten mid-stream",
+                             "reset mid-stream (slots in flight)",
                              "red mark", "fpq mark", "droptail drop forced",
                              "byte occupancy >= 2^31", "forced drop by the byte limit",
                              "max_queue cleared with packets queued",

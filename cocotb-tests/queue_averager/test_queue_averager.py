@@ -67,14 +67,21 @@ def ewma_script(build, n):
 def idle_script(build, n):
     """Idle decay: random tables, cell sizes 2**0 .. 2**47, 30 % idle arrivals; table writes
     into the inactive bank while arrivals stream, and swaps to that bank (the model gets what
-    was written); full table rewrites; valid gaps half of the time."""
+    was written); full table rewrites; valid gaps half of the time; two resets mid-stream."""
     rnd = random.Random(2)
     script = [("config", 4, 0, random_table(rnd), random_table(rnd))]
     for k, (wq, cl) in enumerate(((4, 0), (9, 3), (2, 12), (16, 30), (0, 47), (7, 20))):
         script.append(("stream", STREAMS["gaps" if k & 1 else "full-rate"]))
-        script += [("commit", wq, cl, random_table(rnd) if k % 3 == 2 else None, k > 0),
-                   ("events", arrivals(rnd, n, 0.3, cl), 0.05)]
+        script += [("commit", wq, cl, random_table(rnd) if k % 3 == 2 else None, k > 0)]
+        if k in RESET_PHASES:
+            # reset with arrivals in flight and an average built up; then the phase again
+            script += [("events", arrivals(rnd, n, 0.3, cl), 0.05, False), ("reset",)]
+        script += [("events", arrivals(rnd, n, 0.3, cl), 0.05)]
     return script
+
+
+#: phases of idle_script reset mid-stream (one at full rate, one with valid gaps)
+RESET_PHASES = (2, 5)
 
 
 SCRIPTS = {"ewma": (ewma_script, 120), "idle-decay": (idle_script, 400)}
@@ -100,10 +107,14 @@ def test_queue_averager(request, build_name, case):
             ["idle decay, cells < 255", "idle decay, cells clamped at 255",
              "idle time negative (cells 0)", "decay shift >= 36 (average to 0)",
              "table writes while streaming", "bank swap", "valid gap cycles",
-             "w_q / cell size rewritten"])
+             "w_q / cell size rewritten", "reset mid-stream (arrivals in flight)"])
     missing = [b for b in want if not cov.get(b)]
     assert not missing, f"bins not hit: {missing}; coverage {cov}"
-    assert res["inputs"] == (17 if case == "ewma" else 6) * n
+    if case == "ewma":
+        assert res["inputs"] == 17 * n
+    else:
+        assert res["inputs"] + res["lost_to_reset"] == (6 + len(RESET_PHASES)) * n
+        assert 0 < res["lost_to_reset"] <= len(RESET_PHASES) * QueueAverager.LATENCY
 
 
 @pytest.mark.long
