@@ -334,6 +334,11 @@ class QueueManagerHarness(wiring.Component):
     clear_period_ticks : float
         Ticks per clear; small, so that the arrival port stalls often.
     fault : None or one of ``QUEUE_MANAGER_FAULTS[1:]``
+    fifo_depth : int or None
+        Verdict FIFO depth of the build under proof (default: the design's ``FIFO_DEPTH``,
+        32). A smaller FIFO (6 to 32) fills within a shorter bound: the credit logic and the
+        FIFO are written for any depth, and throughput, the only thing a depth below
+        ``LATENCY + 3`` costs, is not among the properties.
 
     Attributes
     ----------
@@ -343,9 +348,14 @@ class QueueManagerHarness(wiring.Component):
         lengths and tables are fixed (they do not reach the properties).
     """
 
-    def __init__(self, vec_bits=16, *, clear_period_ticks=1.5, fault=None):
+    def __init__(self, vec_bits=16, *, clear_period_ticks=1.5, fault=None, fifo_depth=None):
         if fault not in QUEUE_MANAGER_FAULTS:
             raise ValueError(f"fault: {fault!r} must be one of {QUEUE_MANAGER_FAULTS}")
+        full_depth = _queue_manager_module.FIFO_DEPTH
+        if fifo_depth is not None and not (isinstance(fifo_depth, int)
+                                           and 6 <= fifo_depth <= full_depth):
+            raise ValueError(f"fifo_depth: {fifo_depth!r} must be an int in [6, {full_depth}]")
+        self.fifo_depth = fifo_depth or full_depth
         self.build = small_build(vec_bits)
         self.fault = fault
         tick_hz = 1e3
@@ -361,10 +371,10 @@ class QueueManagerHarness(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         qm = _queue_manager_module
-        latency, fifo_depth = qm.LATENCY, qm.FIFO_DEPTH
-        patch = (mock.patch.object(qm, "SyncFIFO", _shallow_fifo)
-                 if self.fault == "shallow_fifo" else contextlib.nullcontext())
-        with patch:
+        latency, fifo_depth = qm.LATENCY, self.fifo_depth
+        shallow = (mock.patch.object(qm, "SyncFIFO", _shallow_fifo)
+                   if self.fault == "shallow_fifo" else contextlib.nullcontext())
+        with shallow, mock.patch.object(qm, "FIFO_DEPTH", fifo_depth):
             dut = qm.QueueManager(self.build)
             m.submodules.dut = Fragment.get(dut, platform)
 
