@@ -191,8 +191,9 @@ class DecisionTB:
                     if qm.max_queue > qm.occ_pkts:
                         self.cov.hit(P + "max_queue clear lowers it")
                     qm.clear_max_queue()
-                    # the RTL restarts from the occupancy after the previous slot: that slot's
-                    # expected max_queue is the cleared one, and a clock before it reads 0
+                    # the RTL reads 0 the clock after the clear, then restarts from the
+                    # occupancy after the previous slot: that slot's expected max_queue is
+                    # the cleared one
                     want[-1] = want[-1][:3] + (qm.max_queue,)
                     zero_at.add(clocks + 1)
                 else:
@@ -246,7 +247,7 @@ class DecisionTB:
         lost = 0 if drain else sum(1 for w in want if w[0] is not None or w[1] is not None)
         self.lost += lost
         self.checked += n - lost
-        self.cov.hit(P + "slots checked", n)
+        self.cov.hit(P + "slots checked", n - lost)
         self.cov.hit(P + "valid gap cycles", gaps)
 
     async def run(self):
