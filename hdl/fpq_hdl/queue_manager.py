@@ -17,6 +17,7 @@ from .drop_probability import DropProbability
 from .decision import Decision
 from .queue_averager import QueueAverager
 from .random_source import RandomSource
+from .delay_line import DelayLine
 
 __all__ = ["QueueManager", "LATENCY", "MIN_AVG_LAG", "FIFO_DEPTH"]
 
@@ -56,16 +57,18 @@ class QueueManager(wiring.Component):
     clear, a departure, or a wipe):
 
     ======  ===========================================================================
-    0       clear schedule (FlowCounter), random number u, sequence number (the generator,
-            sequence and lag counters and the verdict credit step a clock after the accept,
-            from a register, to keep the accept's fan-out small)
+    0       clear schedule (FlowCounter) (the lag-line index and the verdict credit step a
+            clock after the accept, from a register, to keep the accept's fan-out small)
     1-4     Toeplitz hash (2), index ``(h * v_max) >> 32`` (2)        FlowHash
     5-8     vector read (2), old bits and writes with forwarding, N    FlowCounter
     9-10    ``n = min(N, n_cap)``, r(n) table read (2)                 DropProbability
     11      lagged average read (arrival k reads the average after k - avg_lag)
     11-16   RED regions, select, multiply (2), shift, saturate         DropProbability
+    16      random number u (the generator steps once per arrival here, in arrival order)
     17-18   early decision, ECN, hard limits, occupancy                Decision
-    19-21   verdict into the FIFO, counters; idle cells, decay table,   QueueAverager
+            (times, lengths and ECN reach stage 17 through a RAM delay line, ``DelayLine``)
+    19-21   verdict into the FIFO, sequence number, counters; idle      QueueAverager
+            cells, decay table,
             decay shift decoded
     22      average update, written to the lag line (``avg_next``)
     ======  ===========================================================================
@@ -175,38 +178,41 @@ class QueueManager(wiring.Component):
             # in reserve (FIFO_DEPTH > LATENCY + 2, so a ready sink is never throttled)
             fc.can_accept.eq((outstanding < FIFO_DEPTH - 1) & ~self.hold),
             arr.ready.eq(fc.ready), accept.eq(arr.valid & fc.ready),
-            dep.ready.eq(1),
-            rng.seed.eq(cfg.rng_decide_state), rng.load.eq(self.load_rng_decide),
-            rng.step.eq(accepted), self.busy.eq(fc.busy),
+            dep.ready.eq(1), self.busy.eq(fc.busy),
         ]
         read = self.verdicts.valid & self.verdicts.ready
         m.d.sync += outstanding.eq(outstanding + accepted - read)
-        seq, seq_now = Signal(SEQ_BITS), Signal(SEQ_BITS)
         lag_idx, lag_now = Signal(range(b.avg_lag)), Signal(range(b.avg_lag))
-        u_now = Signal(32)
-        m.d.comb += [seq_now.eq(seq + accepted),
-                     lag_now.eq(Mux(accepted, Mux(lag_idx == b.avg_lag - 1, 0, lag_idx + 1),
-                                    lag_idx)),
-                     u_now.eq(Mux(accepted, rng.value_next, rng.value))]
-        m.d.sync += [seq.eq(seq_now), lag_idx.eq(lag_now)]
+        m.d.comb += lag_now.eq(Mux(accepted, Mux(lag_idx == b.avg_lag - 1, 0, lag_idx + 1),
+                                   lag_idx))
+        m.d.sync += lag_idx.eq(lag_now)
 
         # ---- stage 1: the slot, registered --------------------------------------------------
-        # The fields every later stage needs travel as one wide register per stage (fewer
-        # signals: the simulator is much faster, the netlist is the same).
-        slot = data.StructLayout({"av": 1, "ts": ARRIVAL.members["ts"],
-                                  "length": ARRIVAL.members["length"], "ecn": 1, "u": 32,
-                                  "seq": SEQ_BITS, "lag": range(b.avg_lag), "dv": 1,
+        # Control bits travel in flip-flops, one register per stage (reset clears them, and
+        # ``idle`` looks at every ``av``). The wide data (times, lengths, ECN: 129 bits),
+        # needed only at stage 1 (re-key hold) and at the decision, goes through a RAM delay
+        # line: 129 bits of RAM and 129 flip-flops instead of 16 x 129 flip-flops. The
+        # decision's random number and the verdict's sequence number are not carried at all:
+        # both count arrivals in order, so they are generated where they are used (stages 16
+        # and 19), from the same sequence as at the accept.
+        slot = data.StructLayout({"av": 1, "lag": range(b.avg_lag), "dv": 1, "held": 1})
+        wide = data.StructLayout({"ts": ARRIVAL.members["ts"],
+                                  "length": ARRIVAL.members["length"], "ecn": 1,
                                   "dts": DEPARTURE.members["ts"],
-                                  "dlen": DEPARTURE.members["length"], "held": 1})
+                                  "dlen": DEPARTURE.members["length"]})
         stages = [None, Signal(slot, name="slot1")]
         flow1 = Signal(ARRIVAL.members["flow"])
-        m.d.sync += [stages[1].eq(Cat(accept, arr.payload.ts, arr.payload.length,
-                                      arr.payload.ecn, u_now, seq_now, lag_now, dep.valid,
-                                      dep.payload.ts, dep.payload.length, Const(0, 1))),
+        wide1 = Signal(wide)
+        m.d.sync += [stages[1].eq(Cat(accept, lag_now, dep.valid, Const(0, 1))),
+                     wide1.eq(Cat(arr.payload.ts, arr.payload.length, arr.payload.ecn,
+                                  dep.payload.ts, dep.payload.length)),
                      flow1.eq(arr.payload.flow)]
         for i in range(2, _S_AVG_WRITE + 1):
             stages.append(Signal(slot, name=f"slot{i}"))
             m.d.sync += stages[i].eq(stages[i - 1])
+        m.submodules.wide_delay = wide_delay = DelayLine(wide.size, _S_DECIDE - 1)
+        wide_decide = Signal(wide)
+        m.d.comb += [wide_delay.i.eq(wide1), wide_decide.eq(wide_delay.o)]
 
         # ---- stage 1: live re-key hold ----------------------------------------------------------
         # Decided at stage 1 rather than at the accept: the state steps once per arrival, and
@@ -217,13 +223,13 @@ class QueueManager(wiring.Component):
         hold_end = Signal(ARRIVAL.members["ts"])
         n_held = Signal(17)
         s1 = stages[1]
-        before_end = (s1.ts - hold_end)[TIME_BITS - 1]   # ts < hold_end, modulo 2**48, signed
+        before_end = (wide1.ts - hold_end)[TIME_BITS - 1]   # ts < hold_end, modulo 2**48, signed
         held1 = Signal()
         m.d.comb += held1.eq(hold_armed | (holding & before_end))
         m.d.sync += stages[2].held.eq(held1)
         with m.If(s1.av):
             with m.If(hold_armed):
-                m.d.sync += [hold_end.eq(s1.ts + cfg.rekey_hold), hold_armed.eq(0),
+                m.d.sync += [hold_end.eq(wide1.ts + cfg.rekey_hold), hold_armed.eq(0),
                              holding.eq(1)]
             with m.Elif(holding & ~before_end):
                 m.d.sync += holding.eq(0)
@@ -253,11 +259,18 @@ class QueueManager(wiring.Component):
         ]
 
         # ---- stages 17-18: decision -----------------------------------------------------------
-        sd = stages[_S_DECIDE]
+        # the decision's random number: the generator steps once per arrival at stage 16, in
+        # arrival order, so arrival k gets the k-th number as if it had been drawn at the
+        # accept; it is loaded (``load_rng_decide``) only while the pipeline is empty
+        u = Signal(32)
+        m.d.comb += [rng.seed.eq(cfg.rng_decide_state), rng.load.eq(self.load_rng_decide),
+                     rng.step.eq(stages[_S_DECIDE - 1].av)]
+        m.d.sync += u.eq(rng.value)
+        sd, wd = stages[_S_DECIDE], wide_decide
         m.d.comb += [
-            dc.valid.eq(sd.av), dc.p.eq(dp.prob), dc.u.eq(sd.u), dc.ecn.eq(sd.ecn),
-            dc.length.eq(sd.length), dc.ts.eq(sd.ts),
-            dc.dep_valid.eq(sd.dv), dc.dep_length.eq(sd.dlen), dc.dep_ts.eq(sd.dts),
+            dc.valid.eq(sd.av), dc.p.eq(dp.prob), dc.u.eq(u), dc.ecn.eq(wd.ecn),
+            dc.length.eq(wd.length), dc.ts.eq(wd.ts),
+            dc.dep_valid.eq(sd.dv), dc.dep_length.eq(wd.dlen), dc.dep_ts.eq(wd.dts),
             dc.clear_max_queue.eq(self.clear_max_queue),
         ]
 
@@ -275,9 +288,13 @@ class QueueManager(wiring.Component):
             m.d.sync += tele[i].eq(tele[i - 1])
         prob16, prob17 = Signal.like(dp.prob), Signal.like(dp.prob)
         m.d.sync += [prob16.eq(dp.prob), prob17.eq(prob16)]
+        # the sequence number counts verdicts, which leave in arrival order
+        seq = Signal(SEQ_BITS)
+        with m.If(stages[_S_VERDICT].av):
+            m.d.sync += seq.eq(seq + 1)
         verdict = Signal(VERDICT)
         m.d.comb += [
-            verdict.seq.eq(stages[_S_VERDICT].seq),
+            verdict.seq.eq(seq),
             verdict.action.eq(dc.action),
             verdict.n.eq(tele[-1][:len(dp.n)]),
             verdict.avg.eq(tele[-1][len(dp.n):]),
