@@ -116,7 +116,8 @@ class QueueManager(wiring.Component):
     counters : Out(7 x 64)
         ``fpq.queue_manager.COUNTERS`` in order; ``counter_clear`` bit i clears counter i.
     n_raw, n, avg, occ_pkts, occ_bytes, max_queue, busy : Out
-        Telemetry; ``clear_max_queue`` clears ``max_queue``.
+        Telemetry (``n``, the capped or held count, a clock after ``n_raw``);
+        ``clear_max_queue`` clears ``max_queue``.
     """
 
     def __init__(self, build=None, ram_style="generic"):
@@ -332,8 +333,10 @@ class QueueManager(wiring.Component):
 
         m.d.comb += self.idle.eq(~accept & ~Cat(s.av for s in stages[1:]).any())
         n_tele = Mux(hold_armed | holding, n_held, fc.n_raw)
+        # ``n`` is registered: its hold mux and cap compare would otherwise sit in front of
+        # the register file's read multiplexer (the board's critical path at 62.5 MHz)
+        m.d.sync += self.n.eq(Mux(n_tele > cfg.n_cap, cfg.n_cap, n_tele))
         m.d.comb += [self.n_raw.eq(fc.n_raw),
-                     self.n.eq(Mux(n_tele > cfg.n_cap, cfg.n_cap, n_tele)),
                      self.avg.eq(qa.avg), self.occ_pkts.eq(dc.occ_pkts),
                      self.occ_bytes.eq(dc.occ_bytes), self.max_queue.eq(dc.max_queue)]
         return m
