@@ -103,8 +103,11 @@ class BoardTop(Elaboratable):
             self.pll = ecp5_pll(25.0, self.clk_mhz)
             self.f_mhz = self.pll[-1]
         self.baud = baud
+        # the iCE40 has no LUT RAM: its verdict FIFO goes to block RAM (a clock more latency)
+        ecp5 = spec.family == "ecp5"
         self.soc = SelfTestSoC(self.build, clk_freq=self.f_mhz * 1e6, baud=baud,
-                               ram_style="ecp5" if spec.family == "ecp5" else "generic")
+                               ram_style="ecp5" if ecp5 else "generic",
+                               verdict_fifo="distributed" if ecp5 else "block")
 
     def elaborate(self, platform):
         m = Module()

@@ -2,7 +2,7 @@
 
 from amaranth import *
 from amaranth.lib import wiring
-from amaranth.lib.fifo import SyncFIFO
+from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
 from fpq_hdl.layouts import ARRIVAL
@@ -28,8 +28,8 @@ class SelfTestSoC(wiring.Component):
     targets (the bridge waits 2 clocks for read data). Bus addresses ``TG_BASE`` .. ``TG_BASE +
     TG_SIZE`` go to the traffic generator, all others to the queue manager's register file
     (``fpq.regmap``); the targets return 0 when not read, so read data is their OR. The
-    generator feeds the queue manager's arrival port (through a 2-entry FIFO, for timing) and
-    its departure port, and takes its verdicts.
+    generator feeds the queue manager's arrival port (through a 4-entry FIFO with a registered
+    output, for timing) and its departure port, and takes its verdicts.
 
     LEDs (``LED_NAMES``): activity is stretched to ``clk_freq / 16`` clocks so a single event is
     visible; the heartbeat blinks at about 1 Hz.
@@ -43,6 +43,8 @@ class SelfTestSoC(wiring.Component):
         UART bit rate; ``clk_freq / baud`` must be at least 4.
     ram_style : str
         Passed to ``QueueManager`` ("generic" or "ecp5").
+    verdict_fifo : str
+        Passed to ``QueueManager`` ("distributed", or "block" for FPGAs without LUT RAM).
 
     Attributes
     ----------
@@ -51,7 +53,8 @@ class SelfTestSoC(wiring.Component):
     leds : Out(8)
     """
 
-    def __init__(self, build=None, clk_freq=12e6, baud=115200, ram_style="generic"):
+    def __init__(self, build=None, clk_freq=12e6, baud=115200, ram_style="generic",
+                 verdict_fifo="distributed"):
         self.build = build or Build()
         self.clk_freq = clk_freq
         self.baud = baud
@@ -60,7 +63,7 @@ class SelfTestSoC(wiring.Component):
             raise ValueError(f"baud: {baud} is too fast for a {clk_freq / 1e6:g} MHz clock; "
                              f"allowed range [1, {int(clk_freq // 4)}]")
         self.ram_style = ram_style
-        self.qm = QueueManager(self.build, ram_style=ram_style)
+        self.qm = QueueManager(self.build, ram_style=ram_style, verdict_fifo=verdict_fifo)
         self.regs = RegisterFile(self.build)
         self.tg = TrafficGenerator()
         # the bus is registered once between the bridge and the targets (decode and fan-out
@@ -83,9 +86,13 @@ class SelfTestSoC(wiring.Component):
             m.d.comb += (b.eq(a) if member.flow == wiring.Out else a.eq(b))
 
         # The queue manager's arrival ready is combinational (clear backlog, credits, hold);
-        # a 2-entry FIFO keeps it from fanning out into the generator: the handshake only
-        # moves the FIFO's pointers (first ULX3S build: 70.7 MHz with that path critical).
-        m.submodules.arrival_fifo = af = SyncFIFO(width=ARRIVAL.size, depth=2)
+        # a FIFO keeps it from fanning out into the generator: the handshake only moves the
+        # FIFO's pointers (first ULX3S build: 70.7 MHz with that path critical). Its output is
+        # registered (a synchronous read): the arrival timestamp goes straight into the clear
+        # schedule's compare, and a LUT-RAM read in front of it was the ULX3S critical path
+        # at 80 MHz (77.9 MHz). 4 entries: a buffered FIFO of 2 would pass one arrival every
+        # other clock.
+        m.submodules.arrival_fifo = af = SyncFIFOBuffered(width=ARRIVAL.size, depth=4)
         m.d.comb += [af.w_data.eq(tg.arrivals.payload), af.w_en.eq(tg.arrivals.valid),
                      tg.arrivals.ready.eq(af.w_rdy),
                      qm.arrivals.payload.eq(af.r_data), qm.arrivals.valid.eq(af.r_rdy),

@@ -152,9 +152,11 @@ class _LateWriteRAM(BlockRAM):
         return m
 
 
-def _shallow_fifo(*, width, depth):
+def _shallow(fifo_cls):
     """Fault: the verdict FIFO is 4 entries shallower than its credit count assumes."""
-    return SyncFIFO(width=width, depth=depth - 4)
+    def make(*, width, depth):
+        return fifo_cls(width=width, depth=depth - 4)
+    return make
 
 
 class FlowCounterHarness(wiring.Component):
@@ -339,6 +341,8 @@ class QueueManagerHarness(wiring.Component):
         32). A smaller FIFO (6 to 32) fills within a shorter bound: the credit logic and the
         FIFO are written for any depth, and throughput, the only thing a depth below
         ``LATENCY + 3`` costs, is not among the properties.
+    verdict_fifo : str
+        ``QueueManager``'s verdict FIFO, "distributed" (default) or "block".
 
     Attributes
     ----------
@@ -348,9 +352,14 @@ class QueueManagerHarness(wiring.Component):
         lengths and tables are fixed (they do not reach the properties).
     """
 
-    def __init__(self, vec_bits=16, *, clear_period_ticks=1.5, fault=None, fifo_depth=None):
+    def __init__(self, vec_bits=16, *, clear_period_ticks=1.5, fault=None, fifo_depth=None,
+                 verdict_fifo="distributed"):
         if fault not in QUEUE_MANAGER_FAULTS:
             raise ValueError(f"fault: {fault!r} must be one of {QUEUE_MANAGER_FAULTS}")
+        if verdict_fifo not in _queue_manager_module.VERDICT_FIFOS:
+            raise ValueError(f"verdict_fifo: {verdict_fifo!r} must be one of "
+                             f"{_queue_manager_module.VERDICT_FIFOS}")
+        self.verdict_fifo = verdict_fifo
         full_depth = _queue_manager_module.FIFO_DEPTH
         if fifo_depth is not None and not (isinstance(fifo_depth, int)
                                            and 6 <= fifo_depth <= full_depth):
@@ -371,12 +380,14 @@ class QueueManagerHarness(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         qm = _queue_manager_module
-        latency, fifo_depth = qm.LATENCY, self.fifo_depth
-        shallow = (mock.patch.object(qm, "SyncFIFO", _shallow_fifo)
+        fifo_depth = self.fifo_depth
+        fifo_name = "SyncFIFO" if self.verdict_fifo == "distributed" else "SyncFIFOBuffered"
+        shallow = (mock.patch.object(qm, fifo_name, _shallow(getattr(qm, fifo_name)))
                    if self.fault == "shallow_fifo" else contextlib.nullcontext())
         with shallow, mock.patch.object(qm, "FIFO_DEPTH", fifo_depth):
-            dut = qm.QueueManager(self.build)
+            dut = qm.QueueManager(self.build, verdict_fifo=self.verdict_fifo)
             m.submodules.dut = Fragment.get(dut, platform)
+        latency = dut.latency
 
         m.d.comb += [
             dut.config.eq(self.config_const),

@@ -2,7 +2,7 @@
 
 from amaranth import *
 from amaranth.lib import wiring, stream, memory, data
-from amaranth.lib.fifo import SyncFIFO
+from amaranth.lib.fifo import SyncFIFO, SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
 from fpq.config import Build, ConfigError
@@ -19,7 +19,7 @@ from .queue_averager import QueueAverager
 from .random_source import RandomSource
 from .delay_line import DelayLine
 
-__all__ = ["QueueManager", "LATENCY", "MIN_AVG_LAG", "FIFO_DEPTH"]
+__all__ = ["QueueManager", "LATENCY", "MIN_AVG_LAG", "FIFO_DEPTH", "VERDICT_FIFOS"]
 
 # Pipeline stages, in clocks after the accept (stage 0). See the QueueManager docstring.
 _S_HASH = 1                                   # flow key registered, hash starts
@@ -34,9 +34,13 @@ LATENCY = _S_VERDICT + 1
 #: Smallest ``Build.avg_lag`` this pipeline supports: arrival k reads the lag line at stage 11,
 #: arrival k - avg_lag wrote it at stage 22, i.e. at least avg_lag clocks earlier.
 MIN_AVG_LAG = _S_AVG_WRITE + 1 - _S_AVG
-#: Verdict FIFO depth; more than LATENCY + 1 so that credits never throttle a ready sink.
+#: Verdict FIFO depth; more than LATENCY + 2 so that credits never throttle a ready sink.
 FIFO_DEPTH = 32
-assert FIFO_DEPTH > LATENCY + 2
+assert FIFO_DEPTH > LATENCY + 3
+#: Verdict FIFO memories: "distributed" (``SyncFIFO``: asynchronous read, LUT RAM on ECP5;
+#: ``LATENCY``) or "block" (``SyncFIFOBuffered``: synchronous read, block RAM on iCE40, which
+#: has no LUT RAM and would otherwise build the FIFO from flip-flops; ``LATENCY + 1``).
+VERDICT_FIFOS = ("distributed", "block")
 
 
 
@@ -73,7 +77,8 @@ class QueueManager(wiring.Component):
     22      average update, written to the lag line (``avg_next``)
     ======  ===========================================================================
 
-    Latency: ``LATENCY`` = 20 clocks from accept to verdict when the sink is ready.
+    Latency: ``LATENCY`` = 20 clocks from accept to verdict when the sink is ready (21 with
+    ``verdict_fifo="block"``; the instance's ``latency``).
     Reset: the documented reset state (sw/README.md) includes an empty flow vector and a lag
     line of zeros, both memories that keep their contents across a reset; so out of reset the
     flow counter wipes the vector (``busy`` high and the arrival port not ready for the first
@@ -90,6 +95,9 @@ class QueueManager(wiring.Component):
         ``BlockRAM`` and ``Multiplier`` style ("generic": portable, simulation, Verilog
         export; "ecp5": DP16KD primitives with output registers, MULT18X18D with input and
         output registers).
+    verdict_fifo : str
+        One of ``VERDICT_FIFOS``: "distributed" (default) or "block" (for FPGAs without LUT
+        RAM, such as the iCE40; one clock more latency, same throughput).
 
     Attributes
     ----------
@@ -120,9 +128,15 @@ class QueueManager(wiring.Component):
         ``clear_max_queue`` clears ``max_queue``.
     """
 
-    def __init__(self, build=None, ram_style="generic"):
+    def __init__(self, build=None, ram_style="generic", verdict_fifo="distributed"):
         build = build or Build()
         self.ram_style = ram_style
+        if verdict_fifo not in VERDICT_FIFOS:
+            raise ValueError(f"verdict_fifo: {verdict_fifo!r} is not one of "
+                             f"{', '.join(VERDICT_FIFOS)}")
+        self.verdict_fifo = verdict_fifo
+        #: Clocks from an arrival's accept to its verdict at the output (sink ready).
+        self.latency = LATENCY + (verdict_fifo == "block")
         if build.avg_lag < MIN_AVG_LAG:
             raise ConfigError(f"avg_lag: {build.avg_lag} is below the RTL pipeline distance; "
                               f"allowed range [{MIN_AVG_LAG}, 64]")
@@ -153,7 +167,8 @@ class QueueManager(wiring.Component):
         cfg = self.config
         arr, dep = self.arrivals, self.departures
 
-        m.submodules.fifo = fifo = SyncFIFO(width=VERDICT.size, depth=FIFO_DEPTH)
+        fifo_cls = SyncFIFO if self.verdict_fifo == "distributed" else SyncFIFOBuffered
+        m.submodules.fifo = fifo = fifo_cls(width=VERDICT.size, depth=FIFO_DEPTH)
         m.submodules.hash = fh = FlowHash(b, self.ram_style)
         m.submodules.flow_counter = fc = FlowCounter(b, _S_SET, self.ram_style)
         m.submodules.probability = dp = DropProbability(b, self.ram_style)

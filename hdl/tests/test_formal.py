@@ -52,8 +52,11 @@ def test_capped_flow_count_bmc_long():
     assert r.passed, r.log[-3000:]
 
 
-def test_one_verdict_per_arrival_bmc():
-    r = run_formal(QueueManagerHarness(), depth=QUICK_QM_DEPTH)
+@pytest.mark.parametrize("verdict_fifo", ["distributed", "block"])
+def test_one_verdict_per_arrival_bmc(verdict_fifo):
+    # the block-RAM FIFO (iCE40) adds a clock of latency: one more clock of bound
+    r = run_formal(QueueManagerHarness(verdict_fifo=verdict_fifo),
+                   depth=QUICK_QM_DEPTH + (verdict_fifo == "block"))
     assert r.passed, r.log[-3000:]
 
 
@@ -113,9 +116,10 @@ FULL_FIFO_DEPTH = QM_WIPE + LATENCY + SMALL_FIFO + 2
 
 
 @pytest.mark.long
-def test_one_verdict_per_arrival_full_fifo_bmc_long():
-    r = run_formal(QueueManagerHarness(fifo_depth=SMALL_FIFO), depth=FULL_FIFO_DEPTH,
-                   timeout=3600)
+@pytest.mark.parametrize("verdict_fifo", ["distributed", "block"])
+def test_one_verdict_per_arrival_full_fifo_bmc_long(verdict_fifo):
+    r = run_formal(QueueManagerHarness(fifo_depth=SMALL_FIFO, verdict_fifo=verdict_fifo),
+                   depth=FULL_FIFO_DEPTH + (verdict_fifo == "block"), timeout=3600)
     assert r.passed, r.log[-3000:]
 
 
@@ -133,6 +137,8 @@ def test_shallow_verdict_fifo_is_caught_long():
 def test_bad_fifo_depth_is_rejected():
     with pytest.raises(ValueError, match=r"fifo_depth: 5 must be an int in \[6, 32\]"):
         QueueManagerHarness(fifo_depth=5)
+    with pytest.raises(ValueError, match=r"verdict_fifo: 'lut' must be one of"):
+        QueueManagerHarness(verdict_fifo="lut")
 
 
 @pytest.mark.long

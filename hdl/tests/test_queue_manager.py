@@ -9,7 +9,7 @@ from fpq import Config, Build
 from fpq.config import ConfigError
 from fpq.queue_manager import Arrival, Departure, QueueManager as Model
 
-from fpq_hdl.queue_manager import QueueManager, LATENCY, MIN_AVG_LAG
+from fpq_hdl.queue_manager import QueueManager, LATENCY, MIN_AVG_LAG, VERDICT_FIFOS
 from .hdl_harness import traffic, run, compare, configure, commit, drive
 
 #: The bit-exact runs use a small r(N) table so that loading it takes few simulated clocks.
@@ -25,9 +25,9 @@ MODES = {
 SEEDS = {"fpq": 101, "red": 102, "droptail": 103}
 
 
-def check(config, n, seed, ready_pattern=None, **kw):
+def check(config, n, seed, ready_pattern=None, dut=None, **kw):
     steps, expected, model = traffic(config, n, seed, **kw)
-    res = run(config, steps, n, ready_pattern=ready_pattern)
+    res = run(config, steps, n, ready_pattern=ready_pattern, dut=dut)
     compare(res["verdicts"], expected)
     assert res["counters"] == list(model.counters.values())
     snap = model.snapshot()
@@ -68,13 +68,17 @@ def test_flush_wipes_the_vector():
     assert model.fc.wipes >= 3
 
 
-def test_back_pressure_loses_and_duplicates_nothing():
+@pytest.mark.parametrize("verdict_fifo", VERDICT_FIFOS)
+def test_back_pressure_loses_and_duplicates_nothing(verdict_fifo):
     rnd = random.Random(11)
     pattern = [rnd.random() < 0.4 for _ in range(1 << 16)]
-    res, _ = check(MODES["red"], 5000, seed=12, ready_pattern=lambda c: int(pattern[c & 0xFFFF]))
+    dut = QueueManager(MODES["red"].build, verdict_fifo=verdict_fifo)
+    res, _ = check(MODES["red"], 5000, seed=12, ready_pattern=lambda c: int(pattern[c & 0xFFFF]),
+                   dut=dut)
 
 
-def test_throughput_one_verdict_per_clock():
+@pytest.mark.parametrize("verdict_fifo", VERDICT_FIFOS)
+def test_throughput_one_verdict_per_clock(verdict_fifo):
     # 10k back-to-back arrivals, one clear due on every clock (period exactly one tick), the
     # same flow on every clock for the first half: 10k verdicts in 10k + LATENCY clocks
     v_max = 4096
@@ -92,10 +96,19 @@ def test_throughput_one_verdict_per_clock():
         arr = Arrival(i + 1, flow, 576, False)
         expected.append(model.arrive(arr))
         steps.append((dep, arr))
-    res = run(cfg, steps, len(steps))
+    dut = QueueManager(cfg.build, verdict_fifo=verdict_fifo)
+    res = run(cfg, steps, len(steps), dut=dut)
     compare(res["verdicts"], expected)
     assert model.fc.clears >= 9999
-    assert res["last_verdict"] - res["first_accept"] + 1 == 10_000 + LATENCY
+    assert dut.latency == LATENCY + (verdict_fifo == "block")
+    assert res["last_verdict"] - res["first_accept"] + 1 == 10_000 + dut.latency
+
+
+@pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
+def test_unknown_verdict_fifo_is_refused():
+    with pytest.raises(ValueError, match="verdict_fifo: 'lutram' is not one of "
+                                         "distributed, block"):
+        QueueManager(BUILD, verdict_fifo="lutram")
 
 
 def test_default_build():
