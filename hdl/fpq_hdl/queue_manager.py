@@ -32,7 +32,8 @@ _S_AVG_WRITE = _S_VERDICT + QueueAverager.NEXT_LATENCY  # 22: updated average in
 #: Clocks from an arrival's accept to its verdict at the output (valid, with ready high).
 LATENCY = _S_VERDICT + 1
 #: Smallest ``Build.avg_lag`` this pipeline supports: arrival k reads the lag line at stage 11,
-#: arrival k - avg_lag wrote it at stage 22, i.e. at least avg_lag clocks earlier.
+#: arrival k - avg_lag left its average at stage 22 (in the lag line's pending-write register
+#: the clock after, in the RAM from the one after that), i.e. at least avg_lag clocks earlier.
 MIN_AVG_LAG = _S_AVG_WRITE + 1 - _S_AVG
 #: Verdict FIFO depth; more than LATENCY + 2 so that credits never throttle a ready sink.
 FIFO_DEPTH = 32
@@ -74,7 +75,8 @@ class QueueManager(wiring.Component):
     19-21   verdict into the FIFO, sequence number, counters; idle      QueueAverager
             cells, decay table,
             decay shift decoded
-    22      average update, written to the lag line (``avg_next``)
+    22      average update (``avg_next``); written to the lag line a clock later from the
+            averager's ``avg`` register, forwarded to a read of the same entry meanwhile
     ======  ===========================================================================
 
     Latency: ``LATENCY`` = 20 clocks from accept to verdict when the sink is ready (21 with
@@ -266,8 +268,11 @@ class QueueManager(wiring.Component):
         m.d.comb += lag_rp.addr.eq(stages[_S_AVG].lag)
         lag_written = Signal(b.avg_lag)
         lag_avg = Signal(QAVG.width)
-        m.d.comb += lag_avg.eq(Mux(lag_written.bit_select(stages[_S_AVG].lag, 1),
-                                   lag_rp.data, 0))
+        # the write of the clock before is still pending (below): forward it
+        pend_en, pend_addr = Signal(), Signal(range(b.avg_lag))
+        m.d.comb += lag_avg.eq(Mux(pend_en & (pend_addr == stages[_S_AVG].lag), qa.avg,
+                                   Mux(lag_written.bit_select(stages[_S_AVG].lag, 1),
+                                       lag_rp.data, 0)))
         m.d.comb += [
             dp.n_raw.eq(Mux(stages[_S_N].held, n_held, fc.n_raw)), dp.avg.eq(lag_avg),
             dp.table_bank.eq(self.rate_bank), dp.table_we.eq(self.rate_we), dp.table_addr.eq(self.rate_addr),
@@ -336,15 +341,20 @@ class QueueManager(wiring.Component):
             qa.table_data.eq(self.decay_data),
         ]
         # ---- stage 22: the updated average into the lag line --------------------------------
-        # Written straight from the averager's ``avg_next`` (its recurrence output), with no
-        # logic in between. Out of reset every entry reads as 0 until it is first written (a
-        # LUT RAM keeps its contents across a reset, so a bit per entry says "written"; it is
-        # cleared by reset): the decisions of the first avg_lag arrivals use A = 0.
-        m.d.comb += [lag_wp.en.eq(stages[_S_AVG_WRITE].av),
-                     lag_wp.addr.eq(stages[_S_AVG_WRITE].lag),
-                     lag_wp.data.eq(qa.avg_next)]
-        with m.If(stages[_S_AVG_WRITE].av):
-            m.d.sync += lag_written.bit_select(stages[_S_AVG_WRITE].lag, 1).eq(1)
+        # The average the arrival at stage 22 leaves (``avg_next``, the recurrence output) is
+        # the averager's ``avg`` register a clock later; the lag line is written from that
+        # register, with the address and enable registered beside it, so the recurrence ends
+        # at a flip-flop and not at the LUT RAM's write port (the top's critical path before,
+        # 90.7 MHz). A read of the same entry in that clock takes the register (forwarding
+        # above), so arrival k still sees the average after k - avg_lag with avg_lag 12.
+        # Out of reset every entry reads as 0 until it is first written (a LUT RAM keeps its
+        # contents across a reset, so a bit per entry says "written"; it is cleared by reset):
+        # the decisions of the first avg_lag arrivals use A = 0.
+        m.d.sync += [pend_en.eq(stages[_S_AVG_WRITE].av),
+                     pend_addr.eq(stages[_S_AVG_WRITE].lag)]
+        m.d.comb += [lag_wp.en.eq(pend_en), lag_wp.addr.eq(pend_addr), lag_wp.data.eq(qa.avg)]
+        with m.If(pend_en):
+            m.d.sync += lag_written.bit_select(pend_addr, 1).eq(1)
 
         m.d.comb += self.idle.eq(~accept & ~Cat(s.av for s in stages[1:]).any())
         n_tele = Mux(hold_armed | holding, n_held, fc.n_raw)
