@@ -111,7 +111,7 @@ def _check_built(s, spec, bitfile):
 
 
 UP5K_LCS = 5280
-ICEBREAKER_TOO_BIG = ("the queue manager needs about 4x the UP5K's 5280 logic cells "
+ICEBREAKER_TOO_BIG = ("the self-test design needs about 3x the UP5K's 5280 logic cells "
                       "(docs/BENCHMARKS.md, Boards): it does not fit whatever the vector size")
 
 
@@ -152,8 +152,8 @@ def test_icebreaker_bitstream():
     assert s["timing_met"], f"Fmax {s['fmax_mhz']} MHz below the {s['clock_mhz']} MHz clock"
 
 
-ULX3S_TOO_SLOW = ("the ULX3S build routes at 83.7 MHz, not 150 MHz (docs/BENCHMARKS.md, "
-                  "Boards): the queue manager's clear schedule at stage 0 limits it")
+ULX3S_TOO_SLOW = ("the ULX3S build routes at 82.5 MHz, not 150 MHz (docs/BENCHMARKS.md, "
+                  "Boards): the register bus decode and the queue manager's one-clock loops limit it")
 
 
 @pytest.fixture(scope="module")
