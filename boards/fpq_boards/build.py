@@ -11,6 +11,7 @@ import datetime
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -159,13 +160,38 @@ def wait_for_idle_toolchain(poll=10.0, limit=1800.0, log=print):
 ROUTERS = ("router1", "router2")
 
 
+def _run_script(build_dir, script, env, time_limit):
+    """Run the build script in its own process group; past ``time_limit`` seconds (None: no
+    limit) kill the whole group (the YoWASP launchers start nextpnr as a child) and raise."""
+    proc = subprocess.Popen(["sh", f"{script}.sh"], cwd=build_dir, env=env,
+                            start_new_session=True)
+    try:
+        rc = proc.wait(timeout=time_limit)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        raise TimeoutError(f"time_limit: the toolchain did not finish within {time_limit:g} s "
+                           f"(stopped); see {build_dir}/top.tim") from None
+    except BaseException:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        raise
+    if rc:
+        raise subprocess.CalledProcessError(rc, ["sh", f"{script}.sh"])
+
+
 def build_board(board, out_root="build", vec_bits=None, table_depth=None, clk_mhz=None,
-                seed=1, tag=None, log=print, router="router1"):
-    """Build ``board``'s bitstream; returns the summary dict (also written as JSON/text)."""
+                seed=1, tag=None, log=print, router="router1", time_limit=None):
+    """Build ``board``'s bitstream; returns the summary dict (also written as JSON/text).
+    ``time_limit`` (seconds, > 0; None: none) bounds Yosys + nextpnr + packing: past it the
+    tools are stopped and ``TimeoutError`` is raised (a routing that does not converge
+    otherwise runs for hours)."""
     if board not in BOARDS:
         raise ValueError(f"board: {board!r} is not one of {', '.join(sorted(BOARDS))}")
     if router not in ROUTERS:
         raise ValueError(f"router: {router!r} is not one of {', '.join(ROUTERS)}")
+    if time_limit is not None and not time_limit > 0:
+        raise ValueError(f"time_limit: {time_limit!r} s; allowed range (0, inf) or None")
     spec = BOARDS[board]
     build = Build(vec_bits=vec_bits or spec.build.vec_bits,
                   table_depth=table_depth or spec.build.table_depth)
@@ -187,7 +213,10 @@ def build_board(board, out_root="build", vec_bits=None, table_depth=None, clk_mh
     log(f"building {board} in {build_dir} (vec_bits {build.vec_bits}, table_depth "
         f"{build.table_depth}, clock {top.f_mhz:.2f} MHz)")
     try:
-        plan.execute_local(build_dir, env=env)
+        plan.extract(build_dir)
+        _run_script(build_dir, plan.script, env, time_limit)
+    except TimeoutError:
+        raise
     except Exception as exc:
         raise OSError(f"{board}: the toolchain failed ({exc}); see {build_dir}/top.rpt "
                       f"(Yosys) and {build_dir}/top.tim (nextpnr)") from None

@@ -9,13 +9,13 @@ def _build(args):
     from .build import build_board
     s = build_board(args.board, out_root=args.out, vec_bits=args.vec_bits,
                     table_depth=args.table_depth, clk_mhz=args.clk_mhz, seed=args.seed,
-                    router=args.router)
+                    router=args.router, time_limit=args.time_limit)
     return 0 if (s["timing_met"] or not args.strict) else 1
 
 
 def _sweep(args):
     from .sweep import sweep
-    sweep(args.board, out_root=args.out, write=args.write)
+    sweep(args.board, out_root=args.out, write=args.write, time_limit=args.time_limit)
     return 0
 
 
@@ -68,12 +68,17 @@ def register(subparsers):
     b.add_argument("--router", choices=["router1", "router2"], default="router1",
                    help="nextpnr router (default router1)")
     b.add_argument("--strict", action="store_true", help="exit 1 if timing is missed")
+    b.add_argument("--time-limit", type=float, default=None, metavar="S",
+                   help="stop the tools after S seconds (default: no limit)")
     b.set_defaults(func=_build)
 
     s = sub.add_parser("sweep", help="resource / Fmax table over build-time configurations")
     s.add_argument("board", choices=["ulx3s", "icebreaker"])
     s.add_argument("--out", default="build/sweep")
     s.add_argument("--write", default=None, metavar="MD", help="also write the table here")
+    s.add_argument("--time-limit", type=float, default=1200.0, metavar="S",
+                   help="seconds per configuration before it is stopped and listed as not "
+                        "finished (default 1200)")
     s.set_defaults(func=_sweep)
 
     m = sub.add_parser("monitor", help="live view of a board over its UART")

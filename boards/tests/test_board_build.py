@@ -45,6 +45,47 @@ def test_unknown_router_is_refused():
         build_board("ulx3s", out_root=OUT, router="router3")
 
 
+def _procs_in(path):
+    """PIDs of processes whose working directory is ``path`` (Linux /proc)."""
+    found = []
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                if os.readlink(f"/proc/{pid}/cwd") == str(path):
+                    found.append(int(pid))
+            except OSError:
+                pass
+    return found
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_time_limit_stops_the_tools_and_raises(tmp_path):
+    """A build past its time limit (here 3 s: Yosys alone takes about a minute) is stopped,
+    tools included, and raises TimeoutError naming the limit; the sweep lists such a
+    configuration as not finished and goes on."""
+    from fpq_boards.sweep import sweep, markdown_table
+    with pytest.raises(TimeoutError, match=r"time_limit: the toolchain did not finish "
+                                           r"within 3 s \(stopped\)"):
+        build_board("icebreaker", out_root=str(tmp_path), time_limit=3)
+    build_dir = tmp_path / "icebreaker"
+    assert (build_dir / "top.ys").exists()          # it had started
+    assert not (build_dir / "summary.json").exists()
+    assert _procs_in(build_dir) == []               # nothing left running there
+    said = []
+    rows = sweep("icebreaker", out_root=str(tmp_path / "sweep"), configs=[(1024, 256)],
+                 time_limit=2, log=said.append)
+    assert rows[0]["not_finished"] == "stopped after 2 s"
+    assert "| icebreaker | 1024 | 256 | 24 | not finished: stopped after 2 s |" in \
+        markdown_table(rows)
+    assert _procs_in(tmp_path / "sweep" / "icebreaker_v1024_t256") == []
+
+
+@pytest.mark.parametrize("limit", [0, -5.0])
+def test_bad_time_limit_is_refused(limit):
+    with pytest.raises(ValueError, match=rf"time_limit: {limit} s; allowed range \(0, inf\)"):
+        build_board("icebreaker", out_root=OUT, time_limit=limit)
+
+
 def test_summary_from_reports(tmp_path):
     """Parsing of nextpnr's JSON report and Yosys' statistics (a hand-written example)."""
     (tmp_path / "top.report.json").write_text(json.dumps({
@@ -186,5 +227,11 @@ def test_sweep(board):
                       write=os.path.join(OUT, f"sweep_{board}.md"))
     assert [(s["build"]["vec_bits"], s["build"]["table_depth"]) for s in summaries] == \
         CONFIGS[board]
-    for s in summaries:
+    # a configuration may be listed as not finished (stopped at the sweep's time limit: the
+    # 65536-bit vector did not finish routing here); the board's own one must route
+    routed = [s for s in summaries if "not_finished" not in s]
+    default = BOARDS[board].build
+    assert (default.vec_bits, default.table_depth) in \
+        [(s["build"]["vec_bits"], s["build"]["table_depth"]) for s in routed]
+    for s in routed:
         assert s["resources"]["BRAM"]["used"] <= s["resources"]["BRAM"]["available"]
