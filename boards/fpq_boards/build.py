@@ -167,14 +167,20 @@ def _run_script(build_dir, script, env, time_limit):
                             start_new_session=True)
     try:
         rc = proc.wait(timeout=time_limit)
-    except subprocess.TimeoutExpired:
+    except BaseException as exc:           # the time limit, or Ctrl-C: no tool left running
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
-        raise TimeoutError(f"time_limit: the toolchain did not finish within {time_limit:g} s "
-                           f"(stopped); see {build_dir}/top.tim") from None
-    except BaseException:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+        # the tools are the shell's children: wait (up to 10 s) until the group is gone
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                os.killpg(proc.pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.05)
+        if isinstance(exc, subprocess.TimeoutExpired):
+            raise TimeoutError(f"time_limit: the toolchain did not finish within "
+                               f"{time_limit:g} s (stopped); see {build_dir}/top.tim") from None
         raise
     if rc:
         raise subprocess.CalledProcessError(rc, ["sh", f"{script}.sh"])

@@ -8,6 +8,7 @@ import datetime
 import os
 
 from .build import build_board, tool_versions
+from .platforms import BOARDS
 
 __all__ = ["CONFIGS", "sweep", "markdown_table"]
 
@@ -51,7 +52,6 @@ def sweep(board, out_root="build/sweep", write=None, configs=None, log=print,
     """Build every configuration; one that does not finish within ``time_limit`` seconds is
     stopped and listed as not finished (``"not_finished"`` in its entry) instead of holding
     up the rest."""
-    from .platforms import BOARDS
     summaries = []
     for vec, table in configs or CONFIGS[board]:
         try:

@@ -30,7 +30,7 @@ class DelayLine(wiring.Component):
     ----------
     width : int
     delay : int
-        At least 2.
+        2 to 4096.
 
     Attributes
     ----------
@@ -39,8 +39,8 @@ class DelayLine(wiring.Component):
     """
 
     def __init__(self, width, delay):
-        if delay < 2:
-            raise ValueError(f"delay: {delay} is below 2; allowed range [2, 4096]")
+        if not 2 <= delay <= 4096:
+            raise ValueError(f"delay: {delay} is out of the allowed range [2, 4096]")
         self.width, self.delay = width, delay
         super().__init__({"i": In(width), "o": Out(width)})
 

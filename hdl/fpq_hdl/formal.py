@@ -66,7 +66,6 @@ from unittest import mock
 from amaranth import *
 from amaranth.hdl import Assert, Assume
 from amaranth.lib import wiring, memory
-from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 from amaranth.back import rtlil
 

@@ -183,9 +183,9 @@ class QueueManager(wiring.Component):
         outstanding = Signal(range(FIFO_DEPTH + 1))
         accept = Signal()
         # accept is the end of the clear schedule's compare; to keep its fan-out small, the
-        # per-arrival state (decision generator, sequence number, lag-line index, verdict
-        # credit) steps a clock later from the registered accept ``accepted``, and the
-        # arrival of the clock in between uses the values after that step
+        # per-arrival state at the port (lag-line index, verdict credit) steps a clock later
+        # from the registered accept ``accepted``, and the arrival of the clock in between
+        # uses the values after that step
         accepted = Signal()
         m.d.sync += accepted.eq(accept)
         m.d.comb += [

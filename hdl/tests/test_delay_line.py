@@ -55,6 +55,8 @@ def test_after_a_reset_words_from_then_on_arrive_on_time():
     assert got == words[start:start + len(got)]
 
 
-def test_delay_below_two_is_refused():
-    with pytest.raises(ValueError, match=r"delay: 1 is below 2; allowed range \[2, 4096\]"):
-        DelayLine(8, 1)
+@pytest.mark.parametrize("delay", [1, 4097])
+def test_delay_out_of_range_is_refused(delay):
+    with pytest.raises(ValueError, match=rf"delay: {delay} is out of the allowed range "
+                                         r"\[2, 4096\]"):
+        DelayLine(8, delay)
