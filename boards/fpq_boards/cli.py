@@ -24,11 +24,16 @@ def _monitor(args):
     settings = parse_settings(args.set)
     if args.interval <= 0:
         raise ValueError(f"--interval: {args.interval} must be > 0 seconds")
+    build = None
+    if args.board:
+        from .platforms import BOARDS
+        build = BOARDS[args.board].build
     if args.simulate:
         from fpq.config import Build
         from .soc import SelfTestSoC
         from .sim_port import SimulatedPort
-        soc = SelfTestSoC(Build(vec_bits=1024, table_depth=256), clk_freq=1e6, baud=250000)
+        soc = SelfTestSoC(build or Build(vec_bits=1024, table_depth=256), clk_freq=1e6,
+                          baud=250000)
         port = SimulatedPort(soc)
         clk_hz = 1e6
         sleep = lambda s: port.run_cycles(max(1, int(s * 2000)))   # noqa: E731
@@ -45,7 +50,7 @@ def _monitor(args):
         from .protocol import BusClient
         if not clk_hz:
             raise ValueError("--clk-mhz: required with --configure (timestamps are clocks)")
-        configure(BusClient(port, retries=1), clk_hz)
+        configure(BusClient(port, retries=1), clk_hz, build=build)
     kw = {"sleep": sleep} if sleep else {}
     monitor(port, interval=args.interval, count=args.count, clk_hz=clk_hz,
             settings=settings, clear=not args.no_clear, **kw)
@@ -84,6 +89,9 @@ def register(subparsers):
     m = sub.add_parser("monitor", help="live view of a board over its UART")
     m.add_argument("--port", help="serial port, e.g. /dev/ttyUSB0")
     m.add_argument("--baud", type=int, default=115200)
+    m.add_argument("--board", choices=["ulx3s", "icebreaker"], default=None,
+                   help="the board's build; needed with --configure when its bitstream fixes "
+                        "configuration fields (build register bit 17)")
     m.add_argument("--timeout", type=float, default=0.5, help="reply timeout, s")
     m.add_argument("--interval", type=float, default=1.0, help="refresh period, s")
     m.add_argument("--count", type=int, default=0, help="views to show (0: until Ctrl-C)")

@@ -154,28 +154,47 @@ def monitor(port, interval=1.0, count=0, clk_hz=None, settings=None, out=sys.std
     return cur
 
 
-def read_build(client):
-    """The board's ``fpq.Build`` from its ``build`` register."""
+def read_build(client, build=None):
+    """The board's ``fpq.Build`` from its ``build`` register. The register does not say which
+    fields a build fixes (``Build.fixed``, bit 17 set): for such a board pass its ``build``
+    (e.g. ``BOARDS[name].build``); it is checked against the register and returned."""
+    from fpq.regmap import BUILD_FIXED_BIT
     b = client.read(_REGS["build"].offset)
+    if build is not None:
+        if registers(build)[1].reset != b:
+            raise BridgeError(f"build: the board's build register is {b:#x}, the given build "
+                              f"({build}) would be {registers(build)[1].reset:#x}")
+        return build
+    if b >> BUILD_FIXED_BIT & 1:
+        raise BridgeError("build: the board's bitstream fixes configuration fields (build "
+                          "register bit 17), which the register does not list: name the "
+                          "board (fpq board monitor --board NAME) or pass its Build")
     return Build(vec_bits=1 << (b & 31), table_depth=1 << ((b >> 5) & 31),
                  avg_lag=(b >> 10) & 127)
 
 
 def configure(client, tick_hz, wait=None, tables_to_load=("decay_table", "rate_table"),
-              **fields):
+              build=None, **fields):
     """Load an ``fpq.Config`` (defaults plus ``fields``; ``tick_hz`` = the board clock) into
     the board: every configuration register, the decay and r(N) tables, then COMMIT. Raises
     ``BridgeError`` naming the register if the board rejects the commit. ``wait`` (optional)
-    is called between status polls; ``tables_to_load`` limits which tables are written."""
+    is called between status polls; ``tables_to_load`` limits which tables are written.
+    ``build``: the board's build, needed when it fixes fields (``read_build``); the fixed
+    registers are not written but read and checked against it."""
     from fpq.config import Config
     from fpq.regmap import tables, CONTROL_COMMIT, CONTROL_CLEAR_ERRORS, STATUS_BITS, \
         STATUS_REJECT_INDEX_SHIFT
-    build = read_build(client)
+    build = read_build(client, build)
     cfg = Config(build=build, tick_hz=tick_hz, **fields)
     raw = cfg.registers()
     regs = registers(build)
     client.write(_REGS["control"].offset, CONTROL_CLEAR_ERRORS)
     for r in regs:
+        if r.kind == "fixed":
+            value = client.read_wide(r.offset, r.width)
+            if value != raw[r.name]:
+                raise BridgeError(f"{r.name}: the board's fixed value {value:#x} is not the "
+                                  f"build's {raw[r.name]:#x}: another bitstream?")
         if r.kind == "config":
             for w in range(r.words):
                 client.write(r.offset + 4 * w, (raw[r.name] >> (32 * w)) & 0xFFFFFFFF)

@@ -142,3 +142,34 @@ def test_configure_everything_long():
     for r in registers(BUILD):
         if r.kind == "config":
             assert c.read_wide(r.offset, r.width) == raw[r.name], r.name
+
+
+def test_configure_a_board_whose_build_fixes_fields():
+    """The build register says that fields are fixed (bit 17) but not which: the host must
+    name the build, which is checked against the register and against the fixed registers'
+    values on the board; those are read, never written."""
+    from fpq.config import ConfigError
+    from fpq_boards.protocol import BridgeError
+    fixed = {"wq_shift": 4, "hash_key": bytes(range(20)), "mode": "fpq"}
+    build = Build(vec_bits=256, table_depth=32, fixed=fixed)
+    soc = SelfTestSoC(build, clk_freq=1e6, baud=250000)
+    port = SimulatedPort(soc)
+    c = BusClient(port)
+    stop_and_drain(c, port)
+    with pytest.raises(BridgeError, match="bit 17"):
+        read_build(c)
+    with pytest.raises(BridgeError, match="build register is"):
+        read_build(c, BUILD)
+    # same build word, another fixed value: found by reading the fixed register
+    other = Build(vec_bits=256, table_depth=32, fixed=dict(fixed, wq_shift=5))
+    with pytest.raises(BridgeError, match="wq_shift: the board's fixed value 0x4"):
+        configure(c, tick_hz=1e6, build=other, tables_to_load=())
+    with pytest.raises(ConfigError, match="wq_shift: 9 is not allowed"):
+        configure(c, tick_hz=1e6, build=build, wq_shift=9, tables_to_load=())
+    cfg = configure(c, tick_hz=1e6, build=build, wait=lambda: port.run_cycles(50),
+                    tables_to_load=(), red_max_p=0.25)
+    assert c.read(REG["status"].offset) & 0x6 == 0        # not rejected, no bad write
+    raw = cfg.registers()
+    for name in ("wq_shift", "hash_key", "mode", "red_max_p"):
+        assert c.read_wide(REG[name].offset, REG[name].width) == raw[name], name
+    assert raw["red_max_p"] == 1 << 30

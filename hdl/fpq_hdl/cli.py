@@ -28,6 +28,19 @@ def port_table(top):
     return lines
 
 
+def _fixed_lines(build):
+    """Header lines naming the registers the build fixes (their ``config`` fields are
+    ignored) and the fields they come from."""
+    if not build.fixed:
+        return []
+    from fpq.regmap import registers
+    fields = ", ".join(f"{k}={v.hex() if isinstance(v, bytes) else v}" for k, v in build.fixed)
+    regs = [f"{r.name}={r.reset:#x}" for r in registers(build) if r.kind == "fixed"]
+    return [f"// Fixed at build time (Build.fixed): {fields}.",
+            "// Constants, whatever the config port carries: "
+            f"{', '.join(regs) if regs else '(no register: only host fields fixed)'}."]
+
+
 def write_verilog(path, build, name="fpq_queue_manager"):
     from amaranth.back import verilog
     from .queue_manager import QueueManager, LATENCY, FIFO_DEPTH
@@ -46,6 +59,7 @@ def write_verilog(path, build, name="fpq_queue_manager"):
         "// config; on a later change of hash_key pulse wipe and rekey together (live re-key)",
         "// (fpq_hdl.registers.RegisterFile does all this behind a 32-bit bus). RAMs are",
         "// portable inferred memories with a registered output (read latency 2).",
+    ] + _fixed_lines(build) + [
         "// Ports (bit ranges of struct fields indented):",
     ] + ["//" + line for line in port_table(top)] + [""]
     from fpq.atomic import write_text
@@ -55,7 +69,9 @@ def write_verilog(path, build, name="fpq_queue_manager"):
 
 def _verilog(args):
     from fpq.config import Build
-    build = Build(vec_bits=args.vec_bits, table_depth=args.table_depth, avg_lag=args.avg_lag)
+    from fpq.config import parse_fixed
+    build = Build(vec_bits=args.vec_bits, table_depth=args.table_depth, avg_lag=args.avg_lag,
+                  fixed=parse_fixed(args.fix))
     path = write_verilog(args.out, build)
     print(f"wrote {path}")
     return 0
@@ -73,4 +89,7 @@ def register(subparsers):
                    help=f"r(N) table entries, power of two 16..65536 (default {d.table_depth})")
     p.add_argument("--avg-lag", type=int, default=d.avg_lag,
                    help=f"arrivals between average and decision (default {d.avg_lag})")
+    p.add_argument("--fix", action="append", metavar="FIELD=VALUE",
+                   help="fix a configuration field at build time (repeatable; its register "
+                        "becomes a constant, docs/REGISTERS.md \"Fixed registers\")")
     p.set_defaults(func=_verilog)

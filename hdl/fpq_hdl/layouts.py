@@ -29,5 +29,7 @@ VERDICT = data.StructLayout({"seq": SEQ_BITS, "action": 2, "n": 16, "avg": QAVG.
 
 def config_layout(build):
     """One field per configuration register of ``fpq.regmap.registers(build)``, same width:
-    the raw values of ``fpq.Config.registers()``."""
-    return data.StructLayout({r.name: r.width for r in registers(build) if r.kind == "config"})
+    the raw values of ``fpq.Config.registers()``. Registers the build fixes (kind "fixed")
+    have their field too, so the layout and the port list do not depend on ``Build.fixed``."""
+    return data.StructLayout({r.name: r.width for r in registers(build)
+                              if r.kind in ("config", "fixed")})

@@ -9,6 +9,7 @@ from fpq.config import Build, ConfigError
 from fpq.formats import TIME_BITS, QAVG, QPKTS_BITS, QBYTES_BITS, COUNTER_BITS, SEQ_BITS, \
     RATE, DECAY_SHIFT_BITS
 from fpq.queue_manager import COUNTERS, ENQUEUE, MARK, DROP_EARLY, DROP_FORCED
+from fpq.regmap import registers
 
 from .layouts import ARRIVAL, DEPARTURE, VERDICT, config_layout
 from .flow_hash import FlowHash
@@ -108,6 +109,8 @@ class QueueManager(wiring.Component):
     verdicts : Out(stream.Signature(VERDICT))
     config : In(config_layout(build))
         Raw configuration registers (``fpq.Config.registers()``); change only while idle.
+        The fields of registers the build fixes (``Build.fixed``, kind "fixed" in
+        ``fpq.regmap``) are ignored: the build's constants are used.
     load_rng_decide, load_rng_clear, restart, wipe : In(1)
         Strobes: load a generator from its config seed; restart the clear schedule at
         ``next_due = clear_period``; wipe the flow vector (``busy`` meanwhile).
@@ -166,7 +169,14 @@ class QueueManager(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         b = self.build
-        cfg = self.config
+        # registers the build fixes (``Build.fixed``) are constants here, whatever the port
+        # carries, so that synthesis folds them into the logic they feed
+        cfg = Signal(self._config_layout)
+        regs = {r.name: r for r in registers(b)}
+        for name in self._config_layout.members:
+            r = regs[name]
+            m.d.comb += cfg[name].eq(Const(r.reset, r.width) if r.kind == "fixed"
+                                     else self.config[name])
         arr, dep = self.arrivals, self.departures
 
         fifo_cls = SyncFIFO if self.verdict_fifo == "distributed" else SyncFIFOBuffered

@@ -79,8 +79,9 @@ class RegisterFile(wiring.Component):
         tbits = (build.table_depth - 1).bit_length()
         super().__init__({
             "bus": In(BusSignature()),
+            # fixed registers are never assigned: constants at their reset value
             "config": Out(layout, init={r.name: r.reset for r in self.regs
-                                        if r.kind == "config"}),
+                                        if r.kind in ("config", "fixed")}),
             "load_rng_decide": Out(1), "load_rng_clear": Out(1), "restart": Out(1),
             "wipe": Out(1), "rekey": Out(1), "hold": Out(1),
             "rate_bank": Out(1), "rate_we": Out(1), "rate_addr": Out(tbits),
@@ -195,6 +196,15 @@ class RegisterFile(wiring.Component):
             m.d.sync += bad_write.eq(1)
 
         # ---- commit: check (registered), then apply in one clock ------------------------------
+        fixed = {r.name: Const(r.reset, r.width) for r in self.regs if r.kind == "fixed"}
+
+        def pending_value(name):
+            """What the commit would apply: the shadow, or the build's constant."""
+            return shadow[name] if name in shadow else fixed[name]
+
+        def changes(name):
+            return pending_value(name) != self.config[name]
+
         bad_any, bad_idx = Signal(), Signal(8)
         first = None
         checks = []
@@ -208,7 +218,7 @@ class RegisterFile(wiring.Component):
             if r.hi < (1 << r.width) - 1:
                 bad = bad | (v > r.hi)
             if r.name == "red_max_th":
-                bad = bad | (v < shadow["red_min_th"] + (1 << QAVG.frac_bits))
+                bad = bad | (v < pending_value("red_min_th") + (1 << QAVG.frac_bits))
             checks.append((index[r.name], bad))
         idx_comb, any_comb = Signal(8), Signal()
         for i, bad in reversed(checks):          # the first bad register wins
@@ -232,13 +242,10 @@ class RegisterFile(wiring.Component):
                              self.rate_bank.eq(self.rate_bank ^ rate_dirty),
                              self.decay_bank.eq(self.decay_bank ^ decay_dirty),
                              # a new key: live re-key (wipe, hold the count; QueueManager)
-                             self.wipe.eq((shadow["v_max"] != self.config.v_max) |
-                                          (shadow["hash_key"] != self.config.hash_key)),
-                             self.rekey.eq(shadow["hash_key"] != self.config.hash_key),
-                             self.load_rng_decide.eq(
-                                 shadow["rng_decide_state"] != self.config.rng_decide_state),
-                             self.load_rng_clear.eq(
-                                 shadow["rng_clear_state"] != self.config.rng_clear_state)]
+                             self.wipe.eq(changes("v_max") | changes("hash_key")),
+                             self.rekey.eq(changes("hash_key")),
+                             self.load_rng_decide.eq(changes("rng_decide_state")),
+                             self.load_rng_clear.eq(changes("rng_clear_state"))]
                 for name, sig in shadow.items():
                     m.d.sync += self.config[name].eq(sig)
         return m

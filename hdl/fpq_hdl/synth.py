@@ -105,11 +105,18 @@ def main(argv=None):
                         "(lower spreads the design: less congestion, longer wires)")
     p.add_argument("--component", default="queue_manager",
                    help="queue_manager (default) or one component, e.g. flow_counter")
+    p.add_argument("--fix", action="append", metavar="FIELD=VALUE",
+                   help="fix a configuration field at build time (repeatable)")
     args = p.parse_args(argv)
     beta = args.placer_heap_beta
     if beta is not None and not 0 < beta <= 1:
         p.error(f"--placer-heap-beta: {beta} must be in (0, 1]")
-    build = Build(vec_bits=args.vec_bits, table_depth=args.table_depth)
+    from fpq.config import parse_fixed, ConfigError
+    try:
+        build = Build(vec_bits=args.vec_bits, table_depth=args.table_depth,
+                      fixed=parse_fixed(args.fix))
+    except ConfigError as e:
+        p.error(str(e))
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "top.il"), "w") as f:
         f.write(rtlil.convert(SynthHarness(build, args.component), name="top"))

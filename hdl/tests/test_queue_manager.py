@@ -52,6 +52,37 @@ def test_bit_exact_long(mode):
     check(MODES[mode], 1_000_000, seed=7)
 
 
+def test_fixed_registers_are_the_build_s_constants_whatever_the_port_carries():
+    """A build that fixes fields (``Build.fixed``) decides with them, bit-exact with the model
+    of that build, while the port carries other values for the fixed registers: values that
+    change the verdicts when they are used (another mode, weight, clear period, key, seed)."""
+    from fpq.regmap import registers as regmap
+    from .hdl_harness import pack, config_layout
+    ref = MODES["fpq"]
+    names = ("mode", "wq_shift", "tick_hz", "idle_pkt_time_s", "t_clear_s", "v_max",
+             "hash_key", "seed_decide", "seed_clear", "red_gentle")
+    build = Build(table_depth=1024, fixed={f: getattr(ref, f) for f in names})
+    cfg = Config(build=build, ecn=True, n_cap=1023, limit_pkts=300, lc_correction=True)
+    fixed = {r.name for r in regmap(build) if r.kind == "fixed"}
+    assert {"mode", "wq_shift", "clear_period", "hash_key", "rng_decide_state"} <= fixed
+    other = ref.replace(mode="red", red_max_p=0.5, wq_shift=2, t_clear_s=0.03,
+                        hash_key=bytes(range(20)), seed_decide=77, seed_clear=78)
+    port = dict(cfg.registers(), **{n: other.registers()[n] for n in fixed})
+    assert all(port[n] != cfg.registers()[n] for n in fixed - {"red_gentle", "v_max"})
+
+    async def configure_other(ctx, dut, config):
+        await configure(ctx, dut, config)
+        ctx.set(dut.config.as_value(), pack(config_layout(build), port))
+
+    steps, expected, _ = traffic(cfg, 20_000, seed=11)
+    res = run(cfg, steps, 20_000, configure_fn=configure_other)
+    compare(res["verdicts"], expected)
+    # and the values on the port do change the verdicts of a build that does not fix them
+    other_cfg = Config(build=Build(table_depth=1024), **dict(cfg.values, **{
+        f: getattr(other, f) for f in names}))
+    assert traffic(other_cfg, 2000, seed=11)[1] != expected[:2000]
+
+
 def test_literal_clear_mode_and_clear_backlogs():
     # period 1.5 ticks: most arrivals owe 0-2 clears, jumps owe dozens (the port stalls)
     cfg = MODES["fpq"].replace(clear_literal=True, t_clear_s=1.5 * 5000 / 1e6)

@@ -21,6 +21,7 @@ BAD_WRITE = 1 << STATUS_BITS["BAD_WRITE"]
 class Host:
     def __init__(self, ctx, dut):
         self.ctx, self.dut = ctx, dut
+        self.regs = {r.name: r for r in dut.regs}
 
     async def write(self, addr, value):
         c, b = self.ctx, self.dut.bus
@@ -42,12 +43,12 @@ class Host:
         return c.get(b.r_data)
 
     async def write_reg(self, name, value):
-        r = REGS[name]
+        r = self.regs[name]
         for w in range(r.words):
             await self.write(r.offset + 4 * w, value >> (32 * w))
 
     async def read_reg(self, name):
-        r = REGS[name]
+        r = self.regs[name]
         v = 0
         for w in range(r.words):
             v |= await self.read(r.offset + 4 * w) << (32 * w)
@@ -62,8 +63,8 @@ class Host:
         return {name: self.ctx.get(self.dut.config[name]) for name in self.dut.config.shape().members}
 
 
-def simulate(bench):
-    dut = RegisterFile(BUILD)
+def simulate(bench, build=BUILD):
+    dut = RegisterFile(build)
     sim = Simulator(dut)
     sim.add_clock(1e-8)
 
@@ -543,3 +544,46 @@ def test_commits_while_traffic_flows_apply_between_two_arrivals():
             expected.append(model.arrive(arr))
             n += 1
     compare(state["verdicts"], expected[:n_arr])
+
+
+def test_fixed_registers_read_their_value_refuse_writes_and_stay_out_of_commits():
+    """A build that fixes fields: their registers are constants on the config port, read back
+    the build's value, a write sets BAD_WRITE and changes nothing, and commits neither
+    reject nor change them (not even a key or seed write: no re-key, no reload)."""
+    build = Build(table_depth=64, fixed={"wq_shift": 3, "hash_key": bytes(range(20)),
+                                         "seed_decide": 5, "red_min_th": 2.0})
+    raw = Config(build=build).registers()
+    fixed = [r for r in registers(build) if r.kind == "fixed"]
+    assert {r.name for r in fixed} == {"wq_shift", "hash_key", "rng_decide_state",
+                                       "red_min_th"}
+
+    async def bench(ctx, dut, host):
+        for _ in range(3):
+            await ctx.tick()
+        assert host.active() == raw
+        for r in fixed:
+            assert await host.read_reg(r.name) == raw[r.name], r.name
+            await host.write_reg(r.name, raw[r.name] ^ 1)
+            assert await host.read(REGS["status"].offset) & BAD_WRITE, r.name
+            await host.write(REGS["control"].offset, CONTROL_CLEAR_ERRORS)
+            assert await host.read_reg(r.name) == raw[r.name], r.name
+        # red_max_th is checked against the fixed red_min_th (2.0): 2.5 is rejected, 3.0 not
+        await host.write_reg("red_max_th", int(2.5 * 65536))
+        await host.commit()
+        status = await host.read(REGS["status"].offset)
+        assert status & REJECTED and status >> STATUS_REJECT_INDEX_SHIFT == \
+            INDEX["red_max_th"]
+        await host.write(REGS["control"].offset, CONTROL_CLEAR_ERRORS)
+        await host.write_reg("red_max_th", 3 << 16)
+        await host.write_reg("mode", 1)
+        strobes = set()
+        await host.write(REGS["control"].offset, CONTROL_COMMIT)
+        for _ in range(4):
+            for name in ("wipe", "rekey", "load_rng_decide", "load_rng_clear"):
+                if ctx.get(getattr(dut, name)):
+                    strobes.add(name)
+            await ctx.tick()
+        assert not await host.read(REGS["status"].offset) & (REJECTED | BAD_WRITE)
+        assert host.active() == dict(raw, red_max_th=3 << 16, mode=1)
+        assert strobes == set()
+    simulate(bench, build)

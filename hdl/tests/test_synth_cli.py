@@ -9,6 +9,8 @@ from fpq_hdl.synth import main
     (["--placer-heap-beta", "0"], "--placer-heap-beta: 0.0 must be in (0, 1]"),
     (["--placer-heap-beta", "1.5"], "--placer-heap-beta: 1.5 must be in (0, 1]"),
     (["--router", "router3"], "argument --router: invalid choice: 'router3'"),
+    (["--fix", "wq_shift=40"], "fixed: wq_shift: 40 is out of range [0, 16]"),
+    (["--fix", "hash_key=zz"], "--fix hash_key: 'zz' is not hex bytes"),
 ])
 def test_bad_arguments_are_refused_before_any_tool_runs(tmp_path, capsys, argv, message):
     out = tmp_path / "out"

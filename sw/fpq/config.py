@@ -19,7 +19,7 @@ from .formats import (QAVG, PROB, PROB_ONE, CLEAR_PERIOD, RATE, QPKTS_BITS, QBYT
 
 __all__ = ["Field", "FIELDS", "Build", "Config", "ConfigError", "MODES", "RSS_KEY",
            "lt_qt_float", "expand_seed", "DECAY_TABLE_DEPTH", "FLUSH_CLEAR_PERIODS",
-           "REKEY_HOLD_LIMIT"]
+           "REKEY_HOLD_LIMIT", "parse_fixed"]
 
 MODES = {"droptail": 0, "red": 1, "fpq": 2}
 #: The Microsoft RSS verification key (first 20 bytes are used). Public: set your own in
@@ -47,6 +47,14 @@ class Build:
     #: Decisions use the average queue after the arrival ``avg_lag`` arrivals earlier; this is
     #: the pipeline distance between the averager and the decision in the RTL.
     avg_lag: int = 12
+    #: Configuration fields fixed at build time, as ``(name, value)`` pairs of ``FIELDS``
+    #: (``Build(fixed=(("wq_shift", 9), ("mode", "fpq")))``; a dict is accepted and stored as
+    #: sorted pairs). Every ``Config`` of this build has these values (another value is a
+    #: ``ConfigError``), and a register whose value depends on fixed fields only is a constant
+    #: in the hardware (``fpq.regmap``: kind "fixed", read-only): no shadow, no range check,
+    #: and the logic it feeds is simplified by synthesis (docs/BENCHMARKS.md, "Fixed
+    #: registers").
+    fixed: tuple = ()
 
     def __post_init__(self):
         for name, lo, hi in (("vec_bits", 64, 65536), ("table_depth", 16, 65536)):
@@ -55,6 +63,27 @@ class Build:
                 raise ConfigError(f"{name}: {v!r} must be a power of two in [{lo}, {hi}]")
         if not isinstance(self.avg_lag, int) or not 1 <= self.avg_lag <= 64:
             raise ConfigError(f"avg_lag: {self.avg_lag!r} must be an integer in [1, 64]")
+        fixed = self.fixed.items() if isinstance(self.fixed, dict) else self.fixed
+        try:
+            pairs = [(name, value) for name, value in fixed]
+        except (TypeError, ValueError):
+            raise ConfigError(f"fixed: {self.fixed!r} must be (field, value) pairs") from None
+        names = [name for name, _ in pairs]
+        unknown = sorted(set(map(str, names)) - set(FIELD_BY_NAME))
+        if unknown or len(set(names)) != len(names):
+            raise ConfigError(f"fixed: {', '.join(unknown) or 'a repeated field'} is not "
+                              f"allowed; fields: {', '.join(FIELD_BY_NAME)}")
+        try:
+            pairs = sorted((name, _check_number(FIELD_BY_NAME[name], value, self))
+                           for name, value in pairs)
+        except ConfigError as e:
+            raise ConfigError(f"fixed: {e}") from None
+        object.__setattr__(self, "fixed", tuple(pairs))
+
+    @property
+    def fixed_fields(self):
+        """The fixed fields as a dict."""
+        return dict(self.fixed)
 
 
 @dataclass(frozen=True)
@@ -135,6 +164,39 @@ FIELDS = [
 FIELD_BY_NAME = {f.name: f for f in FIELDS}
 
 
+def parse_fixed(items, option="--fix"):
+    """``["wq_shift=9", "mode=fpq", "hash_key=6d5a..."]`` -> a dict for ``Build(fixed=...)``.
+    Values are typed by their field (integers in any base, true/false, hex bytes); errors
+    name the option, the field and what is allowed. Ranges are checked by ``Build``."""
+    out = {}
+    for item in items or []:
+        name, sep, text = item.partition("=")
+        name, text = name.strip(), text.strip()
+        f = FIELD_BY_NAME.get(name)
+        if not sep or f is None:
+            raise ConfigError(f"{option}: {item!r} must be FIELD=VALUE with FIELD one of "
+                              f"{', '.join(FIELD_BY_NAME)}")
+        try:
+            if f.type == "int":
+                value = int(text, 0)
+            elif f.type == "float":
+                value = float(text)
+            elif f.type == "bool":
+                value = {"true": True, "1": True, "false": False, "0": False}[text.lower()]
+            elif f.type == "bytes":
+                value = bytes.fromhex(text)
+            else:
+                value = text
+        except (ValueError, KeyError):
+            kind = {"int": "an integer", "float": "a number", "bool": "true or false",
+                    "bytes": "hex bytes"}[f.type]
+            raise ConfigError(f"{option} {name}: {text!r} is not {kind}") from None
+        if name in out:
+            raise ConfigError(f"{option} {name}: given twice")
+        out[name] = value
+    return out
+
+
 def expand_seed(seed):
     """128-bit xorshift128 state (four 32-bit words) from a 64-bit seed, with splitmix64."""
     words = []
@@ -198,9 +260,17 @@ class Config:
             raise ConfigError(f"unknown configuration field(s): {', '.join(unknown)}; "
                               f"known: {', '.join(FIELD_BY_NAME)}")
         full = {}
+        fixed = build.fixed_fields
         for f in FIELDS:
             default = f.default(build) if callable(f.default) else f.default
-            full[f.name] = _check_number(f, values.get(f.name, default), build)
+            full[f.name] = _check_number(f, values.get(f.name, fixed.get(f.name, default)),
+                                         build)
+            if f.name in fixed and full[f.name] != fixed[f.name]:
+                shown = fixed[f.name].hex() if isinstance(fixed[f.name], bytes) \
+                    else repr(fixed[f.name])
+                raise ConfigError(f"{f.name}: {values[f.name]!r} is not allowed: this build "
+                                  f"fixes it to {shown} (Build.fixed); another value needs "
+                                  f"another build")
         object.__setattr__(self, "values", full)
         object.__setattr__(self, "build", build)
         self._check_relations()

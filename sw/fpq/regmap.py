@@ -41,6 +41,11 @@ Behaviour the hardware guarantees (and the model mirrors in :func:`check_registe
   CLEAR_ERRORS set does nothing and sets ``STATUS.BAD_WRITE``. Address bits 1..0 are ignored.
   Sticky bits (COMMIT_REJECTED, BAD_WRITE, REJECT_INDEX) clear by writing
   ``CONTROL.CLEAR_ERRORS``.
+* Fixed registers. A build may fix configuration fields at synthesis (``Build.fixed``); a
+  configuration register computed from fixed fields only is then a constant of that
+  hardware (kind "fixed", read-only): reads return its value, a write is ignored and sets
+  ``STATUS.BAD_WRITE``, commits neither check nor change it, and synthesis folds it into the
+  logic it feeds. Bit 17 of the ``build`` register is set in such a build.
 * Counters are 64 bits (they cannot wrap in 3900 years at 150 M events/s); a write of any
   value to either word of a counter, or to ``max_queue``, clears it.
 """
@@ -56,6 +61,7 @@ from .formats import (QAVG, PROB, PROB_ONE, CLEAR_PERIOD, RATE, QPKTS_BITS, QBYT
 from .queue_manager import COUNTERS
 
 __all__ = ["Register", "Table", "registers", "tables", "check_registers", "write_all",
+           "SOURCES", "is_fixed", "BUILD_FIXED_BIT",
            "ID_VALUE", "CONTROL_COMMIT", "CONTROL_CLEAR_ERRORS", "STATUS_BITS"]
 
 ID_VALUE = 0x46505131  # "FPQ1"
@@ -63,6 +69,9 @@ CONTROL_COMMIT = 1 << 0
 CONTROL_CLEAR_ERRORS = 1 << 1
 STATUS_BITS = {"BUSY": 0, "COMMIT_REJECTED": 1, "BAD_WRITE": 2}
 STATUS_REJECT_INDEX_SHIFT = 8
+#: Bit of the ``build`` register set when the build fixes configuration fields
+#: (``Build.fixed``); which ones is not in the word: a host must know the build it talks to.
+BUILD_FIXED_BIT = 17
 
 
 @dataclass(frozen=True)
@@ -131,6 +140,31 @@ def _config_specs(build):
     ]
 
 
+#: The configuration fields (``fpq.config.FIELDS``) each config register is computed from
+#: (``Config.registers``). A register all of whose fields a build fixes (``Build.fixed``) is a
+#: constant of that build: kind "fixed", read-only, reset = its value.
+SOURCES = {
+    "mode": ("mode",), "ecn": ("ecn",), "v_max": ("v_max",),
+    "clear_period": ("t_clear_s", "tick_hz", "v_max"),
+    "flush_after": ("t_clear_s", "tick_hz", "v_max"),
+    "clear_literal": ("clear_literal",), "n_cap": ("n_cap",), "wq_shift": ("wq_shift",),
+    "idle_cell_log": ("wq_shift", "idle_pkt_time_s", "tick_hz"),
+    "red_min_th": ("red_min_th",), "red_max_th": ("red_max_th",),
+    "red_max_p": ("red_max_p",),
+    "red_slope1": ("red_min_th", "red_max_th", "red_max_p"),
+    "red_slope2": ("red_max_th", "red_max_p"),
+    "red_gentle": ("red_gentle",), "limit_pkts": ("limit_pkts",),
+    "limit_bytes": ("limit_bytes",), "hash_key": ("hash_key",),
+    "rng_decide_state": ("seed_decide",), "rng_clear_state": ("seed_clear",),
+    "rekey_hold": ("rekey_hold_t_clear", "t_clear_s", "tick_hz"),
+}
+
+
+def is_fixed(name, build):
+    """Whether config register ``name`` is a constant of ``build`` (all its fields fixed)."""
+    return all(f in build.fixed_fields for f in SOURCES[name])
+
+
 TELEMETRY = [
     ("n_raw", 17, "ro", "Flow-vector popcount N."),
     ("n", 16, "ro", "min(N, n_cap): the count decisions use."),
@@ -148,7 +182,8 @@ def registers(build=None):
     regs = [
         Register("id", 0x000, 32, "ro", "control", 0, 0, ID_VALUE, "const", "'FPQ1'."),
         Register("build", 0x004, 32, "ro", "control", 0, 0, _build_word(build), "fields",
-                 "[4:0] log2 vec_bits, [9:5] log2 table_depth, [16:10] avg_lag."),
+                 "[4:0] log2 vec_bits, [9:5] log2 table_depth, [16:10] avg_lag, [17] some "
+                 "configuration fixed at build time."),
         Register("control", 0x008, 2, "wo", "control", 0, 0, 0, "strobes",
                  "bit 0 COMMIT, bit 1 CLEAR_ERRORS."),
         Register("status", 0x00C, 16, "ro", "control", 0, 0, 0, "flags",
@@ -159,8 +194,12 @@ def registers(build=None):
     for name, width, lo, hi, fmt, doc in _config_specs(build):
         words = (width + 31) // 32
         offset = (offset + 4 * words - 1) // (4 * words) * (4 * words) if words > 1 else offset
-        regs.append(Register(name, offset, width, "rw", "config", lo, hi, defaults[name], fmt,
-                             doc))
+        if is_fixed(name, build):
+            regs.append(Register(name, offset, width, "ro", "fixed", lo, hi, defaults[name],
+                                 fmt, doc + " Fixed in this build (Build.fixed): read-only."))
+        else:
+            regs.append(Register(name, offset, width, "rw", "config", lo, hi, defaults[name],
+                                 fmt, doc))
         offset += 4 * words
     assert offset <= 0x200
     offset = 0x200
@@ -188,7 +227,7 @@ def tables(build=None):
 
 def _build_word(build):
     return ((build.vec_bits.bit_length() - 1) | ((build.table_depth.bit_length() - 1) << 5)
-            | (build.avg_lag << 10))
+            | (build.avg_lag << 10) | (bool(build.fixed) << BUILD_FIXED_BIT))
 
 
 def check_registers(values, build=None):
@@ -212,7 +251,9 @@ def to_json(build=None):
     build = build or Build()
     return json.dumps({
         "build": {"vec_bits": build.vec_bits, "table_depth": build.table_depth,
-                  "avg_lag": build.avg_lag},
+                  "avg_lag": build.avg_lag,
+                  "fixed": {k: v.hex() if isinstance(v, bytes) else v
+                            for k, v in build.fixed}},
         "bus": {"data_bits": 32, "address": "byte", "word_order": "least significant first"},
         "registers": [dict(r.__dict__, words=r.words, index=i)
                       for i, r in enumerate(registers(build))],
@@ -269,7 +310,8 @@ def to_markdown(build=None):
             "| index | address | name | access | bits | format | range (raw) | reset | description |",
             "|---|---|---|---|---|---|---|---|---|"]
     for i, r in enumerate(registers(build)):
-        rng = f"{r.lo:#x} .. {r.hi:#x}" if r.kind == "config" else ""
+        rng = f"{r.lo:#x} .. {r.hi:#x}" if r.kind == "config" else \
+            "fixed" if r.kind == "fixed" else ""
         out.append(f"| {i} | 0x{r.offset:05x} | `{r.name}` | {r.access} | {r.width} | {r.fmt} | "
                    f"{rng} | {r.reset:#x} | {r.doc} |")
     out += ["", "## Tables", "", "| address | name | depth | bits | format | description |",

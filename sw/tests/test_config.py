@@ -73,3 +73,45 @@ def test_rate_format_relative_error():
             v = frac * 2.0 ** k
             m, s = RATE.encode(v)
             assert abs(RATE.decode(m, s) - v) / v <= 2 ** -16
+
+
+# ---- fixed fields (Build.fixed) ------------------------------------------------------------
+@pytest.mark.parametrize("fixed, fragment", [
+    ({"wq": 1}, "fixed: wq is not allowed"),
+    ({"wq_shift": 17}, "fixed: wq_shift: 17 is out of range [0, 16]"),
+    ({"mode": "codel"}, "fixed: mode: 'codel' must be one of droptail, red, fpq"),
+    ({"hash_key": b"short"}, "fixed: hash_key: must be exactly 20 bytes"),
+    ((("wq_shift", 9), ("wq_shift", 9)), "fixed: a repeated field"),
+    (5, "fixed: 5 must be (field, value) pairs"),
+])
+def test_bad_fixed_fields_are_named(fixed, fragment):
+    with pytest.raises(ConfigError, match=fragment.replace("[", r"\[").replace("(", r"\(")
+                       .replace(")", r"\)")):
+        Build(fixed=fixed)
+
+
+def test_fixed_fields_are_every_config_s_values_and_nothing_else_is_accepted():
+    b = Build(fixed={"wq_shift": 5, "mode": "red", "red_min_th": 3})
+    assert b.fixed == (("mode", "red"), ("red_min_th", 3.0), ("wq_shift", 5))
+    assert b == Build(fixed=(("wq_shift", 5), ("red_min_th", 3.0), ("mode", "red")))
+    cfg = Config(build=b, red_max_p=0.1)
+    assert (cfg.wq_shift, cfg.mode, cfg.red_min_th, cfg.red_max_p) == (5, "red", 3.0, 0.1)
+    assert Config(build=b, wq_shift=5).registers() == cfg.replace(red_max_p=0.02).registers()
+    for field, other in (("wq_shift", 9), ("mode", "fpq"), ("red_min_th", 3.5)):
+        with pytest.raises(ConfigError, match=f"{field}: .* this build fixes it to"):
+            Config(build=b, **{field: other})
+        with pytest.raises(ConfigError, match=f"{field}: .* this build fixes it to"):
+            cfg.replace(**{field: other})
+
+
+def test_fixed_fields_from_the_command_line_are_typed_by_their_field():
+    from fpq.config import parse_fixed
+    got = parse_fixed(["v_max=0x100", "ecn=true", "red_min_th=2.5", "mode=red",
+                       "hash_key=" + "01" * 20])
+    assert got == {"v_max": 256, "ecn": True, "red_min_th": 2.5, "mode": "red",
+                   "hash_key": b"\x01" * 20}
+    assert Build(fixed=got).fixed_fields == got
+    with pytest.raises(ConfigError, match="--fix v_max: given twice"):
+        parse_fixed(["v_max=1", "v_max=2"])
+    with pytest.raises(ConfigError, match="--fix: 'v_max' must be FIELD=VALUE"):
+        parse_fixed(["v_max"])

@@ -76,3 +76,61 @@ def test_c_header_compiles_and_agrees_with_the_json_map(tmp_path):
     out = subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout.split("\n")
     for line, r in zip(out, regmap["registers"]):
         assert line.split() == [r["name"], str(r["offset"]), str(r["width"]), str(r["index"])]
+
+
+def _alternative(field):
+    """A valid value of ``field`` other than its default."""
+    from fpq.config import MODES
+    if field.type == "enum":
+        return next(m for m in MODES if m != field.default)
+    if field.type == "bool":
+        return not field.default
+    if field.type == "bytes":
+        return bytes(b ^ 0x5A for b in field.default)
+    if field.name == "v_max":
+        return 4096
+    if field.name == "n_cap":
+        return 1000
+    return field.default * 1.5 if field.type == "float" else field.default - 1 or 3
+
+
+def test_register_sources_are_exactly_the_fields_that_change_it():
+    """``SOURCES`` (which fields a register is computed from) decides which registers a build
+    can fix; every field changed on its own must change exactly registers listing it."""
+    from fpq.config import FIELDS
+    from fpq.regmap import SOURCES
+    base = Config(tick_hz=100e6)
+    raw = base.registers()
+    assert set(SOURCES) == set(raw)
+    for f in FIELDS:
+        changed = base.replace(**{f.name: _alternative(f)}).registers()
+        moved = {name for name in raw if changed[name] != raw[name]}
+        listed = {name for name, fields in SOURCES.items() if f.name in fields}
+        # a register may keep its value by rounding (e.g. the idle cell's log2), never move
+        # without listing the field
+        assert moved <= listed, (f.name, moved - listed)
+        if f.kind == "reg" or f.name.startswith("seed"):
+            assert moved, f.name
+
+
+def test_a_register_whose_fields_are_all_fixed_is_a_read_only_constant():
+    import json
+    from fpq.regmap import to_json, BUILD_FIXED_BIT
+    b = Build(fixed={"wq_shift": 7, "tick_hz": 24e6, "idle_pkt_time_s": 1e-6,
+                     "t_clear_s": 2.0, "hash_key": bytes(range(20))})
+    raw = Config(build=b).registers()
+    regs = {r.name: r for r in registers(b)}
+    fixed = {n for n, r in regs.items() if r.kind == "fixed"}
+    # clear_period needs v_max too, rekey_hold its own field: both stay configurable
+    assert fixed == {"wq_shift", "idle_cell_log", "hash_key"}
+    for n in fixed:
+        assert (regs[n].access, regs[n].reset) == ("ro", raw[n])
+    assert regs["clear_period"].kind == regs["rekey_hold"].kind == "config"
+    # same addresses as the build without fixed fields: host software keeps its map
+    assert {n: r.offset for n, r in regs.items()} == \
+        {r.name: r.offset for r in registers(Build())}
+    assert regs["build"].reset >> BUILD_FIXED_BIT & 1
+    assert not registers(Build())[1].reset >> BUILD_FIXED_BIT & 1
+    assert json.loads(to_json(b))["build"]["fixed"]["hash_key"] == bytes(range(20)).hex()
+    # the commit check looks at configurable registers only
+    assert check_registers(raw, b) is None
