@@ -7,6 +7,7 @@ nextpnr's JSON report (``top.report.json``: Fmax per clock, utilisation), ``summ
 against the target and the goal, LUT / FF / BRAM / DSP with percentages, tool versions).
 """
 
+import dataclasses
 import datetime
 import json
 import os
@@ -16,7 +17,6 @@ import subprocess
 import sys
 import time
 
-from fpq.config import Build
 
 from .platforms import BOARDS, BoardTop
 
@@ -98,7 +98,9 @@ def summarise(spec, build_dir, build, clk_mhz, elapsed=None):
         "board": spec.name, "family": spec.family,
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "build": {"vec_bits": build.vec_bits, "table_depth": build.table_depth,
-                  "avg_lag": build.avg_lag},
+                  "avg_lag": build.avg_lag,
+                  "fixed": {k: v.hex() if isinstance(v, bytes) else v
+                            for k, v in build.fixed}},
         "clock_mhz": round(clk_mhz, 3), "goal_mhz": spec.goal_mhz, "goal": spec.goal_text,
         "fmax": fmax, "fmax_mhz": worst,
         "timing_met": worst >= clk_mhz, "goal_met": worst >= spec.goal_mhz,
@@ -110,6 +112,8 @@ def summarise(spec, build_dir, build, clk_mhz, elapsed=None):
 def format_summary(s):
     lines = [f"{s['board']} ({s['family']}): vec_bits {s['build']['vec_bits']}, "
              f"table_depth {s['build']['table_depth']}  [{s['date']}]"]
+    if s["build"].get("fixed"):
+        lines.append(f"  fixed at build time: {', '.join(sorted(s['build']['fixed']))}")
     for clk, v in s["fmax"].items():
         lines.append(f"  Fmax {clk:28s} {v['achieved_mhz']:8.2f} MHz  (clock "
                      f"{v['target_mhz']:.2f} MHz)")
@@ -187,7 +191,7 @@ def _run_script(build_dir, script, env, time_limit):
 
 
 def build_board(board, out_root="build", vec_bits=None, table_depth=None, clk_mhz=None,
-                seed=1, tag=None, log=print, router="router1", time_limit=None):
+                seed=1, tag=None, log=print, router="router1", time_limit=None, fixed=None):
     """Build ``board``'s bitstream; returns the summary dict (also written as JSON/text).
     ``time_limit`` (seconds, > 0; None: none) bounds Yosys + nextpnr + packing: past it the
     tools are stopped and ``TimeoutError`` is raised (a routing that does not converge
@@ -199,8 +203,7 @@ def build_board(board, out_root="build", vec_bits=None, table_depth=None, clk_mh
     if time_limit is not None and not time_limit > 0:
         raise ValueError(f"time_limit: {time_limit!r} s; allowed range (0, inf) or None")
     spec = BOARDS[board]
-    build = Build(vec_bits=vec_bits or spec.build.vec_bits,
-                  table_depth=table_depth or spec.build.table_depth)
+    build = board_build(spec, vec_bits, table_depth, fixed)
     top = BoardTop(spec, build=build, clk_mhz=clk_mhz)
     build_dir = os.path.abspath(os.path.join(out_root, tag or board))
     os.makedirs(build_dir, exist_ok=True)
@@ -238,15 +241,23 @@ def build_board(board, out_root="build", vec_bits=None, table_depth=None, clk_mh
     return summary
 
 
-def synthesize_only(board, out_root="build", vec_bits=None, table_depth=None, tag=None):
+def board_build(spec, vec_bits=None, table_depth=None, fixed=None):
+    """The board's ``Build`` with any of its sizes or fixed fields (``Build.fixed``)
+    replaced (None: the board's own)."""
+    return dataclasses.replace(spec.build, vec_bits=vec_bits or spec.build.vec_bits,
+                               table_depth=table_depth or spec.build.table_depth,
+                               fixed=spec.build.fixed if fixed is None else fixed)
+
+
+def synthesize_only(board, out_root="build", vec_bits=None, table_depth=None, tag=None,
+                    fixed=None):
     """Yosys only (no place and route): the board top mapped to the FPGA's cells. Returns
     the cell counts of the netlist (e.g. ``SB_LUT4``, ``SB_DFF*``, ``SB_RAM40_4K``). A quick
     check that the design elaborates and maps (pins, PLL, RAMs, DSPs) and of its size."""
     if board not in BOARDS:
         raise ValueError(f"board: {board!r} is not one of {', '.join(sorted(BOARDS))}")
     spec = BOARDS[board]
-    build = Build(vec_bits=vec_bits or spec.build.vec_bits,
-                  table_depth=table_depth or spec.build.table_depth)
+    build = board_build(spec, vec_bits, table_depth, fixed)
     top = BoardTop(spec, build=build)
     build_dir = os.path.abspath(os.path.join(out_root, tag or f"{board}_synth"))
     os.makedirs(build_dir, exist_ok=True)

@@ -6,10 +6,12 @@ __all__ = ["register"]
 
 
 def _build(args):
+    from fpq.config import parse_fixed
     from .build import build_board
     s = build_board(args.board, out_root=args.out, vec_bits=args.vec_bits,
                     table_depth=args.table_depth, clk_mhz=args.clk_mhz, seed=args.seed,
-                    router=args.router, time_limit=args.time_limit)
+                    router=args.router, time_limit=args.time_limit,
+                    fixed=parse_fixed(args.fix) if args.fix else None)
     return 0 if (s["timing_met"] or not args.strict) else 1
 
 
@@ -73,6 +75,9 @@ def register(subparsers):
     b.add_argument("--router", choices=["router1", "router2"], default="router1",
                    help="nextpnr router (default router1)")
     b.add_argument("--strict", action="store_true", help="exit 1 if timing is missed")
+    b.add_argument("--fix", action="append", metavar="FIELD=VALUE",
+                   help="fix a configuration field at build time (repeatable; replaces the "
+                        "board's own fixed fields)")
     b.add_argument("--time-limit", type=float, default=None, metavar="S",
                    help="stop the tools after S seconds (default: no limit)")
     b.set_defaults(func=_build)

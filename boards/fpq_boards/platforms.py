@@ -10,16 +10,17 @@ the 59.5 Mpkt/s of 40 GbE minimum frames), below its 150 MHz goal, which the sum
 as missed. Asking nextpnr for 150 MHz gave a worse result (70.7 MHz) and, on later RTL, no
 routed design at all (docs/BENCHMARKS.md, "Boards"); ``--clk-mhz`` still sets any clock."""
 
+import dataclasses
 from dataclasses import dataclass, field
 
 from amaranth import *
 from amaranth.lib.cdc import ResetSynchronizer
 
-from fpq.config import Build
+from fpq.config import Build, Config
 
 from .soc import SelfTestSoC
 
-__all__ = ["BoardSpec", "BOARDS", "ice40_pll", "ecp5_pll", "BoardTop"]
+__all__ = ["BoardSpec", "BOARDS", "ICEBREAKER_FIXED", "ice40_pll", "ecp5_pll", "BoardTop"]
 
 
 @dataclass(frozen=True)
@@ -39,12 +40,26 @@ class BoardSpec:
         return getattr(importlib.import_module(self.module), self.platform)()
 
 
+#: The iCEBreaker's build fixes every field but the ones a board owner plays with (mode,
+#: ECN, the count cap, the hard limits, and the r(N) table's host fields): their registers
+#: become constants and the UP5K design shrinks from 16202 to 10244 logic cells (synthesis
+#: of d72d7f1 and of 45669e0 with this set, docs/BENCHMARKS.md "Fixed registers"). The key
+#: is the public RSS key: a bitstream facing untrusted traffic needs its own
+#: (``fpq board build icebreaker --fix hash_key=<40 hex digits> --fix ...``, repeating the
+#: others, or a BoardSpec of its own). ``tick_hz`` is the board clock: ``BoardTop``
+#: replaces it with the PLL's clock when the build runs at another one.
+ICEBREAKER_FIXED = {name: value for name, value in Config(
+    build=Build(vec_bits=1024, table_depth=256), tick_hz=24e6).values.items()
+    if name not in ("mode", "ecn", "n_cap", "limit_pkts", "limit_bytes", "p_pkts",
+                    "lt_plus_one", "lc_correction")}
+
 BOARDS = {
     "ulx3s": BoardSpec("ulx3s", "ULX3S_85F_Platform", "amaranth_boards.ulx3s", "ecp5",
                        Build(vec_bits=8192, table_depth=8192), 80.0, 148.8,
                        "100 GbE minimum frames: 148.8 Mpkt/s at one verdict per clock"),
     "icebreaker": BoardSpec("icebreaker", "ICEBreakerPlatform", "amaranth_boards.icebreaker",
-                            "ice40", Build(vec_bits=1024, table_depth=256), 24.0, 14.88,
+                            "ice40", Build(vec_bits=1024, table_depth=256,
+                                           fixed=ICEBREAKER_FIXED), 24.0, 14.88,
                             "10 GbE minimum frames: 14.88 Mpkt/s at one verdict per clock"),
 }
 
@@ -108,6 +123,12 @@ class BoardTop(Elaboratable):
         else:
             self.pll = ecp5_pll(25.0, self.clk_mhz)
             self.f_mhz = self.pll[-1]
+        fixed = self.build.fixed_fields
+        if "tick_hz" in fixed and fixed["tick_hz"] != self.f_mhz * 1e6:
+            # descriptor timestamps count this clock (the traffic generator's): a fixed
+            # tick rate is the clock the bitstream runs at
+            self.build = dataclasses.replace(self.build,
+                                             fixed=dict(fixed, tick_hz=self.f_mhz * 1e6))
         self.baud = baud
         # the iCE40 has no LUT RAM: its verdict FIFO goes to block RAM (a clock more latency)
         ecp5 = spec.family == "ecp5"
