@@ -134,7 +134,8 @@ class BoardTop(Elaboratable):
         ecp5 = spec.family == "ecp5"
         self.soc = SelfTestSoC(self.build, clk_freq=self.f_mhz * 1e6, baud=baud,
                                ram_style="ecp5" if ecp5 else "generic",
-                               verdict_fifo="distributed" if ecp5 else "block")
+                               verdict_fifo="distributed" if ecp5 else "block",
+                               arrival_fifo=ecp5)
 
     def elaborate(self, platform):
         m = Module()

@@ -29,7 +29,8 @@ class SelfTestSoC(wiring.Component):
     TG_SIZE`` go to the traffic generator, all others to the queue manager's register file
     (``fpq.regmap``); the targets return 0 when not read, so read data is their OR. The
     generator feeds the queue manager's arrival port (through a 4-entry FIFO with a registered
-    output, for timing) and its departure port, and takes its verdicts.
+    output, for timing, unless ``arrival_fifo`` is off) and its departure port, and takes its
+    verdicts.
 
     LEDs (``LED_NAMES``): activity is stretched to ``clk_freq / 16`` clocks so a single event is
     visible; the heartbeat blinks at about 1 Hz.
@@ -45,6 +46,11 @@ class SelfTestSoC(wiring.Component):
         Passed to ``QueueManager`` ("generic" or "ecp5").
     verdict_fifo : str
         Passed to ``QueueManager`` ("distributed", or "block" for FPGAs without LUT RAM).
+    arrival_fifo : bool
+        The FIFO between the generator and the arrival port (default on): it keeps the
+        queue manager's combinational ``ready`` out of the generator, a path that limits an
+        ECP5 at 80 MHz; on an iCE40 at 24 MHz it would only cost logic cells (4 x 113
+        flip-flops and their multiplexers, no LUT RAM there), so the iCEBreaker goes without.
 
     Attributes
     ----------
@@ -54,7 +60,7 @@ class SelfTestSoC(wiring.Component):
     """
 
     def __init__(self, build=None, clk_freq=12e6, baud=115200, ram_style="generic",
-                 verdict_fifo="distributed"):
+                 verdict_fifo="distributed", arrival_fifo=True):
         self.build = build or Build()
         self.clk_freq = clk_freq
         self.baud = baud
@@ -63,6 +69,7 @@ class SelfTestSoC(wiring.Component):
             raise ValueError(f"baud: {baud} is too fast for a {clk_freq / 1e6:g} MHz clock; "
                              f"allowed range [1, {int(clk_freq // 4)}]")
         self.ram_style = ram_style
+        self.arrival_fifo = arrival_fifo
         self.qm = QueueManager(self.build, ram_style=ram_style, verdict_fifo=verdict_fifo)
         self.regs = RegisterFile(self.build)
         self.tg = TrafficGenerator()
@@ -92,11 +99,14 @@ class SelfTestSoC(wiring.Component):
         # schedule's compare, and a LUT-RAM read in front of it was the ULX3S critical path
         # at 80 MHz (77.9 MHz). 4 entries: a buffered FIFO of 2 would pass one arrival every
         # other clock.
-        m.submodules.arrival_fifo = af = SyncFIFOBuffered(width=ARRIVAL.size, depth=4)
-        m.d.comb += [af.w_data.eq(tg.arrivals.payload), af.w_en.eq(tg.arrivals.valid),
-                     tg.arrivals.ready.eq(af.w_rdy),
-                     qm.arrivals.payload.eq(af.r_data), qm.arrivals.valid.eq(af.r_rdy),
-                     af.r_en.eq(qm.arrivals.ready)]
+        if self.arrival_fifo:
+            m.submodules.arrival_fifo = af = SyncFIFOBuffered(width=ARRIVAL.size, depth=4)
+            m.d.comb += [af.w_data.eq(tg.arrivals.payload), af.w_en.eq(tg.arrivals.valid),
+                         tg.arrivals.ready.eq(af.w_rdy),
+                         qm.arrivals.payload.eq(af.r_data), qm.arrivals.valid.eq(af.r_rdy),
+                         af.r_en.eq(qm.arrivals.ready)]
+        else:
+            wiring.connect(m, tg.arrivals, qm.arrivals)
         wiring.connect(m, tg.departures, qm.departures)
         wiring.connect(m, qm.verdicts, tg.verdicts)
 
