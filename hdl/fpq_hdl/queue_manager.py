@@ -273,9 +273,13 @@ class QueueManager(wiring.Component):
         # ---- stages 9-16: probability ----------------------------------------------------------
         m.submodules.lag_line = lag_line = memory.Memory(shape=QAVG.width, depth=b.avg_lag,
                                                          init=[])
-        lag_rp = lag_line.read_port(domain="comb")
+        # a synchronous read, addressed a clock early (stage 10) and transparent for the write
+        # of that clock: a RAM with an output register, so block RAM on an FPGA without LUT
+        # RAM (the iCE40: 12 x 36 flip-flops and a 12:1 multiplexer per bit otherwise); the
+        # write of the read's own clock (stage 11) is forwarded below
         lag_wp = lag_line.write_port()
-        m.d.comb += lag_rp.addr.eq(stages[_S_AVG].lag)
+        lag_rp = lag_line.read_port(domain="sync", transparent_for=(lag_wp,))
+        m.d.comb += lag_rp.addr.eq(stages[_S_AVG - 1].lag)
         lag_written = Signal(b.avg_lag)
         lag_avg = Signal(QAVG.width)
         # the write of the clock before is still pending (below): forward it
