@@ -99,8 +99,7 @@ def summarise(spec, build_dir, build, clk_mhz, elapsed=None):
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "build": {"vec_bits": build.vec_bits, "table_depth": build.table_depth,
                   "avg_lag": build.avg_lag,
-                  "fixed": {k: v.hex() if isinstance(v, bytes) else v
-                            for k, v in build.fixed}},
+                  "fixed": build.fixed_json()},
         "clock_mhz": round(clk_mhz, 3), "goal_mhz": spec.goal_mhz, "goal": spec.goal_text,
         "fmax": fmax, "fmax_mhz": worst,
         "timing_met": worst >= clk_mhz, "goal_met": worst >= spec.goal_mhz,

@@ -161,9 +161,10 @@ def read_build(client, build=None):
     from fpq.regmap import BUILD_FIXED_BIT
     b = client.read(_REGS["build"].offset)
     if build is not None:
-        if registers(build)[1].reset != b:
+        word = next(r.reset for r in registers(build) if r.name == "build")
+        if word != b:
             raise BridgeError(f"build: the board's build register is {b:#x}, the given build "
-                              f"({build}) would be {registers(build)[1].reset:#x}")
+                              f"({build}) would be {word:#x}")
         return build
     if b >> BUILD_FIXED_BIT & 1:
         raise BridgeError("build: the board's bitstream fixes configuration fields (build "

@@ -34,7 +34,7 @@ def _fixed_lines(build):
     if not build.fixed:
         return []
     from fpq.regmap import registers
-    fields = ", ".join(f"{k}={v.hex() if isinstance(v, bytes) else v}" for k, v in build.fixed)
+    fields = ", ".join(f"{k}={v}" for k, v in build.fixed_json().items())
     regs = [f"{r.name}={r.reset:#x}" for r in registers(build) if r.kind == "fixed"]
     return [f"// Fixed at build time (Build.fixed): {fields}.",
             "// Constants, whatever the config port carries: "

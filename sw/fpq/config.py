@@ -85,6 +85,10 @@ class Build:
         """The fixed fields as a dict."""
         return dict(self.fixed)
 
+    def fixed_json(self):
+        """The fixed fields as a dict of JSON values (bytes as hex), for reports."""
+        return {k: v.hex() if isinstance(v, bytes) else v for k, v in self.fixed}
+
 
 @dataclass(frozen=True)
 class Field:
@@ -266,11 +270,9 @@ class Config:
             full[f.name] = _check_number(f, values.get(f.name, fixed.get(f.name, default)),
                                          build)
             if f.name in fixed and full[f.name] != fixed[f.name]:
-                shown = fixed[f.name].hex() if isinstance(fixed[f.name], bytes) \
-                    else repr(fixed[f.name])
                 raise ConfigError(f"{f.name}: {values[f.name]!r} is not allowed: this build "
-                                  f"fixes it to {shown} (Build.fixed); another value needs "
-                                  f"another build")
+                                  f"fixes it to {build.fixed_json()[f.name]!r} (Build.fixed); "
+                                  f"another value needs another build")
         object.__setattr__(self, "values", full)
         object.__setattr__(self, "build", build)
         self._check_relations()

@@ -252,8 +252,7 @@ def to_json(build=None):
     return json.dumps({
         "build": {"vec_bits": build.vec_bits, "table_depth": build.table_depth,
                   "avg_lag": build.avg_lag,
-                  "fixed": {k: v.hex() if isinstance(v, bytes) else v
-                            for k, v in build.fixed}},
+                  "fixed": build.fixed_json()},
         "bus": {"data_bits": 32, "address": "byte", "word_order": "least significant first"},
         "registers": [dict(r.__dict__, words=r.words, index=i)
                       for i, r in enumerate(registers(build))],
