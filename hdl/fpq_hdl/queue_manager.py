@@ -63,12 +63,13 @@ class QueueManager(wiring.Component):
     clear, a departure, or a wipe):
 
     ======  ===========================================================================
-    0       clear schedule (FlowCounter) (the lag-line index and the verdict credit step a
-            clock after the accept, from a register, to keep the accept's fan-out small)
+    0       clear schedule (FlowCounter) (the verdict credit steps a clock after the
+            accept, from a register, to keep the accept's fan-out small)
     1-4     Toeplitz hash (2), index ``(h * v_max) >> 32`` (2)        FlowHash
     5-8     vector read (2), old bits and writes with forwarding, N    FlowCounter
     9-10    ``n = min(N, n_cap)``, r(n) table read (2)                 DropProbability
-    11      lagged average read (arrival k reads the average after k - avg_lag)
+    10-11   lagged average read (arrival k reads the average after k - avg_lag; entry
+            k mod avg_lag, from a count of the arrivals that passed the stage)
     11-16   RED regions, select, multiply (2), shift, saturate         DropProbability
     16      random number u (the generator steps once per arrival here, in arrival order)
     17-18   early decision, ECN, hard limits, occupancy                Decision
@@ -193,9 +194,7 @@ class QueueManager(wiring.Component):
         outstanding = Signal(range(FIFO_DEPTH + 1))
         accept = Signal()
         # accept is the end of the clear schedule's compare; to keep its fan-out small, the
-        # per-arrival state at the port (lag-line index, verdict credit) steps a clock later
-        # from the registered accept ``accepted``, and the arrival of the clock in between
-        # uses the values after that step
+        # verdict credit steps a clock later from the registered accept ``accepted``
         accepted = Signal()
         m.d.sync += accepted.eq(accept)
         m.d.comb += [
@@ -210,37 +209,35 @@ class QueueManager(wiring.Component):
         ]
         read = self.verdicts.valid & self.verdicts.ready
         m.d.sync += outstanding.eq(outstanding + accepted - read)
-        lag_idx, lag_now = Signal(range(b.avg_lag)), Signal(range(b.avg_lag))
-        m.d.comb += lag_now.eq(Mux(accepted, Mux(lag_idx == b.avg_lag - 1, 0, lag_idx + 1),
-                                   lag_idx))
-        m.d.sync += lag_idx.eq(lag_now)
 
         # ---- stage 1: the slot, registered --------------------------------------------------
         # Control bits travel in flip-flops, one register per stage (reset clears them, and
         # ``idle`` looks at every ``av``). The wide data (times, lengths, ECN: 129 bits),
-        # needed only at stage 1 (re-key hold) and at the decision, goes through a RAM delay
-        # line: 129 bits of RAM and 129 flip-flops instead of 16 x 129 flip-flops. The
+        # needed only at the decision (and the timestamp at stage 1, for the re-key hold), goes
+        # through a RAM delay line: 129 bits of RAM and 129 flip-flops (its output register)
+        # instead of 17 x 129 flip-flops. The
         # decision's random number and the verdict's sequence number are not carried at all:
         # both count arrivals in order, so they are generated where they are used (stages 16
         # and 19), from the same sequence as at the accept.
-        slot = data.StructLayout({"av": 1, "lag": range(b.avg_lag), "dv": 1, "held": 1})
+        slot = data.StructLayout({"av": 1, "dv": 1, "held": 1})
         wide = data.StructLayout({"ts": ARRIVAL.members["ts"],
                                   "length": ARRIVAL.members["length"], "ecn": 1,
                                   "dts": DEPARTURE.members["ts"],
                                   "dlen": DEPARTURE.members["length"]})
         stages = [None, Signal(slot, name="slot1")]
         flow1 = Signal(ARRIVAL.members["flow"])
-        wide1 = Signal(wide)
-        m.d.sync += [stages[1].eq(Cat(accept, lag_now, dep.valid, Const(0, 1))),
-                     wide1.eq(Cat(arr.payload.ts, arr.payload.length, arr.payload.ecn,
-                                  dep.payload.ts, dep.payload.length)),
-                     flow1.eq(arr.payload.flow)]
+        ts1 = Signal(ARRIVAL.members["ts"])            # the re-key hold's, at stage 1
+        m.d.sync += [stages[1].eq(Cat(accept, dep.valid, Const(0, 1))),
+                     ts1.eq(arr.payload.ts), flow1.eq(arr.payload.flow)]
         for i in range(2, _S_AVG_WRITE + 1):
             stages.append(Signal(slot, name=f"slot{i}"))
             m.d.sync += stages[i].eq(stages[i - 1])
-        m.submodules.wide_delay = wide_delay = DelayLine(wide.size, _S_DECIDE - 1)
+        # written from the ports (stage 0): the delay line's own registers are the only ones
+        m.submodules.wide_delay = wide_delay = DelayLine(wide.size, _S_DECIDE)
         wide_decide = Signal(wide)
-        m.d.comb += [wide_delay.i.eq(wide1), wide_decide.eq(wide_delay.o)]
+        m.d.comb += [wide_delay.i.eq(Cat(arr.payload.ts, arr.payload.length, arr.payload.ecn,
+                                         dep.payload.ts, dep.payload.length)),
+                     wide_decide.eq(wide_delay.o)]
 
         # ---- stage 1: live re-key hold ----------------------------------------------------------
         # Decided at stage 1 rather than at the accept: the state steps once per arrival, and
@@ -251,13 +248,13 @@ class QueueManager(wiring.Component):
         hold_end = Signal(ARRIVAL.members["ts"])
         n_held = Signal(17)
         s1 = stages[1]
-        before_end = (wide1.ts - hold_end)[TIME_BITS - 1]   # ts < hold_end, modulo 2**48, signed
+        before_end = (ts1 - hold_end)[TIME_BITS - 1]   # ts < hold_end, modulo 2**48, signed
         held1 = Signal()
         m.d.comb += held1.eq(hold_armed | (holding & before_end))
         m.d.sync += stages[2].held.eq(held1)
         with m.If(s1.av):
             with m.If(hold_armed):
-                m.d.sync += [hold_end.eq(wide1.ts + cfg.rekey_hold), hold_armed.eq(0),
+                m.d.sync += [hold_end.eq(ts1 + cfg.rekey_hold), hold_armed.eq(0),
                              holding.eq(1)]
             with m.Elif(holding & ~before_end):
                 m.d.sync += holding.eq(0)
@@ -279,13 +276,23 @@ class QueueManager(wiring.Component):
         # write of the read's own clock (stage 11) is forwarded below
         lag_wp = lag_line.write_port()
         lag_rp = lag_line.read_port(domain="sync", transparent_for=(lag_wp,))
-        m.d.comb += lag_rp.addr.eq(stages[_S_AVG - 1].lag)
+        # Arrival k uses lag-line entry k mod avg_lag. Arrivals pass every stage in order, so
+        # each stage that needs the entry counts the arrivals that passed it (reset with the
+        # pipeline) instead of carrying the index through every stage.
+        def lag_index(stage):
+            idx = Signal(range(b.avg_lag), name=f"lag{stage}")
+            with m.If(stages[stage].av):
+                m.d.sync += idx.eq(Mux(idx == b.avg_lag - 1, 0, idx + 1))
+            return idx
+        lag_read, lag_avg_idx, lag_write = (lag_index(s) for s in (_S_AVG - 1, _S_AVG,
+                                                                      _S_AVG_WRITE))
+        m.d.comb += lag_rp.addr.eq(lag_read)
         lag_written = Signal(b.avg_lag)
         lag_avg = Signal(QAVG.width)
         # the write of the clock before is still pending (below): forward it
         pend_en, pend_addr = Signal(), Signal(range(b.avg_lag))
-        m.d.comb += lag_avg.eq(Mux(pend_en & (pend_addr == stages[_S_AVG].lag), qa.avg,
-                                   Mux(lag_written.bit_select(stages[_S_AVG].lag, 1),
+        m.d.comb += lag_avg.eq(Mux(pend_en & (pend_addr == lag_avg_idx), qa.avg,
+                                   Mux(lag_written.bit_select(lag_avg_idx, 1),
                                        lag_rp.data, 0)))
         m.d.comb += [
             dp.n_raw.eq(Mux(stages[_S_N].held, n_held, fc.n_raw)), dp.avg.eq(lag_avg),
@@ -366,7 +373,7 @@ class QueueManager(wiring.Component):
         # contents across a reset, so a bit per entry says "written"; it is cleared by reset):
         # the decisions of the first avg_lag arrivals use A = 0.
         m.d.sync += [pend_en.eq(stages[_S_AVG_WRITE].av),
-                     pend_addr.eq(stages[_S_AVG_WRITE].lag)]
+                     pend_addr.eq(lag_write)]
         m.d.comb += [lag_wp.en.eq(pend_en), lag_wp.addr.eq(pend_addr), lag_wp.data.eq(qa.avg)]
         with m.If(pend_en):
             m.d.sync += lag_written.bit_select(pend_addr, 1).eq(1)
