@@ -5,7 +5,7 @@ that fits its FPGA, the PLL clock, and the timing goal from issue 7 (ULX3S: 150 
 minimum frames at one verdict per clock; iCEBreaker: 14.88 MHz, 10 GbE minimum frames).
 
 The PLL clock is one the routed design meets, so that a board owner's bitstream works: the
-ULX3S runs at 80 MHz (routed Fmax 82.5 MHz on d72d7f1, nextpnr seed 1, 2026-11-23; 80 Mpkt/s, above
+ULX3S runs at 80 MHz (routed Fmax 89.1 MHz on 9344215, nextpnr seed 1, 2026-11-24; 80 Mpkt/s, above
 the 59.5 Mpkt/s of 40 GbE minimum frames), below its 150 MHz goal, which the summary reports
 as missed. Asking nextpnr for 150 MHz gave a worse result (70.7 MHz) and, on later RTL, no
 routed design at all (docs/BENCHMARKS.md, "Boards"); ``--clk-mhz`` still sets any clock."""
