@@ -213,9 +213,8 @@ class QueueManager(wiring.Component):
         # ---- stage 1: the slot, registered --------------------------------------------------
         # Control bits travel in flip-flops, one register per stage (reset clears them, and
         # ``idle`` looks at every ``av``). The wide data (times, lengths, ECN: 129 bits),
-        # needed only at the decision (and the timestamp at stage 1, for the re-key hold), goes
-        # through a RAM delay line: 129 bits of RAM and 129 flip-flops (its output register)
-        # instead of 17 x 129 flip-flops. The
+        # needed only at stage 1 (re-key hold) and at the decision, goes through a RAM delay
+        # line: 129 bits of RAM and 129 flip-flops instead of 16 x 129 flip-flops. The
         # decision's random number and the verdict's sequence number are not carried at all:
         # both count arrivals in order, so they are generated where they are used (stages 16
         # and 19), from the same sequence as at the accept.
@@ -226,18 +225,20 @@ class QueueManager(wiring.Component):
                                   "dlen": DEPARTURE.members["length"]})
         stages = [None, Signal(slot, name="slot1")]
         flow1 = Signal(ARRIVAL.members["flow"])
-        ts1 = Signal(ARRIVAL.members["ts"])            # the re-key hold's, at stage 1
+        wide1 = Signal(wide)
         m.d.sync += [stages[1].eq(Cat(accept, dep.valid, Const(0, 1))),
-                     ts1.eq(arr.payload.ts), flow1.eq(arr.payload.flow)]
+                     wide1.eq(Cat(arr.payload.ts, arr.payload.length, arr.payload.ecn,
+                                  dep.payload.ts, dep.payload.length)),
+                     flow1.eq(arr.payload.flow)]
         for i in range(2, _S_AVG_WRITE + 1):
             stages.append(Signal(slot, name=f"slot{i}"))
             m.d.sync += stages[i].eq(stages[i - 1])
-        # written from the ports (stage 0): the delay line's own registers are the only ones
-        m.submodules.wide_delay = wide_delay = DelayLine(wide.size, _S_DECIDE)
+        # from stage 1, 16 clocks: 16 words are one ECP5 LUT RAM (TRELLIS_DPR16X4) per 4 bits.
+        # Written from the ports instead (17 words, without wide1's 129 flip-flops) it took
+        # twice the LUT RAM: +800 TRELLIS_COMB on the ULX3S for 155 flip-flops fewer (e1c61ce)
+        m.submodules.wide_delay = wide_delay = DelayLine(wide.size, _S_DECIDE - 1)
         wide_decide = Signal(wide)
-        m.d.comb += [wide_delay.i.eq(Cat(arr.payload.ts, arr.payload.length, arr.payload.ecn,
-                                         dep.payload.ts, dep.payload.length)),
-                     wide_decide.eq(wide_delay.o)]
+        m.d.comb += [wide_delay.i.eq(wide1), wide_decide.eq(wide_delay.o)]
 
         # ---- stage 1: live re-key hold ----------------------------------------------------------
         # Decided at stage 1 rather than at the accept: the state steps once per arrival, and
@@ -248,13 +249,13 @@ class QueueManager(wiring.Component):
         hold_end = Signal(ARRIVAL.members["ts"])
         n_held = Signal(17)
         s1 = stages[1]
-        before_end = (ts1 - hold_end)[TIME_BITS - 1]   # ts < hold_end, modulo 2**48, signed
+        before_end = (wide1.ts - hold_end)[TIME_BITS - 1]   # ts < hold_end, modulo 2**48, signed
         held1 = Signal()
         m.d.comb += held1.eq(hold_armed | (holding & before_end))
         m.d.sync += stages[2].held.eq(held1)
         with m.If(s1.av):
             with m.If(hold_armed):
-                m.d.sync += [hold_end.eq(ts1 + cfg.rekey_hold), hold_armed.eq(0),
+                m.d.sync += [hold_end.eq(wide1.ts + cfg.rekey_hold), hold_armed.eq(0),
                              holding.eq(1)]
             with m.Elif(holding & ~before_end):
                 m.d.sync += holding.eq(0)
