@@ -32,10 +32,11 @@ def _monitor(args):
         build = BOARDS[args.board].build
     if args.simulate:
         from fpq.config import Build
+        from .platforms import at_clock
         from .soc import SelfTestSoC
         from .sim_port import SimulatedPort
-        soc = SelfTestSoC(build or Build(vec_bits=1024, table_depth=256), clk_freq=1e6,
-                          baud=250000)
+        build = at_clock(build or Build(vec_bits=1024, table_depth=256), 1e6)
+        soc = SelfTestSoC(build, clk_freq=1e6, baud=250000)
         port = SimulatedPort(soc)
         clk_hz = 1e6
         sleep = lambda s: port.run_cycles(max(1, int(s * 2000)))   # noqa: E731

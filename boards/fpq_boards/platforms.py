@@ -21,7 +21,7 @@ from fpq.config import Build, Config
 
 from .soc import SelfTestSoC
 
-__all__ = ["BoardSpec", "BOARDS", "ICEBREAKER_FIXED", "ice40_pll", "ecp5_pll", "BoardTop"]
+__all__ = ["BoardSpec", "BOARDS", "ICEBREAKER_FIXED", "at_clock", "ice40_pll", "ecp5_pll", "BoardTop"]
 
 
 @dataclass(frozen=True)
@@ -63,6 +63,15 @@ BOARDS = {
                                            fixed=ICEBREAKER_FIXED), 24.0, 14.88,
                             "10 GbE minimum frames: 14.88 Mpkt/s at one verdict per clock"),
 }
+
+
+def at_clock(build, clk_hz):
+    """``build`` for a self-test design clocked at ``clk_hz``: descriptor timestamps count
+    that clock (the traffic generator's), so a fixed ``tick_hz`` becomes ``clk_hz``."""
+    fixed = build.fixed_fields
+    if "tick_hz" not in fixed or fixed["tick_hz"] == clk_hz:
+        return build
+    return dataclasses.replace(build, fixed=dict(fixed, tick_hz=clk_hz))
 
 
 def ice40_pll(f_in_mhz, f_out_mhz):
@@ -124,12 +133,7 @@ class BoardTop(Elaboratable):
         else:
             self.pll = ecp5_pll(25.0, self.clk_mhz)
             self.f_mhz = self.pll[-1]
-        fixed = self.build.fixed_fields
-        if "tick_hz" in fixed and fixed["tick_hz"] != self.f_mhz * 1e6:
-            # descriptor timestamps count this clock (the traffic generator's): a fixed
-            # tick rate is the clock the bitstream runs at
-            self.build = dataclasses.replace(self.build,
-                                             fixed=dict(fixed, tick_hz=self.f_mhz * 1e6))
+        self.build = at_clock(self.build, self.f_mhz * 1e6)
         self.baud = baud
         # the iCE40 has no LUT RAM: its verdict FIFO goes to block RAM (a clock more latency)
         ecp5 = spec.family == "ecp5"
