@@ -26,13 +26,10 @@ def _monitor(args):
     settings = parse_settings(args.set)
     if args.interval <= 0:
         raise ValueError(f"--interval: {args.interval} must be > 0 seconds")
-    build = None
-    if args.board:
-        from .platforms import BOARDS
-        build = BOARDS[args.board].build
+    from .platforms import BOARDS, at_clock
+    build = BOARDS[args.board].build if args.board else None
     if args.simulate:
         from fpq.config import Build
-        from .platforms import at_clock
         from .soc import SelfTestSoC
         from .sim_port import SimulatedPort
         build = at_clock(build or Build(vec_bits=1024, table_depth=256), 1e6)

@@ -2,12 +2,13 @@
 
 Every width comes from ``fpq.formats`` or ``fpq.regmap`` (the one source of truth)."""
 
+from amaranth.hdl import Const
 from amaranth.lib import data
 
 from fpq.formats import (TIME_BITS, FLOW_BITS, LENGTH_BITS, SEQ_BITS, QAVG, PROB)
 from fpq.regmap import registers
 
-__all__ = ["ARRIVAL", "DEPARTURE", "VERDICT", "config_layout", "n_bits"]
+__all__ = ["ARRIVAL", "DEPARTURE", "VERDICT", "config_layout", "fixed_registers", "n_bits"]
 
 #: Arrival descriptor (``fpq.Arrival``): timestamp in ticks, 104-bit flow key
 #: (``fpq.flow_hash.pack_flow``), length in bytes, ECN-capable transport.
@@ -33,3 +34,9 @@ def config_layout(build):
     have their field too, so the layout and the port list do not depend on ``Build.fixed``."""
     return data.StructLayout({r.name: r.width for r in registers(build)
                               if r.kind in ("config", "fixed")})
+
+
+def fixed_registers(build):
+    """The registers ``build`` fixes (``Build.fixed``; kind "fixed" in ``fpq.regmap``), as
+    constants by name: what the register file drives and the queue manager decides with."""
+    return {r.name: Const(r.reset, r.width) for r in registers(build) if r.kind == "fixed"}

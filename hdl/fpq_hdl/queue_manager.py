@@ -9,9 +9,8 @@ from fpq.config import Build, ConfigError
 from fpq.formats import TIME_BITS, QAVG, QPKTS_BITS, QBYTES_BITS, COUNTER_BITS, SEQ_BITS, \
     RATE, DECAY_SHIFT_BITS
 from fpq.queue_manager import COUNTERS, ENQUEUE, MARK, DROP_EARLY, DROP_FORCED
-from fpq.regmap import registers
 
-from .layouts import ARRIVAL, DEPARTURE, VERDICT, config_layout
+from .layouts import ARRIVAL, DEPARTURE, VERDICT, config_layout, fixed_registers
 from .flow_hash import FlowHash
 from .flow_counter import FlowCounter
 from .drop_probability import DropProbability
@@ -173,11 +172,9 @@ class QueueManager(wiring.Component):
         # registers the build fixes (``Build.fixed``) are constants here, whatever the port
         # carries, so that synthesis folds them into the logic they feed
         cfg = Signal(self._config_layout)
-        regs = {r.name: r for r in registers(b)}
+        fixed = fixed_registers(b)
         for name in self._config_layout.members:
-            r = regs[name]
-            m.d.comb += cfg[name].eq(Const(r.reset, r.width) if r.kind == "fixed"
-                                     else self.config[name])
+            m.d.comb += cfg[name].eq(fixed[name] if name in fixed else self.config[name])
         arr, dep = self.arrivals, self.departures
 
         fifo_cls = SyncFIFO if self.verdict_fifo == "distributed" else SyncFIFOBuffered

@@ -10,7 +10,7 @@ from fpq.queue_manager import COUNTERS
 from fpq.regmap import (registers, tables, CONTROL_COMMIT, CONTROL_CLEAR_ERRORS, STATUS_BITS,
                         STATUS_REJECT_INDEX_SHIFT)
 
-from .layouts import config_layout
+from .layouts import config_layout, fixed_registers
 
 __all__ = ["BusSignature", "RegisterFile", "ADDR_BITS"]
 
@@ -196,7 +196,7 @@ class RegisterFile(wiring.Component):
             m.d.sync += bad_write.eq(1)
 
         # ---- commit: check (registered), then apply in one clock ------------------------------
-        fixed = {r.name: Const(r.reset, r.width) for r in self.regs if r.kind == "fixed"}
+        fixed = fixed_registers(self.build)
 
         def pending_value(name):
             """What the commit would apply: the shadow, or the build's constant."""

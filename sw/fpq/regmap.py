@@ -162,7 +162,8 @@ SOURCES = {
 
 def is_fixed(name, build):
     """Whether config register ``name`` is a constant of ``build`` (all its fields fixed)."""
-    return all(f in build.fixed_fields for f in SOURCES[name])
+    fixed = build.fixed_fields
+    return all(f in fixed for f in SOURCES[name])
 
 
 TELEMETRY = [
