@@ -23,12 +23,15 @@ BUILD = Build(table_depth=16)
 
 # FPQ mode: test_decision_fpq_matches_model below (the model computes FPQ's probability
 # inline, so there is no hook to replace it).
+# limit_pkts 2: the queue sits at its packet limit often, with and without a departure in
+# the slot (``>=`` against ``>``), which 25 packets with this traffic never reach
+@pytest.mark.parametrize("limit_pkts", [25, 2])
 @pytest.mark.parametrize("mode,ecn", [("red", True), ("red", False), ("droptail", True),
                                       ("droptail", False)])
-def test_decision_matches_model(mode, ecn, monkeypatch):
+def test_decision_matches_model(mode, ecn, limit_pkts, monkeypatch):
     rnd = random.Random(mode + str(ecn))
-    config = Config(build=BUILD, mode=mode, ecn=ecn, limit_pkts=25, limit_bytes=20_000,
-                    n_cap=15)
+    config = Config(build=BUILD, mode=mode, ecn=ecn, limit_pkts=limit_pkts,
+                    limit_bytes=20_000, n_cap=min(15, limit_pkts))
     slots = []
     t = 0
     for _ in range(4000):
