@@ -17,7 +17,6 @@ import subprocess
 import sys
 import time
 
-
 from .platforms import BOARDS, BoardTop
 
 __all__ = ["TOOL_ENV", "build_board", "synthesize_only", "summarise", "format_summary",

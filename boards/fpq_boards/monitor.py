@@ -158,10 +158,10 @@ def read_build(client, build=None):
     """The board's ``fpq.Build`` from its ``build`` register. The register does not say which
     fields a build fixes (``Build.fixed``, bit 17 set): for such a board pass its ``build``
     (e.g. ``BOARDS[name].build``); it is checked against the register and returned."""
-    from fpq.regmap import BUILD_FIXED_BIT
+    from fpq.regmap import BUILD_FIXED_BIT, build_word
     b = client.read(_REGS["build"].offset)
     if build is not None:
-        word = next(r.reset for r in registers(build) if r.name == "build")
+        word = build_word(build)
         if word != b:
             raise BridgeError(f"build: the board's build register is {b:#x}, the given build "
                               f"({build}) would be {word:#x}")

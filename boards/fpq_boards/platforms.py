@@ -21,7 +21,8 @@ from fpq.config import Build, Config
 
 from .soc import SelfTestSoC
 
-__all__ = ["BoardSpec", "BOARDS", "ICEBREAKER_FIXED", "at_clock", "ice40_pll", "ecp5_pll", "BoardTop"]
+__all__ = ["BoardSpec", "BOARDS", "ICEBREAKER_FIXED", "at_clock", "ice40_pll", "ecp5_pll",
+           "BoardTop"]
 
 
 @dataclass(frozen=True)

@@ -206,7 +206,6 @@ class RegisterFile(wiring.Component):
             return pending_value(name) != self.config[name]
 
         bad_any, bad_idx = Signal(), Signal(8)
-        first = None
         checks = []
         for r in self.regs:
             if r.kind != "config":

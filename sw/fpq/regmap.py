@@ -61,7 +61,7 @@ from .formats import (QAVG, PROB, PROB_ONE, CLEAR_PERIOD, RATE, QPKTS_BITS, QBYT
 from .queue_manager import COUNTERS
 
 __all__ = ["Register", "Table", "registers", "tables", "check_registers", "write_all",
-           "SOURCES", "is_fixed", "BUILD_FIXED_BIT",
+           "SOURCES", "is_fixed", "BUILD_FIXED_BIT", "build_word",
            "ID_VALUE", "CONTROL_COMMIT", "CONTROL_CLEAR_ERRORS", "STATUS_BITS"]
 
 ID_VALUE = 0x46505131  # "FPQ1"
@@ -182,7 +182,7 @@ def registers(build=None):
     defaults = Config(build=build).registers()
     regs = [
         Register("id", 0x000, 32, "ro", "control", 0, 0, ID_VALUE, "const", "'FPQ1'."),
-        Register("build", 0x004, 32, "ro", "control", 0, 0, _build_word(build), "fields",
+        Register("build", 0x004, 32, "ro", "control", 0, 0, build_word(build), "fields",
                  "[4:0] log2 vec_bits, [9:5] log2 table_depth, [16:10] avg_lag, [17] some "
                  "configuration fixed at build time."),
         Register("control", 0x008, 2, "wo", "control", 0, 0, 0, "strobes",
@@ -226,7 +226,8 @@ def tables(build=None):
     ]
 
 
-def _build_word(build):
+def build_word(build):
+    """The ``build`` register's value for ``build`` (sizes, ``avg_lag``, the fixed bit)."""
     return ((build.vec_bits.bit_length() - 1) | ((build.table_depth.bit_length() - 1) << 5)
             | (build.avg_lag << 10) | (bool(build.fixed) << BUILD_FIXED_BIT))
 
