@@ -100,7 +100,9 @@ class QueueManager(wiring.Component):
         output registers).
     verdict_fifo : str
         One of ``VERDICT_FIFOS``: "distributed" (default) or "block" (for FPGAs without LUT
-        RAM, such as the iCE40; one clock more latency, same throughput).
+        RAM, such as the iCE40; one clock more latency, same throughput). It also says where
+        the RAM delay line of the descriptors' wide fields starts: at stage 1 for LUT RAM
+        (16 words), at the ports for block RAM (17 words, 81 flip-flops fewer).
 
     Attributes
     ----------
@@ -210,8 +212,8 @@ class QueueManager(wiring.Component):
         # ---- stage 1: the slot, registered --------------------------------------------------
         # Control bits travel in flip-flops, one register per stage (reset clears them, and
         # ``idle`` looks at every ``av``). The wide data (times, lengths, ECN: 129 bits),
-        # needed only at stage 1 (re-key hold) and at the decision, goes through a RAM delay
-        # line: 129 bits of RAM and 129 flip-flops instead of 16 x 129 flip-flops. The
+        # needed only at stage 1 (the timestamp, for the re-key hold) and at the decision, goes
+        # through a RAM delay line: 129 bits of RAM instead of 16 x 129 flip-flops. The
         # decision's random number and the verdict's sequence number are not carried at all:
         # both count arrivals in order, so they are generated where they are used (stages 16
         # and 19), from the same sequence as at the accept.
@@ -222,20 +224,33 @@ class QueueManager(wiring.Component):
                                   "dlen": DEPARTURE.members["length"]})
         stages = [None, Signal(slot, name="slot1")]
         flow1 = Signal(ARRIVAL.members["flow"])
-        wide1 = Signal(wide)
         m.d.sync += [stages[1].eq(Cat(accept, dep.valid, Const(0, 1))),
-                     wide1.eq(Cat(arr.payload.ts, arr.payload.length, arr.payload.ecn,
-                                  dep.payload.ts, dep.payload.length)),
                      flow1.eq(arr.payload.flow)]
         for i in range(2, _S_AVG_WRITE + 1):
             stages.append(Signal(slot, name=f"slot{i}"))
             m.d.sync += stages[i].eq(stages[i - 1])
-        # from stage 1, 16 clocks: 16 words are one ECP5 LUT RAM (TRELLIS_DPR16X4) per 4 bits.
-        # Written from the ports instead (17 words, without wide1's 129 flip-flops) it took
-        # twice the LUT RAM: +800 TRELLIS_COMB on the ULX3S for 155 flip-flops fewer (e1c61ce)
-        m.submodules.wide_delay = wide_delay = DelayLine(wide.size, _S_DECIDE - 1)
+        wide0 = Cat(arr.payload.ts, arr.payload.length, arr.payload.ecn,
+                    dep.payload.ts, dep.payload.length)
         wide_decide = Signal(wide)
-        m.d.comb += [wide_delay.i.eq(wide1), wide_decide.eq(wide_delay.o)]
+        if self.verdict_fifo == "distributed":
+            # LUT RAM: from stage 1, 16 clocks, as 16 words are one ECP5 LUT RAM
+            # (TRELLIS_DPR16X4) per 4 bits. Written from the ports instead (17 words, without
+            # the 129 stage-1 flip-flops) it took twice the LUT RAM: +800 TRELLIS_COMB on the
+            # ULX3S for 155 flip-flops fewer (e1c61ce)
+            wide1 = Signal(wide)
+            m.d.sync += wide1.eq(wide0)
+            m.submodules.wide_delay = wide_delay = DelayLine(wide.size, _S_DECIDE - 1)
+            m.d.comb += wide_delay.i.eq(wide1)
+            ts1 = wide1.ts                                  # the re-key hold's, at stage 1
+        else:
+            # block RAM (an FPGA without LUT RAM): 16 or 17 words cost the same, so written
+            # from the ports, which saves the stage-1 register of all but the timestamp (about
+            # 100 iCE40 logic cells)
+            m.submodules.wide_delay = wide_delay = DelayLine(wide.size, _S_DECIDE)
+            m.d.comb += wide_delay.i.eq(wide0)
+            ts1 = Signal(ARRIVAL.members["ts"])
+            m.d.sync += ts1.eq(arr.payload.ts)
+        m.d.comb += wide_decide.eq(wide_delay.o)
 
         # ---- stage 1: live re-key hold ----------------------------------------------------------
         # Decided at stage 1 rather than at the accept: the state steps once per arrival, and
@@ -246,13 +261,13 @@ class QueueManager(wiring.Component):
         hold_end = Signal(ARRIVAL.members["ts"])
         n_held = Signal(17)
         s1 = stages[1]
-        before_end = (wide1.ts - hold_end)[TIME_BITS - 1]   # ts < hold_end, modulo 2**48, signed
+        before_end = (ts1 - hold_end)[TIME_BITS - 1]   # ts < hold_end, modulo 2**48, signed
         held1 = Signal()
         m.d.comb += held1.eq(hold_armed | (holding & before_end))
         m.d.sync += stages[2].held.eq(held1)
         with m.If(s1.av):
             with m.If(hold_armed):
-                m.d.sync += [hold_end.eq(wide1.ts + cfg.rekey_hold), hold_armed.eq(0),
+                m.d.sync += [hold_end.eq(ts1 + cfg.rekey_hold), hold_armed.eq(0),
                              holding.eq(1)]
             with m.Elif(holding & ~before_end):
                 m.d.sync += holding.eq(0)
