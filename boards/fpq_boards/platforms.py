@@ -136,12 +136,13 @@ class BoardTop(Elaboratable):
             self.f_mhz = self.pll[-1]
         self.build = at_clock(self.build, self.f_mhz * 1e6)
         self.baud = baud
-        # the iCE40 has no LUT RAM: its verdict FIFO goes to block RAM (a clock more latency)
+        # the iCE40 has no LUT RAM: its verdict FIFO goes to block RAM (a clock more latency);
+        # the UP5K is small and its clock low: area before speed
         ecp5 = spec.family == "ecp5"
         self.soc = SelfTestSoC(self.build, clk_freq=self.f_mhz * 1e6, baud=baud,
                                ram_style="ecp5" if ecp5 else "generic",
                                verdict_fifo="distributed" if ecp5 else "block",
-                               arrival_fifo=ecp5)
+                               arrival_fifo=ecp5, optimise="speed" if ecp5 else "area")
 
     def elaborate(self, platform):
         m = Module()

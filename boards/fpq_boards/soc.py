@@ -51,6 +51,8 @@ class SelfTestSoC(wiring.Component):
         queue manager's combinational ``ready`` out of the generator, a path that limits an
         ECP5 at 80 MHz; on an iCE40 at 24 MHz it would only cost logic cells (4 x 113
         flip-flops and their multiplexers, no LUT RAM there), so the iCEBreaker goes without.
+    optimise : str
+        Passed to ``QueueManager`` ("speed", or "area" for a small FPGA at a low clock).
 
     Attributes
     ----------
@@ -60,7 +62,7 @@ class SelfTestSoC(wiring.Component):
     """
 
     def __init__(self, build=None, clk_freq=12e6, baud=115200, ram_style="generic",
-                 verdict_fifo="distributed", arrival_fifo=True):
+                 verdict_fifo="distributed", arrival_fifo=True, optimise="speed"):
         self.build = build or Build()
         self.clk_freq = clk_freq
         self.baud = baud
@@ -70,7 +72,8 @@ class SelfTestSoC(wiring.Component):
                              f"allowed range [1, {int(clk_freq // 4)}]")
         self.ram_style = ram_style
         self.arrival_fifo = arrival_fifo
-        self.qm = QueueManager(self.build, ram_style=ram_style, verdict_fifo=verdict_fifo)
+        self.qm = QueueManager(self.build, ram_style=ram_style, verdict_fifo=verdict_fifo,
+                               optimise=optimise)
         self.regs = RegisterFile(self.build)
         self.tg = TrafficGenerator()
         # the bus is registered once between the bridge and the targets (decode and fan-out

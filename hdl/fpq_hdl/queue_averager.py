@@ -9,7 +9,12 @@ from fpq.config import DECAY_TABLE_DEPTH
 
 from .layouts import config_layout
 
-__all__ = ["QueueAverager"]
+__all__ = ["QueueAverager", "SHIFTERS"]
+
+#: How the idle decay's shift by a table value is built: "one-hot" (an AND-OR of a one-hot
+#: register, 2 LUT levels in the one-clock recurrence: for speed) or "binary" (a shifter
+#: stage per bit of the amount: fewer LUTs, more levels: for area).
+SHIFTERS = ("one-hot", "binary")
 
 _FX = QAVG.frac_bits
 
@@ -36,9 +41,19 @@ class QueueAverager(wiring.Component):
     (``Build.avg_lag``), so the averager is off the decision path.
 
     Pipeline: cycle 0 idle cells (barrel shift, clamp); cycle 1 decay-table read (LUT RAM);
-    cycle 2 the decay shift decoded to one-hot; cycle 3 the update. ``avg_next`` is
+    cycle 2 the decay shift decoded to one-hot (registered as it is with ``shifter="binary"``);
+    cycle 3 the update. ``avg_next`` is
     combinational at cycle 3 (``NEXT_LATENCY``), ``avg`` registered at cycle 4 (``LATENCY``).
     Throughput: one arrival per clock.
+
+    Parameters
+    ----------
+    build : fpq.Build
+    shifter : str
+        One of ``SHIFTERS``: the idle decay's shift of the average inside the one-clock
+        recurrence. "one-hot" (default) for speed; "binary" for area (on the iCEBreaker
+        design 337 logic cells fewer, 2026-11-24). The EWMA's shift by ``wq_shift`` stays
+        one-hot: with ``wq_shift`` fixed at build time it is wiring either way.
 
     Attributes
     ----------
@@ -58,7 +73,10 @@ class QueueAverager(wiring.Component):
     LATENCY = 4
     NEXT_LATENCY = 3
 
-    def __init__(self, build):
+    def __init__(self, build, shifter="one-hot"):
+        if shifter not in SHIFTERS:
+            raise ValueError(f"shifter: {shifter!r} is not one of {', '.join(SHIFTERS)}")
+        self.shifter = shifter
         super().__init__({
             "valid": In(1), "q": In(QPKTS_BITS), "idle": In(1), "idle_diff": In(signed(TIME_BITS)),
             "config": In(config_layout(build)),
@@ -103,9 +121,13 @@ class QueueAverager(wiring.Component):
         # decode together do not fit one
         v3, idle3 = Signal(), Signal()
         qs = Signal(QAVG.width)
-        decay_sel = Signal(QAVG.width)
-        m.d.sync += [v3.eq(v2), idle3.eq(idle2), qs.eq(qs2),
-                     decay_sel.eq(Cat(decay_s == k for k in range(QAVG.width)))]
+        m.d.sync += [v3.eq(v2), idle3.eq(idle2), qs.eq(qs2)]
+        if self.shifter == "one-hot":
+            decay_sel = Signal(QAVG.width)
+            m.d.sync += decay_sel.eq(Cat(decay_s == k for k in range(QAVG.width)))
+        else:
+            decay_s3 = Signal(DECAY_SHIFT_BITS)
+            m.d.sync += decay_s3.eq(decay_s)
         # the mask 2**s - 1 is a function of the configuration only: registered
         s = self.wq_shift
         mask = Signal(QAVG.width)
@@ -129,7 +151,10 @@ class QueueAverager(wiring.Component):
         sum_ = x ^ y ^ z
         maj = (x & y) | (x & z) | (y & z)
         ewma = (sum_ + Cat(~c, maj[:w - 1]))[:QAVG.width]
-        decayed = _select(a, decay_sel)
+        if self.shifter == "one-hot":
+            decayed = _select(a, decay_sel)
+        else:
+            decayed = a >> decay_s3                   # 0 for shifts of the width and more
         m.d.comb += self.avg_next.eq(Mux(v3, Mux(idle3, decayed, ewma), a))
         m.d.sync += a.eq(self.avg_next)
         return m

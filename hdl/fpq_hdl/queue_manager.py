@@ -19,7 +19,7 @@ from .queue_averager import QueueAverager
 from .random_source import RandomSource
 from .delay_line import DelayLine
 
-__all__ = ["QueueManager", "LATENCY", "MIN_AVG_LAG", "FIFO_DEPTH", "VERDICT_FIFOS"]
+__all__ = ["QueueManager", "LATENCY", "MIN_AVG_LAG", "FIFO_DEPTH", "VERDICT_FIFOS", "OPTIMISE"]
 
 # Pipeline stages, in clocks after the accept (stage 0). See the QueueManager docstring.
 _S_HASH = 1                                   # flow key registered, hash starts
@@ -42,6 +42,8 @@ assert FIFO_DEPTH > LATENCY + 3
 #: ``LATENCY``) or "block" (``SyncFIFOBuffered``: synchronous read, block RAM on iCE40, which
 #: has no LUT RAM and would otherwise build the FIFO from flip-flops; ``LATENCY + 1``).
 VERDICT_FIFOS = ("distributed", "block")
+#: Speed or area, where a block has the choice (the ``optimise`` parameter).
+OPTIMISE = ("speed", "area")
 
 
 
@@ -103,6 +105,10 @@ class QueueManager(wiring.Component):
         RAM, such as the iCE40; one clock more latency, same throughput). It also says where
         the RAM delay line of the descriptors' wide fields starts: at stage 1 for LUT RAM
         (16 words), at the ports for block RAM (17 words, 81 flip-flops fewer).
+    optimise : str
+        One of ``OPTIMISE``: "speed" (default) or "area", where a block has a choice that
+        changes no verdict and no clock: "area" builds the averager's idle-decay shift as a
+        binary shifter (``QueueAverager``'s ``shifter``).
 
     Attributes
     ----------
@@ -135,8 +141,12 @@ class QueueManager(wiring.Component):
         ``clear_max_queue`` clears ``max_queue``.
     """
 
-    def __init__(self, build=None, ram_style="generic", verdict_fifo="distributed"):
+    def __init__(self, build=None, ram_style="generic", verdict_fifo="distributed",
+                 optimise="speed"):
         build = build or Build()
+        if optimise not in OPTIMISE:
+            raise ValueError(f"optimise: {optimise!r} is not one of {', '.join(OPTIMISE)}")
+        self.optimise = optimise
         self.ram_style = ram_style
         if verdict_fifo not in VERDICT_FIFOS:
             raise ValueError(f"verdict_fifo: {verdict_fifo!r} is not one of "
@@ -185,7 +195,8 @@ class QueueManager(wiring.Component):
         m.submodules.flow_counter = fc = FlowCounter(b, _S_SET, self.ram_style)
         m.submodules.probability = dp = DropProbability(b, self.ram_style)
         m.submodules.decision = dc = Decision(b)
-        m.submodules.averager = qa = QueueAverager(b)
+        m.submodules.averager = qa = QueueAverager(
+            b, shifter="one-hot" if self.optimise == "speed" else "binary")
         m.d.comb += [c.config.eq(cfg) for c in (fh, fc, dp, dc, qa)]
         m.submodules.rng = rng = RandomSource()
 

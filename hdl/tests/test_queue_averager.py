@@ -7,36 +7,16 @@ from amaranth.sim import Simulator
 
 from fpq import Build, Config
 from fpq.queue_averager import QueueAverager as Model
-from fpq_hdl.queue_averager import QueueAverager
+from fpq_hdl.queue_averager import QueueAverager, SHIFTERS
 from fpq_hdl.layouts import config_layout
 from .hdl_harness import pack
 
 BUILD = Build(table_depth=16)
 
 
-@pytest.mark.parametrize("wq_shift", [0, 1, 5, 9, 16])
-def test_average_matches_model(wq_shift):
-    rnd = random.Random(wq_shift)
-    config = Config(build=BUILD, wq_shift=wq_shift, tick_hz=1e6, idle_pkt_time_s=1e-4)
-    regs = config.registers()
-    table = config.decay_table()
-    model = Model(regs["wq_shift"], regs["idle_cell_log"], table)
-    samples, want = [], []
-    q = 0
-    for i in range(2000):
-        q = max(0, min((1 << 20) - 1, q + rnd.randint(-3, 4))) if rnd.random() < 0.97 \
-            else rnd.randrange(1 << 20)
-        idle = rnd.random() < 0.05
-        diff = rnd.choice((rnd.randint(-50, 3000), rnd.randint(0, 1 << 30),
-                           rnd.randint(-(1 << 47), (1 << 47) - 1)))
-        valid = rnd.random() < 0.8
-        if valid:
-            t0 = rnd.randrange(1 << 48)
-            if idle:
-                model.went_idle(t0)
-            want.append(model.update(q, (t0 + diff) % (1 << 48)))
-        samples.append((valid, q, idle, diff))
-    dut = QueueAverager(BUILD)
+def _run(shifter, regs, table, samples):
+    """The averager's ``avg`` after each valid sample ``(valid, q, idle, idle_diff)``."""
+    dut = QueueAverager(BUILD, shifter=shifter)
     sim = Simulator(dut)
     sim.add_clock(1e-8)
     got = []
@@ -64,5 +44,58 @@ def test_average_matches_model(wq_shift):
                 got.append(avg)
     sim.add_testbench(bench)
     sim.run()
+    return got
+
+
+@pytest.mark.parametrize("shifter", SHIFTERS)
+@pytest.mark.parametrize("wq_shift", [0, 1, 5, 9, 16])
+def test_average_matches_model(wq_shift, shifter):
+    rnd = random.Random(wq_shift)
+    config = Config(build=BUILD, wq_shift=wq_shift, tick_hz=1e6, idle_pkt_time_s=1e-4)
+    regs = config.registers()
+    table = config.decay_table()
+    model = Model(regs["wq_shift"], regs["idle_cell_log"], table)
+    samples, want = [], []
+    q = 0
+    for i in range(2000):
+        q = max(0, min((1 << 20) - 1, q + rnd.randint(-3, 4))) if rnd.random() < 0.97 \
+            else rnd.randrange(1 << 20)
+        idle = rnd.random() < 0.05
+        diff = rnd.choice((rnd.randint(-50, 3000), rnd.randint(0, 1 << 30),
+                           rnd.randint(-(1 << 47), (1 << 47) - 1)))
+        valid = rnd.random() < 0.8
+        if valid:
+            t0 = rnd.randrange(1 << 48)
+            if idle:
+                model.went_idle(t0)
+            want.append(model.update(q, (t0 + diff) % (1 << 48)))
+        samples.append((valid, q, idle, diff))
+    got = _run(shifter, regs, table, samples)
     assert got == want
     assert len(set(want)) > 100
+
+
+@pytest.mark.parametrize("shifter", SHIFTERS)
+def test_idle_decay_by_every_table_shift(shifter):
+    """A decay table that holds every 6-bit shift (0 .. 63: the average's 37 bits and
+    beyond, which decay to 0), each idle arrival after a full queue that refills the
+    average: every decayed value equals the model's."""
+    config = Config(build=BUILD, wq_shift=0, tick_hz=1e6, idle_pkt_time_s=1e-4)
+    regs = config.registers()
+    rnd = random.Random(7)
+    shifts = list(range(64)) * 4
+    rnd.shuffle(shifts)
+    model = Model(regs["wq_shift"], regs["idle_cell_log"], shifts)
+    samples, want, seen = [], [], set()
+    cl = regs["idle_cell_log"]
+    for i in range(512):
+        idle = i % 2 == 1                # wq_shift 0: a busy arrival sets A = q exactly
+        q = rnd.randrange(1, 1 << 20)
+        diff = ((i // 2) << cl) + rnd.randrange(1 << cl)     # each of the 256 cells once
+        if idle:
+            model.went_idle(0)
+            seen.add(shifts[diff >> cl])
+        want.append(model.update(q, diff))
+        samples.append((True, q, idle, diff))
+    assert seen == set(range(64))
+    assert _run(shifter, regs, shifts, samples) == want
