@@ -192,7 +192,7 @@ class QueueManager(wiring.Component):
         fifo_cls = SyncFIFO if self.verdict_fifo == "distributed" else SyncFIFOBuffered
         m.submodules.fifo = fifo = fifo_cls(width=VERDICT.size, depth=FIFO_DEPTH)
         m.submodules.hash = fh = FlowHash(b, self.ram_style)
-        m.submodules.flow_counter = fc = FlowCounter(b, _S_SET, self.ram_style)
+        m.submodules.flow_counter = fc = FlowCounter(b, _S_SET, self.ram_style, self.optimise)
         m.submodules.probability = dp = DropProbability(b, self.ram_style)
         m.submodules.decision = dc = Decision(b)
         m.submodules.averager = qa = QueueAverager(

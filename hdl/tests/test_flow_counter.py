@@ -15,12 +15,12 @@ from .hdl_harness import pack
 SET_DELAY = 3
 
 
-def run(config, events):
+def run(config, events, optimise):
     """``events``: (ts, hash) per arrival. Returns the DUT's N after each arrival and the
     number of clocks the port stalled."""
     build = config.build
     regs = config.registers()
-    dut = FlowCounter(build, SET_DELAY)
+    dut = FlowCounter(build, SET_DELAY, optimise=optimise)
     sim = Simulator(dut)
     sim.add_clock(1e-8)
     got = []
@@ -94,33 +94,71 @@ def make_events(seed, n, flows, dts, repeat=0.3):
     return out
 
 
+OPTIMISE = pytest.mark.parametrize("optimise", ["speed", "area"])
+
+
+@OPTIMISE
 @pytest.mark.parametrize("literal", [False, True])
-def test_n_matches_model_with_clears_every_clock_and_backlogs(literal):
+def test_n_matches_model_with_clears_every_clock_and_backlogs(literal, optimise):
     build = Build(vec_bits=256, table_depth=256)
     # period 1.25 ticks; time steps 0..4 ticks: 0 to 4 clears owed per arrival
     config = Config(build=build, v_max=200, tick_hz=1e6, t_clear_s=250e-6, n_cap=255,
                     clear_literal=literal)
     events = make_events(1, 3000, 150, (0, 1, 1, 1, 2, 4))
     want, model = expected(config, events)
-    got, stalls = run(config, events)
+    got, stalls = run(config, events, optimise)
     assert got == want
     assert model.clears > 1000 and stalls > 100
 
 
-def test_same_flow_every_clock_counts_once():
+@OPTIMISE
+def test_same_flow_every_clock_counts_once(optimise):
     build = Build(vec_bits=64, table_depth=16)
     config = Config(build=build, v_max=64, tick_hz=1e6, t_clear_s=64e-3, n_cap=15)
     events = [(t, 0x12345678 if t % 50 < 40 else t * 2654435761 % (1 << 32))
               for t in range(1, 1500)]
     want, _ = expected(config, events)
-    got, stalls = run(config, events)
+    got, stalls = run(config, events, optimise)
     assert got == want and stalls == 0
 
 
-def test_flush_wipes_like_the_model():
+@OPTIMISE
+def test_flush_wipes_like_the_model(optimise):
     build = Build(vec_bits=64, table_depth=16)
     config = Config(build=build, v_max=50, tick_hz=1e6, t_clear_s=500e-6, n_cap=15)
     events = make_events(3, 600, 40, (0, 1, 2, 3, 5000))   # 5000 ticks > 8 t_clear: flush
     want, model = expected(config, events)
-    got, _ = run(config, events)
+    got, _ = run(config, events, optimise)
     assert got == want and model.wipes > 10
+
+
+@OPTIMISE
+def test_flush_at_its_threshold(optimise):
+    """Arrivals one tick before, at and one tick after ``next_due + flush_after``: a backlog
+    of exactly ``flush_after`` wipes the vector, one tick less works it off clear by clear
+    (the port stalls), as in the model."""
+    build = Build(vec_bits=64, table_depth=16)
+    config = Config(build=build, v_max=50, tick_hz=1e6, t_clear_s=500e-6, n_cap=15)
+    regs = config.registers()
+    fx = 16
+    assert regs["clear_period"] % (1 << fx) == 0 and regs["flush_after"] % (1 << fx) == 0
+    m = Model(build.vec_bits, regs["v_max"], regs["clear_period"], regs["flush_after"],
+              regs["clear_literal"], regs["rng_clear_state"])
+    rnd = random.Random(5)
+    pool = [rnd.getrandbits(32) for _ in range(40)]
+    events, t, offsets = [], 0, []
+    for i in range(400):
+        if i % 8 == 7:
+            offset = rnd.choice((-1, 0, 1))
+            t = ((m.next_due + regs["flush_after"]) >> fx) + offset
+            offsets.append(offset)
+        else:
+            t += rnd.choice((0, 1, 2, 5))
+        h = rnd.choice(pool)
+        m.advance(t)
+        m.set(h)
+        events.append((t, h))
+    want, model = expected(config, events)
+    got, stalls = run(config, events, optimise)
+    assert got == want
+    assert {-1, 0, 1} <= set(offsets) and model.wipes >= offsets.count(0) > 5 and stalls > 1000

@@ -9,7 +9,7 @@ from fpq import Config, Build
 from fpq.config import ConfigError
 from fpq.queue_manager import Arrival, Departure, QueueManager as Model
 
-from fpq_hdl.queue_manager import QueueManager, LATENCY, MIN_AVG_LAG, VERDICT_FIFOS
+from fpq_hdl.queue_manager import QueueManager, LATENCY, MIN_AVG_LAG, VERDICT_FIFOS, OPTIMISE
 from .hdl_harness import traffic, run, compare, configure, commit, drive
 
 #: The bit-exact runs use a small r(N) table so that loading it takes few simulated clocks.
@@ -217,8 +217,9 @@ def test_reset_mid_stream_restores_the_reset_state():
     assert res["counters"] == list(model.counters.values())
 
 
+@pytest.mark.parametrize("optimise", OPTIMISE)
 @pytest.mark.parametrize("periods", [(1e-3, 3e-3, 0.5e-3, 1e-3)])
-def test_commit_changing_the_clear_period(periods):
+def test_commit_changing_the_clear_period(periods, optimise):
     """Commits that change t_clear_s (the clear period, and with it flush_after) mid-stream,
     both ways: the schedule keeps next_due and continues with the new period, as the model's
     configure() does. Arrivals owe 0, 1 or several clears, jumps owe dozens, long gaps a
@@ -246,7 +247,9 @@ def test_commit_changing_the_clear_period(periods):
             prev = c
         await commit(ctx, dut, prev, last_cfg)
 
-    res = run(last_cfg, last_steps, len(last_expected), configure_fn=configure_and_commit)
+    dut = QueueManager(last_cfg.build, optimise=optimise)
+    res = run(last_cfg, last_steps, len(last_expected), dut=dut,
+              configure_fn=configure_and_commit)
     compare(res["verdicts"], last_expected)
     assert res["counters"] == list(model.counters.values())
     assert model.fc.clears > 1000 and model.fc.wipes >= 1
