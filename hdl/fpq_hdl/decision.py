@@ -31,6 +31,17 @@ class Decision(wiring.Component):
 
     Latency: 2 clocks (outputs registered); throughput one arrival and one departure per clock.
 
+    Parameters
+    ----------
+    build : fpq.Build
+    optimise : str
+        "speed" (default): the byte-limit check ``occ - dep + len > limit`` as ``occ > limit -
+        len + dep``, its right side formed a clock early for the slot with and without its
+        departure, so that the occupancy's one-clock recurrence holds one compare and no
+        adder in front of it. "area": the occupancy after the departure, plus the length,
+        compared with the limit in the recurrence; the sum is also the new occupancy (two
+        adders and one compare instead of five adders, two compares and 85 flip-flops).
+
     Attributes
     ----------
     valid, p, u, ecn, length, ts : In
@@ -52,7 +63,10 @@ class Decision(wiring.Component):
 
     LATENCY = 2
 
-    def __init__(self, build):
+    def __init__(self, build, optimise="speed"):
+        if optimise not in ("speed", "area"):
+            raise ValueError(f"optimise: {optimise!r} is not one of speed, area")
+        self.optimise = optimise
         super().__init__({
             "valid": In(1), "p": In(PROB.width), "u": In(RAND_BITS), "ecn": In(1),
             "length": In(LENGTH_BITS), "ts": In(TIME_BITS),
@@ -90,14 +104,16 @@ class Decision(wiring.Component):
         m.d.sync += [v1.eq(self.valid), ecn1.eq(self.ecn), len1.eq(self.length),
                      ts1.eq(self.ts), dv1.eq(self.dep_valid), dlen1.eq(self.dep_length),
                      dts1.eq(self.dep_ts)]
-        # per-slot constants for the occupancy recurrence, formed before it: the byte limit
-        # check ``occ - dep + len > limit`` becomes ``occ > limit - len + dep``, one compare
-        wb = QBYTES_BITS + 2
-        k_nodep, k_dep = Signal(signed(wb)), Signal(signed(wb))
-        delta = Signal(signed(LENGTH_BITS + 1))
-        m.d.sync += [k_nodep.eq(self.limit_bytes - self.length),
-                     k_dep.eq(self.limit_bytes - self.length + self.dep_length),
-                     delta.eq(self.length - self.dep_length)]
+        if self.optimise == "speed":
+            # per-slot constants for the occupancy recurrence, formed before it: the byte
+            # limit check ``occ - dep + len > limit`` becomes ``occ > limit - len + dep``,
+            # one compare
+            wb = QBYTES_BITS + 2
+            k_nodep, k_dep = Signal(signed(wb)), Signal(signed(wb))
+            delta = Signal(signed(LENGTH_BITS + 1))
+            m.d.sync += [k_nodep.eq(self.limit_bytes - self.length),
+                         k_dep.eq(self.limit_bytes - self.length + self.dep_length),
+                         delta.eq(self.length - self.dep_length)]
 
         # ---- cycle 1: occupancy -------------------------------------------------------------
         occ_p, occ_b = self.occ_pkts, self.occ_bytes
@@ -115,21 +131,33 @@ class Decision(wiring.Component):
         over_p = Mux(dep_p, occ_p > self.limit_pkts, occ_p >= self.limit_pkts)
         # (the occupancy is unsigned: as a signed 32-bit number, queues above 2 GiB compared
         # as negative and were never over the byte limit)
-        over_b = Mux(dv1, Mux(short, k_nodep < 0, occ_b > k_dep), occ_b > k_nodep)
+        if self.optimise == "speed":
+            over_b = Mux(dv1, Mux(short, k_nodep < 0, occ_b > k_dep), occ_b > k_nodep)
+        else:
+            # the bytes after the departure, and after the arrival too (one bit wider: the
+            # compare sees the carry)
+            ob1 = Mux(dv1, Mux(short, 0, occ_b - dlen1), occ_b)
+            ob2 = Signal(QBYTES_BITS + 1)
+            m.d.comb += ob2.eq(ob1 + len1)
+            over_b = ob2 > self.limit_bytes
         forced = over_p | over_b
         enq = v1 & ~drop_early & ~forced
         action = Mux(drop_early, DROP_EARLY, Mux(forced, DROP_FORCED,
                                                  Mux(early, MARK, ENQUEUE)))
         with m.If(enq):
             m.d.sync += occ_p.eq(Mux(dep_p, occ_p, occ_p + 1))
-            with m.If(dv1):
-                m.d.sync += occ_b.eq(Mux(short, len1, occ_b + delta))
-            with m.Else():
-                m.d.sync += occ_b.eq(occ_b + len1)
         with m.Else():
             m.d.sync += occ_p.eq(op1)
-            with m.If(dv1):
+        if self.optimise == "speed":
+            with m.If(enq):
+                with m.If(dv1):
+                    m.d.sync += occ_b.eq(Mux(short, len1, occ_b + delta))
+                with m.Else():
+                    m.d.sync += occ_b.eq(occ_b + len1)
+            with m.Elif(dv1):
                 m.d.sync += occ_b.eq(Mux(short, 0, occ_b - dlen1))
+        else:
+            m.d.sync += occ_b.eq(Mux(enq, ob2, ob1))
         # the largest occupancy, a clock behind (only enqueues raise the occupancy)
         with m.If(self.clear_max_queue):
             m.d.sync += self.max_queue.eq(0)

@@ -107,8 +107,10 @@ class QueueManager(wiring.Component):
         (16 words), at the ports for block RAM (17 words, 81 flip-flops fewer).
     optimise : str
         One of ``OPTIMISE``: "speed" (default) or "area", where a block has a choice that
-        changes no verdict and no clock: "area" builds the averager's idle-decay shift as a
-        binary shifter (``QueueAverager``'s ``shifter``).
+        changes no verdict and no clock. "area": the averager's idle-decay shift as a binary
+        shifter (``QueueAverager``'s ``shifter``), the flow counter's clear schedule and the
+        decision's byte limit with their adders in front of their compares (``FlowCounter``
+        and ``Decision``, ``optimise``).
 
     Attributes
     ----------
@@ -194,7 +196,7 @@ class QueueManager(wiring.Component):
         m.submodules.hash = fh = FlowHash(b, self.ram_style)
         m.submodules.flow_counter = fc = FlowCounter(b, _S_SET, self.ram_style, self.optimise)
         m.submodules.probability = dp = DropProbability(b, self.ram_style)
-        m.submodules.decision = dc = Decision(b)
+        m.submodules.decision = dc = Decision(b, self.optimise)
         m.submodules.averager = qa = QueueAverager(
             b, shifter="one-hot" if self.optimise == "speed" else "binary")
         m.d.comb += [c.config.eq(cfg) for c in (fh, fc, dp, dc, qa)]

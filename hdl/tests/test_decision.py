@@ -25,10 +25,14 @@ BUILD = Build(table_depth=16)
 # inline, so there is no hook to replace it).
 # limit_pkts 2: the queue sits at its packet limit often, with and without a departure in
 # the slot (``>=`` against ``>``), which 25 packets with this traffic never reach
+OPTIMISE = pytest.mark.parametrize("optimise", ["speed", "area"])
+
+
+@OPTIMISE
 @pytest.mark.parametrize("limit_pkts", [25, 2])
 @pytest.mark.parametrize("mode,ecn", [("red", True), ("red", False), ("droptail", True),
                                       ("droptail", False)])
-def test_decision_matches_model(mode, ecn, limit_pkts, monkeypatch):
+def test_decision_matches_model(mode, ecn, limit_pkts, optimise, monkeypatch):
     rnd = random.Random(mode + str(ecn))
     config = Config(build=BUILD, mode=mode, ecn=ecn, limit_pkts=limit_pkts,
                     limit_bytes=20_000, n_cap=min(15, limit_pkts))
@@ -47,7 +51,7 @@ def test_decision_matches_model(mode, ecn, limit_pkts, monkeypatch):
     us = iter([u for arr, _, _, u in slots if arr])
     model._rand = lambda: next(us)
     want = model_outputs(model, slots)
-    got = simulate(config, slots, model)
+    got = simulate(config, slots, model, optimise)
     assert got == want
     actions = {w[0] for w in want}
     assert len(actions) >= (2 if mode == "droptail" else 3)
@@ -69,11 +73,11 @@ def model_outputs(model, slots):
     return want
 
 
-def simulate(config, slots, model):
+def simulate(config, slots, model, optimise="speed"):
     """Decision fed ``slots`` (arrival, departure, p, u); returns per arrival (action, q,
     idle, idle_diff if idle) and checks the occupancy registers against ``model``."""
     regs = config.registers()
-    dut = Decision(config.build)
+    dut = Decision(config.build, optimise)
     sim = Simulator(dut)
     sim.add_clock(1e-8)
     got = []
@@ -104,8 +108,9 @@ def simulate(config, slots, model):
     return got
 
 
+@OPTIMISE
 @pytest.mark.parametrize("ecn", [True, False])
-def test_decision_fpq_matches_model(ecn):
+def test_decision_fpq_matches_model(ecn, optimise):
     """FPQ mode: an unmodified model (FPQ probability from n, the r(N) table and the lagged
     average) decides real traffic; only its random numbers come from the test, chosen right
     at its probability (u = p - 1, p, p + 1) for a third of the arrivals, which the model
@@ -147,7 +152,7 @@ def test_decision_fpq_matches_model(ecn):
             ps.append(p)
             want.append((v.action, q, idle, diff if idle else None))
         slots.append((arr, dep, v.prob if arr else 0, u))
-    got = simulate(config, slots, model)
+    got = simulate(config, slots, model, optimise)
     assert got == want
     # the traffic reached every case of the compare and of the action
     assert 0 in ps and sum(0 < p < PROB_ONE for p in ps) > 1000
@@ -157,14 +162,17 @@ def test_decision_fpq_matches_model(ecn):
                        {qm.ENQUEUE, qm.DROP_EARLY, qm.DROP_FORCED})
 
 
-def test_decision_byte_limit_above_2_31(monkeypatch):
+@OPTIMISE
+@pytest.mark.parametrize("limit_bytes", [3 << 30, (1 << 32) - 1])
+def test_decision_byte_limit_above_2_31(optimise, limit_bytes, monkeypatch):
     """Occupancy above 2**31 bytes with a byte limit of 3 GiB (drop-tail): the byte compare
     must treat the occupancy as unsigned (an earlier version compared it as a signed 32-bit
-    number, which turned every arrival above 2 GiB queued into an enqueue)."""
+    number, which turned every arrival above 2 GiB queued into an enqueue). With the largest
+    limit, occupancy + length passes 2**32: the compare must see the carry."""
     config = Config(build=BUILD, mode="droptail", limit_pkts=(1 << 20) - 1,
-                    limit_bytes=3 << 30)
+                    limit_bytes=limit_bytes)
     slots = []
-    for k in range(66_000):
+    for k in range(68_000):
         arr = Arrival(k, 0, 65535, False)
         dep = Departure(k, 65535) if k % 64 == 63 else None
         slots.append((arr, dep, 0, 0))
@@ -172,7 +180,7 @@ def test_decision_byte_limit_above_2_31(monkeypatch):
     monkeypatch.setattr(qm, "probability", lambda *args: 0)
     model._rand = lambda: 0
     want = model_outputs(model, slots)
-    got = simulate(config, slots, model)
+    got = simulate(config, slots, model, optimise)
     assert got == want
-    assert model.occ_bytes > 1 << 31
+    assert model.occ_bytes > 1 << 31 and model.occ_bytes + 65535 > limit_bytes
     assert {w[0] for w in want} == {qm.ENQUEUE, qm.DROP_FORCED}
