@@ -47,6 +47,10 @@ class DropProbability(wiring.Component):
     ram_style : str
         ``BlockRAM`` style of the table and ``Multiplier`` style of the two partial products
         ("generic" or "ecp5": DP16KD and MULT18X18D primitives with their registers).
+    optimise : str
+        "speed" (default): the two shifts by the rate's exponent (multiples of 8, then 0-7)
+        as 8-way selects, one LUT level on the ECP5. "area": as binary shifters, 3 stages
+        of 2-way selects, which take fewer iCE40 LUTs than an 8-way select.
 
     Attributes
     ----------
@@ -67,8 +71,11 @@ class DropProbability(wiring.Component):
     LATENCY = 8
     AVG_DELAY = 2
 
-    def __init__(self, build, ram_style="generic"):
+    def __init__(self, build, ram_style="generic", optimise="speed"):
+        if optimise not in ("speed", "area"):
+            raise ValueError(f"optimise: {optimise!r} is not one of speed, area")
         self.ram_style = ram_style
+        self.optimise = optimise
         self.table_depth = table_depth = build.table_depth
         abits = (table_depth - 1).bit_length()
         super().__init__({
@@ -137,13 +144,19 @@ class DropProbability(wiring.Component):
         # the sum, then ``<< 1`` and the coarse part of ``>> shift`` (multiples of 8)
         prod = Signal(RATE.mant_bits + QAVG.width + 1)
         total4 = Cat(Const(0, 1), pl + (ph << _HALF))
-        m.d.sync += prod.eq(Array([total4 >> (8 * k) for k in range(8)])[shift3[3:]])
+        if self.optimise == "speed":
+            m.d.sync += prod.eq(Array([total4 >> (8 * k) for k in range(8)])[shift3[3:]])
+        else:
+            m.d.sync += prod.eq(total4 >> Cat(Const(0, 3), shift3[3:]))
         shift4, off4, f04, f14 = Signal.like(shift), Signal.like(off), Signal(), Signal()
         m.d.sync += [shift4.eq(shift3), off4.eq(off3), f04.eq(f03), f14.eq(f13)]
         # cycle 6: << 1 >> shift; anything at or above 2**33 saturates whatever the offset
         scaled = Signal(PROB.width + 1)
         big = Signal()
-        shifted = Array([prod >> k for k in range(8)])[shift4[:3]]
+        if self.optimise == "speed":
+            shifted = Array([prod >> k for k in range(8)])[shift4[:3]]
+        else:
+            shifted = prod >> shift4[:3]
         m.d.sync += [scaled.eq(shifted[:PROB.width + 1]),
                      big.eq(shifted[PROB.width + 1:] != 0)]
         off5, f05, f15 = Signal.like(off), Signal(), Signal()

@@ -195,7 +195,7 @@ class QueueManager(wiring.Component):
         m.submodules.fifo = fifo = fifo_cls(width=VERDICT.size, depth=FIFO_DEPTH)
         m.submodules.hash = fh = FlowHash(b, self.ram_style)
         m.submodules.flow_counter = fc = FlowCounter(b, _S_SET, self.ram_style, self.optimise)
-        m.submodules.probability = dp = DropProbability(b, self.ram_style)
+        m.submodules.probability = dp = DropProbability(b, self.ram_style, self.optimise)
         m.submodules.decision = dc = Decision(b, self.optimise)
         m.submodules.averager = qa = QueueAverager(
             b, shifter="one-hot" if self.optimise == "speed" else "binary")

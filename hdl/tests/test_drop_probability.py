@@ -22,8 +22,9 @@ CASES = {
 }
 
 
+@pytest.mark.parametrize("optimise", ["speed", "area"])
 @pytest.mark.parametrize("case", CASES)
-def test_probability_matches_model(case):
+def test_probability_matches_model(case, optimise):
     rnd = random.Random(case)
     config = Config(build=BUILD, **CASES[case])
     regs = config.registers()
@@ -42,7 +43,7 @@ def test_probability_matches_model(case):
         else:
             avg = rnd.randrange(QAVG.max_raw + 1)
         inputs.append((n, avg))
-    dut = DropProbability(BUILD)
+    dut = DropProbability(BUILD, optimise=optimise)
     sim = Simulator(dut)
     sim.add_clock(1e-8)
     got_p, got_n = [], []
