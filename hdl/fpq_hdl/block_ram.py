@@ -46,11 +46,18 @@ class BlockRAM(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         if self.style == "generic":
-            m.submodules.mem = mem = memory.Memory(shape=self.width, depth=self.depth, init=[])
-            wp, rp = mem.write_port(), mem.read_port()
+            # An asynchronous read and a register, which Yosys merges into a synchronous read
+            # port (memory_dff) and then, with ``no_rw_check``, maps to an iCE40 block RAM as
+            # is. Written as a synchronous read port, it would get Yosys's read-first
+            # emulation (a register and a multiplexer per bit), which the "either value" rule
+            # above makes unnecessary. The register has no reset, as a RAM's own has none.
+            m.submodules.mem = mem = memory.Memory(shape=self.width, depth=self.depth, init=[],
+                                                   attrs={"no_rw_check": 1})
+            wp, rp = mem.write_port(), mem.read_port(domain="comb")
+            read = Signal(self.width, reset_less=True)
             m.d.comb += [wp.en.eq(self.w_en), wp.addr.eq(self.w_addr),
                          wp.data.eq(self.w_data), rp.addr.eq(self.r_addr)]
-            m.d.sync += self.r_data.eq(rp.data)
+            m.d.sync += [read.eq(rp.data), self.r_data.eq(read)]
             return m
         rows = (self.depth + _ECP5_DEPTH - 1) // _ECP5_DEPTH
         row_sel = self.r_addr[14:] if rows > 1 else C(0, 1)
