@@ -2,7 +2,7 @@
 
 from amaranth import *
 from amaranth.lib import wiring, stream, memory, data
-from amaranth.lib.fifo import SyncFIFO, SyncFIFOBuffered
+from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
 from fpq.config import Build, ConfigError
@@ -18,6 +18,7 @@ from .decision import Decision
 from .queue_averager import QueueAverager
 from .random_source import RandomSource
 from .delay_line import DelayLine
+from .block_fifo import BlockFIFO
 
 __all__ = ["QueueManager", "LATENCY", "MIN_AVG_LAG", "FIFO_DEPTH", "VERDICT_FIFOS", "OPTIMISE"]
 
@@ -39,7 +40,7 @@ MIN_AVG_LAG = _S_AVG_WRITE + 1 - _S_AVG
 FIFO_DEPTH = 32
 assert FIFO_DEPTH > LATENCY + 3
 #: Verdict FIFO memories: "distributed" (``SyncFIFO``: asynchronous read, LUT RAM on ECP5;
-#: ``LATENCY``) or "block" (``SyncFIFOBuffered``: synchronous read, block RAM on iCE40, which
+#: ``LATENCY``) or "block" (``BlockFIFO``: synchronous read, block RAM on iCE40, which
 #: has no LUT RAM and would otherwise build the FIFO from flip-flops; ``LATENCY + 1``).
 VERDICT_FIFOS = ("distributed", "block")
 #: Speed or area, where a block has the choice (the ``optimise`` parameter).
@@ -191,7 +192,8 @@ class QueueManager(wiring.Component):
             m.d.comb += cfg[name].eq(fixed[name] if name in fixed else self.config[name])
         arr, dep = self.arrivals, self.departures
 
-        fifo_cls = SyncFIFO if self.verdict_fifo == "distributed" else SyncFIFOBuffered
+        # "block": BlockFIFO is SyncFIFOBuffered clock for clock, written for block RAM
+        fifo_cls = SyncFIFO if self.verdict_fifo == "distributed" else BlockFIFO
         m.submodules.fifo = fifo = fifo_cls(width=VERDICT.size, depth=FIFO_DEPTH)
         m.submodules.hash = fh = FlowHash(b, self.ram_style)
         m.submodules.flow_counter = fc = FlowCounter(b, _S_SET, self.ram_style, self.optimise)
