@@ -35,13 +35,18 @@ import fpq_hdl.decision as dc_mod
 __all__ = ["FAULTS", "COMPONENT_FAULTS", "faulty_top", "wrap", "mutate"]
 
 
+#: Attributes of a block that its users read besides the ports (the wrapper passes them on).
+_PASSED = ("LATENCY", "fields_at")
+
+
 def wrap(cls, modify):
-    """A subclass-like wrapper of ``cls`` (same constructor, same ports)."""
+    """A subclass-like wrapper of ``cls`` (same constructor, same ports, the attributes of
+    ``_PASSED``)."""
 
     class Faulty(wiring.Component):
         def __init__(self, *args, **kwargs):
             self.inner = cls(*args, **kwargs)
-            for attr in ("LATENCY",):
+            for attr in _PASSED:
                 if hasattr(self.inner, attr):
                     setattr(self, attr, getattr(self.inner, attr))
             super().__init__(dict(self.inner.signature.members.items()))
@@ -59,7 +64,7 @@ def wrap(cls, modify):
             return m
 
     Faulty.__name__ = f"Faulty{cls.__name__}"
-    for attr in ("LATENCY",):
+    for attr in _PASSED:
         if hasattr(cls, attr):
             setattr(Faulty, attr, getattr(cls, attr))
     return Faulty

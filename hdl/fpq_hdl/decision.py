@@ -40,14 +40,22 @@ class Decision(wiring.Component):
         departure, so that the occupancy's one-clock recurrence holds one compare and no
         adder in front of it. "area": the occupancy after the departure, plus the length,
         compared with the limit in the recurrence; the sum is also the new occupancy (two
-        adders and one compare instead of five adders, two compares and 85 flip-flops).
+        adders and one compare instead of five adders, two compares and 85 flip-flops). As
+        nothing then needs them at cycle 0, the arrival's and departure's fields (``ecn``,
+        ``length``, ``ts``, ``dep_length``, ``dep_ts``) are taken at cycle 1, a clock after
+        ``valid`` and ``dep_valid`` (``fields_at``): a source that has them a clock later
+        anyway (the queue manager's RAM delay line) needs no register for them.
 
     Attributes
     ----------
     valid, p, u, ecn, length, ts : In
-        Arrival (cycle 0): probability, its random number, ECN-capable, bytes, timestamp.
+        Arrival (cycle 0; the fields ``ecn``, ``length``, ``ts`` at cycle ``fields_at``):
+        probability, its random number, ECN-capable, bytes, timestamp.
     dep_valid, dep_length, dep_ts : In
-        Departure in the same slot (cycle 0); it applies before the arrival.
+        Departure in the same slot (cycle 0; its fields at cycle ``fields_at``); it applies
+        before the arrival.
+    fields_at : int
+        Not a port: the cycle of the fields, 0 with ``optimise="speed"``, 1 with "area".
     config : In(config_layout(build))
         Uses ``mode``, ``ecn``, ``limit_pkts``, ``limit_bytes``.
     clear_max_queue : In(1)
@@ -67,6 +75,7 @@ class Decision(wiring.Component):
         if optimise not in ("speed", "area"):
             raise ValueError(f"optimise: {optimise!r} is not one of speed, area")
         self.optimise = optimise
+        self.fields_at = int(optimise == "area")
         super().__init__({
             "valid": In(1), "p": In(PROB.width), "u": In(RAND_BITS), "ecn": In(1),
             "length": In(LENGTH_BITS), "ts": In(TIME_BITS),
@@ -99,11 +108,16 @@ class Decision(wiring.Component):
                     m.d.sync += [early.eq(0), dist.eq(dist - self.p)]
             with m.Else():
                 m.d.sync += early.eq(0)
-        v1, ecn1, len1, ts1 = Signal(), Signal(), Signal(LENGTH_BITS), Signal(TIME_BITS)
-        dv1, dlen1, dts1 = Signal(), Signal(LENGTH_BITS), Signal(TIME_BITS)
-        m.d.sync += [v1.eq(self.valid), ecn1.eq(self.ecn), len1.eq(self.length),
-                     ts1.eq(self.ts), dv1.eq(self.dep_valid), dlen1.eq(self.dep_length),
-                     dts1.eq(self.dep_ts)]
+        v1, dv1 = Signal(), Signal()
+        m.d.sync += [v1.eq(self.valid), dv1.eq(self.dep_valid)]
+        if self.fields_at == 0:
+            ecn1, len1, ts1 = Signal(), Signal(LENGTH_BITS), Signal(TIME_BITS)
+            dlen1, dts1 = Signal(LENGTH_BITS), Signal(TIME_BITS)
+            m.d.sync += [ecn1.eq(self.ecn), len1.eq(self.length), ts1.eq(self.ts),
+                         dlen1.eq(self.dep_length), dts1.eq(self.dep_ts)]
+        else:
+            ecn1, len1, ts1 = self.ecn, self.length, self.ts
+            dlen1, dts1 = self.dep_length, self.dep_ts
         if self.optimise == "speed":
             # per-slot constants for the occupancy recurrence, formed before it: the byte
             # limit check ``occ - dep + len > limit`` becomes ``occ > limit - len + dep``,

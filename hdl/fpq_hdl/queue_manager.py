@@ -75,7 +75,8 @@ class QueueManager(wiring.Component):
     11-16   RED regions, select, multiply (2), shift, saturate         DropProbability
     16      random number u (the generator steps once per arrival here, in arrival order)
     17-18   early decision, ECN, hard limits, occupancy                Decision
-            (times, lengths and ECN reach stage 17 through a RAM delay line, ``DelayLine``)
+            (times, lengths and ECN reach stage 17, or 18 with ``optimise="area"``,
+            through a RAM delay line, ``DelayLine``)
     19-21   verdict into the FIFO, sequence number, counters; idle      QueueAverager
             cells, decay table,
             decay shift decoded
@@ -254,14 +255,15 @@ class QueueManager(wiring.Component):
             # ULX3S for 155 flip-flops fewer (e1c61ce)
             wide1 = Signal(wide)
             m.d.sync += wide1.eq(wide0)
-            m.submodules.wide_delay = wide_delay = DelayLine(wide.size, _S_DECIDE - 1)
+            m.submodules.wide_delay = wide_delay = DelayLine(wide.size,
+                                                             _S_DECIDE - 1 + dc.fields_at)
             m.d.comb += wide_delay.i.eq(wide1)
             ts1 = wide1.ts                                  # the re-key hold's, at stage 1
         else:
             # block RAM (an FPGA without LUT RAM): 16 or 17 words cost the same, so written
             # from the ports, which saves the stage-1 register of all but the timestamp (about
             # 100 iCE40 logic cells)
-            m.submodules.wide_delay = wide_delay = DelayLine(wide.size, _S_DECIDE)
+            m.submodules.wide_delay = wide_delay = DelayLine(wide.size, _S_DECIDE + dc.fields_at)
             m.d.comb += wide_delay.i.eq(wide0)
             ts1 = Signal(ARRIVAL.members["ts"])
             m.d.sync += ts1.eq(arr.payload.ts)

@@ -84,16 +84,21 @@ def simulate(config, slots, model, optimise="speed"):
 
     async def bench(ctx):
         ctx.set(dut.config.as_value(), pack(config_layout(config.build), regs))
-        for k in range(len(slots) + 2):
+        for k in range(len(slots) + 3):
             arr, dep, p, u = slots[k] if k < len(slots) else (None, None, 0, 0)
             ctx.set(dut.valid, arr is not None)
             if arr:
                 ctx.set(dut.p, p)
                 ctx.set(dut.u, u)
+            ctx.set(dut.dep_valid, dep is not None)
+            # the fields at cycle ``fields_at`` (1 with optimise="area"); between slots they
+            # keep the last slot's values, as a RAM delay line's output would
+            j = k - dut.fields_at
+            arr, dep = slots[j][:2] if 0 <= j < len(slots) else (None, None)
+            if arr:
                 ctx.set(dut.ecn, arr.ecn)
                 ctx.set(dut.length, arr.length)
                 ctx.set(dut.ts, arr.ts)
-            ctx.set(dut.dep_valid, dep is not None)
             if dep:
                 ctx.set(dut.dep_length, dep.length)
                 ctx.set(dut.dep_ts, dep.ts)
