@@ -25,7 +25,7 @@ class SelfTestSoC(wiring.Component):
     """Everything a board needs except pins and clocks.
 
     The UART bridge is the only bus initiator; its bus is registered once on the way to the
-    targets (the bridge waits 2 clocks for read data). Bus addresses ``TG_BASE`` .. ``TG_BASE +
+    targets (the bridge waits 2 clocks for read data), unless ``optimise="area"``. Bus addresses ``TG_BASE`` .. ``TG_BASE +
     TG_SIZE`` go to the traffic generator, all others to the queue manager's register file
     (``fpq.regmap``); the targets return 0 when not read, so read data is their OR. The
     generator feeds the queue manager's arrival port (through a 4-entry FIFO with a registered
@@ -52,7 +52,8 @@ class SelfTestSoC(wiring.Component):
         ECP5 at 80 MHz; on an iCE40 at 24 MHz it would only cost logic cells (4 x 113
         flip-flops and their multiplexers, no LUT RAM there), so the iCEBreaker goes without.
     optimise : str
-        Passed to ``QueueManager`` ("speed", or "area" for a small FPGA at a low clock).
+        Passed to ``QueueManager`` ("speed", or "area" for a small FPGA at a low clock);
+        "area" also leaves out the bus register between the bridge and the targets.
 
     Attributes
     ----------
@@ -76,9 +77,11 @@ class SelfTestSoC(wiring.Component):
                                optimise=optimise)
         self.regs = RegisterFile(self.build)
         self.tg = TrafficGenerator()
-        # the bus is registered once between the bridge and the targets (decode and fan-out
-        # out of the queue manager's clock-critical paths): reads take 2 clocks
-        self.bridge = UARTBridge(self.divisor, read_latency=2)
+        # optimise="speed": the bus is registered once between the bridge and the targets
+        # (decode and fan-out out of the queue manager's clock-critical paths), reads take 2
+        # clocks; "area" (a small FPGA at a low clock): no register, reads take 1
+        self.bus_register = optimise == "speed"
+        self.bridge = UARTBridge(self.divisor, read_latency=2 if self.bus_register else 1)
         super().__init__({"rx": In(1, init=1), "tx": Out(1, init=1), "leds": Out(8)})
 
     def elaborate(self, platform):
@@ -117,9 +120,10 @@ class SelfTestSoC(wiring.Component):
         m.d.comb += [br.rx.eq(self.rx), self.tx.eq(br.tx)]
         bus = br.bus
         to_tg = (bus.addr >= TG_BASE) & (bus.addr < TG_BASE + TG_SIZE)
+        domain = m.d.sync if self.bus_register else m.d.comb
         for target, sel in ((tg.bus, to_tg), (regs.bus, ~to_tg)):
-            m.d.sync += [target.addr.eq(bus.addr), target.w_data.eq(bus.w_data),
-                         target.w_en.eq(bus.w_en & sel), target.r_en.eq(bus.r_en & sel)]
+            domain += [target.addr.eq(bus.addr), target.w_data.eq(bus.w_data),
+                       target.w_en.eq(bus.w_en & sel), target.r_en.eq(bus.r_en & sel)]
         m.d.comb += bus.r_data.eq(tg.bus.r_data | regs.bus.r_data)
 
         # LEDs

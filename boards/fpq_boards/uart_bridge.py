@@ -89,13 +89,14 @@ class UARTBridge(wiring.Component):
                 n += nb
             m.d.sync += [reply.eq(Cat(value, s)), reply_len.eq(n + 1)]
 
-        addr = Signal(24)
-        wdata = Signal(32)
         error = Signal()
         m.d.comb += self.errors.eq(error | rx.framing_error)
         m.d.sync += [self.bus.w_en.eq(0), self.bus.r_en.eq(0)]
-        m.d.comb += self.bus.addr.eq(addr[:ADDR_BITS])
-        m.d.comb += self.bus.w_data.eq(wdata)
+        # args now ends with the checksum byte (args[56:64]): a write's address is args[0:24]
+        # and its data args[24:56]; a read's address is args[32:56]. args and cmd stay as they
+        # are from the request's last byte to the next request, so the bus takes them as is
+        addr = Mux(cmd == CMD_WRITE, args[0:24], args[32:56])
+        m.d.comb += [self.bus.addr.eq(addr[:ADDR_BITS]), self.bus.w_data.eq(args[24:56])]
 
         with m.FSM() as fsm:
             with m.State("COMMAND"):
@@ -126,11 +127,7 @@ class UARTBridge(wiring.Component):
                 with m.Else():
                     m.d.sync += idle.eq(idle + 1)
             with m.State("CHECK"):
-                # args now ends with the checksum byte (args[56:64]): a write's address is
-                # args[0:24] and its data args[24:56]; a read's address is args[32:56].
-                a = Mux(cmd == CMD_WRITE, args[0:24], args[32:56])
-                m.d.sync += [addr.eq(a), wdata.eq(args[24:56])]
-                with m.If(a[ADDR_BITS:] != 0):
+                with m.If(addr[ADDR_BITS:] != 0):
                     m.d.comb += error.eq(1)
                     send((REPLY_ERROR, 1), (ERR_ADDRESS, 1))
                     m.next = "REPLY"
