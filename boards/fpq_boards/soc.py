@@ -13,6 +13,7 @@ from fpq_hdl.registers import RegisterFile
 
 from .traffic_generator import TrafficGenerator, TG_BASE, TG_SIZE
 from .uart_bridge import UARTBridge
+from .leds import ActivityLEDs
 
 __all__ = ["SelfTestSoC", "LED_NAMES"]
 
@@ -127,24 +128,11 @@ class SelfTestSoC(wiring.Component):
         m.d.comb += bus.r_data.eq(tg.bus.r_data | regs.bus.r_data)
 
         # LEDs
-        stretch = max(int(self.clk_freq) // 16, 2)
-
-        def stretched(event, name):
-            count = Signal(range(stretch + 1), name=f"{name}_stretch")
-            with m.If(event):
-                m.d.sync += count.eq(stretch)
-            with m.Elif(count != 0):
-                m.d.sync += count.eq(count - 1)
-            return count != 0
-
-        beat = Signal(range(max(int(self.clk_freq) // 2, 2)))
-        beat_led = Signal()
-        with m.If(beat == 0):
-            m.d.sync += [beat.eq(max(int(self.clk_freq) // 2, 2) - 1), beat_led.eq(~beat_led)]
-        with m.Else():
-            m.d.sync += beat.eq(beat - 1)
+        m.submodules.leds = leds = ActivityLEDs(4, stretch=max(int(self.clk_freq) // 16, 2),
+                                                beat=max(int(self.clk_freq) // 2, 2))
+        m.d.comb += leds.events.eq(Cat(tg.arrival_pulse, tg.drop_pulse, br.active,
+                                       tg.mark_pulse))
         m.d.sync += self.leds.eq(Cat(
-            stretched(tg.arrival_pulse, "arrival"), stretched(tg.drop_pulse, "drop"),
-            stretched(br.active, "uart"), beat_led, stretched(tg.mark_pulse, "mark"),
+            leds.leds[0], leds.leds[1], leds.leds[2], leds.heartbeat, leds.leds[3],
             tg.backlog_nonzero, tg.enabled, qm.busy))
         return m
