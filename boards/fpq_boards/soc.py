@@ -26,8 +26,8 @@ class SelfTestSoC(wiring.Component):
     """Everything a board needs except pins and clocks.
 
     The UART bridge is the only bus initiator; its bus is registered once on the way to the
-    targets (the bridge waits 2 clocks for read data), unless ``optimise="area"``. Bus addresses ``TG_BASE`` .. ``TG_BASE +
-    TG_SIZE`` go to the traffic generator, all others to the queue manager's register file
+    targets (the bridge waits 2 clocks for read data), unless ``optimise="area"``. Bus
+    addresses ``TG_BASE`` .. ``TG_BASE + TG_SIZE`` go to the traffic generator, all others to the queue manager's register file
     (``fpq.regmap``); the targets return 0 when not read, so read data is their OR. The
     generator feeds the queue manager's arrival port (through a 4-entry FIFO with a registered
     output, for timing, unless ``arrival_fifo`` is off) and its departure port, and takes its

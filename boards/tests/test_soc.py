@@ -48,8 +48,8 @@ def test_identity_build_and_bus_decode():
     assert c.read(TG_REG["tg_status"].offset) == 0
 
 
-@pytest.mark.parametrize("verdict_fifo, arrival_fifo, optimise",
-                         [("distributed", True, "speed"), ("block", False, "area")])  # ULX3S, iCEBreaker
+@pytest.mark.parametrize("verdict_fifo, arrival_fifo, optimise",     # ULX3S, iCEBreaker
+                         [("distributed", True, "speed"), ("block", False, "area")])
 def test_counters_and_flow_count_match_the_traffic(verdict_fifo, arrival_fifo, optimise):
     soc, port, c = make(verdict_fifo=verdict_fifo, arrival_fifo=arrival_fifo,
                         optimise=optimise)

@@ -17,8 +17,9 @@ class BlockRAM(wiring.Component):
     of about 5.8 ns (nextpnr's model, speed 6), which alone nearly fills a 150 MHz cycle; with
     the output register (``REGMODE = OUTREG``) the data leaves a flip-flop. Yosys does not
     infer that register, so ``style="ecp5"`` instantiates DP16KD primitives (16384 x 1 tiles,
-    port A writes, port B reads) and ``style="generic"`` is a portable Amaranth memory followed
-    by a register, with the same timing (used in simulation, the Verilog export and iCE40).
+    port A writes, port B reads) and ``style="generic"`` is a portable Amaranth memory read
+    into two registers, with the same timing (used in simulation, the Verilog export and
+    iCE40, where the first is the block RAM's own).
 
     Reads are not transparent: a read in the same clock as a write to the same address may
     return either value, so users forward writes of the two previous clocks (FlowCounter).

@@ -8,7 +8,7 @@ from fpq.formats import PROB, RAND_BITS, LENGTH_BITS, QPKTS_BITS, QBYTES_BITS, T
 from fpq.drop_probability import MODE_FPQ, MODE_RED
 from fpq.queue_manager import ENQUEUE, MARK, DROP_EARLY, DROP_FORCED
 
-from .layouts import config_layout
+from .layouts import config_layout, check_optimise
 
 __all__ = ["Decision"]
 
@@ -72,9 +72,7 @@ class Decision(wiring.Component):
     LATENCY = 2
 
     def __init__(self, build, optimise="speed"):
-        if optimise not in ("speed", "area"):
-            raise ValueError(f"optimise: {optimise!r} is not one of speed, area")
-        self.optimise = optimise
+        self.optimise = check_optimise(optimise)
         self.fields_at = int(optimise == "area")
         super().__init__({
             "valid": In(1), "p": In(PROB.width), "u": In(RAND_BITS), "ecn": In(1),

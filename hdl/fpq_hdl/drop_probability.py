@@ -7,7 +7,7 @@ from amaranth.lib.wiring import In, Out
 from fpq.formats import QAVG, PROB, PROB_ONE, RATE
 from fpq.drop_probability import MODE_FPQ, MODE_RED
 
-from .layouts import config_layout
+from .layouts import config_layout, check_optimise
 from .block_ram import BlockRAM
 from .multiplier import Multiplier
 
@@ -72,10 +72,8 @@ class DropProbability(wiring.Component):
     AVG_DELAY = 2
 
     def __init__(self, build, ram_style="generic", optimise="speed"):
-        if optimise not in ("speed", "area"):
-            raise ValueError(f"optimise: {optimise!r} is not one of speed, area")
         self.ram_style = ram_style
-        self.optimise = optimise
+        self.optimise = check_optimise(optimise)
         self.table_depth = table_depth = build.table_depth
         abits = (table_depth - 1).bit_length()
         super().__init__({

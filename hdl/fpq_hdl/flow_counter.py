@@ -8,7 +8,7 @@ from fpq.formats import TIME_BITS, CLEAR_PERIOD, RAND_BITS
 
 from .flow_hash import reduce_index
 from .block_ram import BlockRAM
-from .layouts import config_layout
+from .layouts import config_layout, check_optimise
 from .random_source import RandomSource
 
 __all__ = ["FlowCounter"]
@@ -112,10 +112,8 @@ class FlowCounter(wiring.Component):
 
     def __init__(self, build, set_delay, ram_style="generic", optimise="speed"):
         assert set_delay >= 3
-        if optimise not in ("speed", "area"):
-            raise ValueError(f"optimise: {optimise!r} is not one of speed, area")
         self.ram_style = ram_style
-        self.optimise = optimise
+        self.optimise = check_optimise(optimise)
         vec_bits = build.vec_bits
         self.vec_bits = vec_bits
         self.set_delay = set_delay

@@ -8,7 +8,20 @@ from amaranth.lib import data
 from fpq.formats import (TIME_BITS, FLOW_BITS, LENGTH_BITS, SEQ_BITS, QAVG, PROB)
 from fpq.regmap import registers
 
-__all__ = ["ARRIVAL", "DEPARTURE", "VERDICT", "config_layout", "fixed_registers", "n_bits"]
+__all__ = ["ARRIVAL", "DEPARTURE", "VERDICT", "config_layout", "fixed_registers", "n_bits",
+           "OPTIMISE", "check_optimise"]
+
+#: Speed or area, where a block has the choice of structure (the ``optimise`` parameter of
+#: ``QueueManager``, ``FlowCounter``, ``Decision`` and ``DropProbability``): the same
+#: outputs clock for clock either way.
+OPTIMISE = ("speed", "area")
+
+
+def check_optimise(optimise):
+    """``optimise`` if it is one of ``OPTIMISE``; else ``ValueError`` naming the choices."""
+    if optimise not in OPTIMISE:
+        raise ValueError(f"optimise: {optimise!r} is not one of {', '.join(OPTIMISE)}")
+    return optimise
 
 #: Arrival descriptor (``fpq.Arrival``): timestamp in ticks, 104-bit flow key
 #: (``fpq.flow_hash.pack_flow``), length in bytes, ECN-capable transport.

@@ -10,7 +10,8 @@ from fpq.formats import TIME_BITS, QAVG, QPKTS_BITS, QBYTES_BITS, COUNTER_BITS, 
     RATE, DECAY_SHIFT_BITS
 from fpq.queue_manager import COUNTERS, ENQUEUE, MARK, DROP_EARLY, DROP_FORCED
 
-from .layouts import ARRIVAL, DEPARTURE, VERDICT, config_layout, fixed_registers
+from .layouts import (ARRIVAL, DEPARTURE, VERDICT, config_layout, fixed_registers, OPTIMISE,
+                      check_optimise)
 from .flow_hash import FlowHash
 from .flow_counter import FlowCounter
 from .drop_probability import DropProbability
@@ -43,8 +44,6 @@ assert FIFO_DEPTH > LATENCY + 3
 #: ``LATENCY``) or "block" (``BlockFIFO``: synchronous read, block RAM on iCE40, which
 #: has no LUT RAM and would otherwise build the FIFO from flip-flops; ``LATENCY + 1``).
 VERDICT_FIFOS = ("distributed", "block")
-#: Speed or area, where a block has the choice (the ``optimise`` parameter).
-OPTIMISE = ("speed", "area")
 
 
 
@@ -148,9 +147,7 @@ class QueueManager(wiring.Component):
     def __init__(self, build=None, ram_style="generic", verdict_fifo="distributed",
                  optimise="speed"):
         build = build or Build()
-        if optimise not in OPTIMISE:
-            raise ValueError(f"optimise: {optimise!r} is not one of {', '.join(OPTIMISE)}")
-        self.optimise = optimise
+        self.optimise = check_optimise(optimise)
         self.ram_style = ram_style
         if verdict_fifo not in VERDICT_FIFOS:
             raise ValueError(f"verdict_fifo: {verdict_fifo!r} is not one of "
