@@ -34,6 +34,17 @@ _CELLS = {
 }
 
 
+def _yosys_opts(spec):
+    """The Yosys options of ``spec``'s family, for ``platform.prepare`` (bitstream builds and
+    the Yosys-only check alike)."""
+    if spec.family == "ice40":
+        # multipliers into the SB_MAC16 DSPs; and as the iCE40 has no LUT RAM, drop the
+        # hdl's ram_style = distributed hints (set for ECP5, where they are right) so Yosys
+        # may use block RAM or flip-flops
+        return {"synth_opts": "-dsp", "script_after_read": "setattr -unset ram_style m:*"}
+    return {}
+
+
 def _env():
     env = dict(os.environ)
     vbin = os.path.dirname(sys.executable)
@@ -207,12 +218,7 @@ def build_board(board, out_root="build", vec_bits=None, table_depth=None, clk_mh
     os.makedirs(build_dir, exist_ok=True)
     platform = spec.make_platform()
     opts = {"nextpnr_opts": f"--report top.report.json --timing-allow-fail --seed {seed} "
-                            f"--router {router}"}
-    if spec.family == "ice40":
-        opts["synth_opts"] = "-dsp"
-        # The iCE40 has no LUT RAM: drop the hdl's ram_style = distributed hints (set for
-        # ECP5, where they are right) so Yosys may use block RAM or flip-flops.
-        opts["script_after_read"] = "setattr -unset ram_style m:*"
+                            f"--router {router}", **_yosys_opts(spec)}
     env = _env()
     plan = platform.prepare(top, name="top", **opts)
     wait_for_idle_toolchain(log=log)
@@ -263,11 +269,8 @@ def synthesize_only(board, out_root="build", vec_bits=None, table_depth=None, ta
     top = BoardTop(spec, build=build)
     build_dir = os.path.abspath(os.path.join(out_root, tag or f"{board}_synth"))
     os.makedirs(build_dir, exist_ok=True)
-    opts = {}
-    if spec.family == "ice40":
-        opts = {"synth_opts": "-dsp", "script_after_read": "setattr -unset ram_style m:*"}
     platform = spec.make_platform()
-    plan = platform.prepare(top, name="top", **opts)
+    plan = platform.prepare(top, name="top", **_yosys_opts(spec))
     plan.extract(build_dir)
     env = _env()
     wait_for_idle_toolchain(limit=600.0)

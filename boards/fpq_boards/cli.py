@@ -26,13 +26,12 @@ def _monitor(args):
     settings = parse_settings(args.set)
     if args.interval <= 0:
         raise ValueError(f"--interval: {args.interval} must be > 0 seconds")
-    from .platforms import BOARDS, at_clock
+    from .platforms import BOARDS, ICEBREAKER_SIZES, at_clock
     build = BOARDS[args.board].build if args.board else None
     if args.simulate:
-        from fpq.config import Build
         from .soc import SelfTestSoC
         from .sim_port import SimulatedPort
-        build = at_clock(build or Build(vec_bits=1024, table_depth=256), 1e6)
+        build = at_clock(build or ICEBREAKER_SIZES, 1e6)
         soc = SelfTestSoC(build, clk_freq=1e6, baud=250000)
         port = SimulatedPort(soc)
         clk_hz = 1e6

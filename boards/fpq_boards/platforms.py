@@ -21,8 +21,8 @@ from fpq.config import Build, Config
 
 from .soc import SelfTestSoC
 
-__all__ = ["BoardSpec", "BOARDS", "ICEBREAKER_FIXED", "at_clock", "ice40_pll", "ecp5_pll",
-           "BoardTop"]
+__all__ = ["BoardSpec", "BOARDS", "ICEBREAKER_SIZES", "ICEBREAKER_FIXED", "at_clock",
+           "ice40_pll", "ecp5_pll", "BoardTop"]
 
 
 @dataclass(frozen=True)
@@ -50,8 +50,10 @@ class BoardSpec:
 #: (``fpq board build icebreaker --fix hash_key=<40 hex digits> --fix ...``, repeating the
 #: others, or a BoardSpec of its own). ``tick_hz`` is the board clock: ``BoardTop``
 #: replaces it with the PLL's clock when the build runs at another one.
+#: The iCEBreaker's sizes: the vector and the r(N) table the UP5K's block RAM holds.
+ICEBREAKER_SIZES = Build(vec_bits=1024, table_depth=256)
 ICEBREAKER_FIXED = {name: value for name, value in Config(
-    build=Build(vec_bits=1024, table_depth=256), tick_hz=24e6).values.items()
+    build=ICEBREAKER_SIZES, tick_hz=24e6).values.items()
     if name not in ("mode", "ecn", "n_cap", "limit_pkts", "limit_bytes", "p_pkts",
                     "lt_plus_one", "lc_correction")}
 
@@ -60,8 +62,8 @@ BOARDS = {
                        Build(vec_bits=8192, table_depth=8192), 75.0, 148.8,
                        "100 GbE minimum frames: 148.8 Mpkt/s at one verdict per clock"),
     "icebreaker": BoardSpec("icebreaker", "ICEBreakerPlatform", "amaranth_boards.icebreaker",
-                            "ice40", Build(vec_bits=1024, table_depth=256,
-                                           fixed=ICEBREAKER_FIXED), 24.0, 14.88,
+                            "ice40", dataclasses.replace(ICEBREAKER_SIZES,
+                                                         fixed=ICEBREAKER_FIXED), 24.0, 14.88,
                             "10 GbE minimum frames: 14.88 Mpkt/s at one verdict per clock"),
 }
 
