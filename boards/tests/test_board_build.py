@@ -166,7 +166,7 @@ def _check_built(s, spec, bitfile):
 
 UP5K_LCS = 5280
 ICEBREAKER_TOO_BIG = ("the self-test design needs about 1.2x the UP5K's 5280 logic cells "
-                      "(6398) even with most registers fixed and optimise='area' "
+                      "(6383) even with most registers fixed and optimise='area' "
                       "(docs/BENCHMARKS.md, Boards): it does not fit whatever the vector size")
 
 

@@ -4,10 +4,38 @@ from amaranth import *
 from amaranth.lib import wiring, memory
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["BlockRAM", "RAM_STYLES"]
+__all__ = ["BlockRAM", "RAM_STYLES", "ram_without_rw_check", "read_register"]
 
 RAM_STYLES = ("generic", "ecp5")
 _ECP5_DEPTH = 16384          # DP16KD as 16384 x 1
+
+
+def ram_without_rw_check(shape, depth):
+    """A memory none of whose reads uses the word written in the same clock (or whose users
+    accept either value then), marked ``no_rw_check`` for Yosys; read it with
+    ``read_register``."""
+    return memory.Memory(shape=shape, depth=depth, init=[], attrs={"no_rw_check": 1})
+
+
+def read_register(m, mem, addr, en=None):
+    """A read of ``mem`` at ``addr`` into a register (loaded when ``en``; every clock if
+    None), returned; it has no reset, as a RAM's own output register has none.
+
+    Why an asynchronous read and a register, not a synchronous read port: Yosys merges the
+    register into a synchronous read port (``memory_dff``), and only then honours
+    ``no_rw_check`` (``ram_without_rw_check``). A synchronous read port as written gets its
+    read-first emulation on the iCE40 instead, a register and a multiplexer per bit: a
+    129-bit ``DelayLine`` alone took 270 flip-flops and 143 LUTs that way, 6 and 135 this
+    way (the LUTs emulate the register's initial value)."""
+    rp = mem.read_port(domain="comb")
+    reg = Signal(rp.data.shape(), reset_less=True)
+    m.d.comb += rp.addr.eq(addr)
+    if en is None:
+        m.d.sync += reg.eq(rp.data)
+    else:
+        with m.If(en):
+            m.d.sync += reg.eq(rp.data)
+    return reg
 
 
 class BlockRAM(wiring.Component):
@@ -47,18 +75,12 @@ class BlockRAM(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         if self.style == "generic":
-            # An asynchronous read and a register, which Yosys merges into a synchronous read
-            # port (memory_dff) and then, with ``no_rw_check``, maps to an iCE40 block RAM as
-            # is. Written as a synchronous read port, it would get Yosys's read-first
-            # emulation (a register and a multiplexer per bit), which the "either value" rule
-            # above makes unnecessary. The register has no reset, as a RAM's own has none.
-            m.submodules.mem = mem = memory.Memory(shape=self.width, depth=self.depth, init=[],
-                                                   attrs={"no_rw_check": 1})
-            wp, rp = mem.write_port(), mem.read_port(domain="comb")
-            read = Signal(self.width, reset_less=True)
+            # the "either value" rule above is what ``ram_without_rw_check`` asks
+            m.submodules.mem = mem = ram_without_rw_check(self.width, self.depth)
+            wp = mem.write_port()
             m.d.comb += [wp.en.eq(self.w_en), wp.addr.eq(self.w_addr),
-                         wp.data.eq(self.w_data), rp.addr.eq(self.r_addr)]
-            m.d.sync += [read.eq(rp.data), self.r_data.eq(read)]
+                         wp.data.eq(self.w_data)]
+            m.d.sync += self.r_data.eq(read_register(m, mem, self.r_addr))
             return m
         rows = (self.depth + _ECP5_DEPTH - 1) // _ECP5_DEPTH
         row_sel = self.r_addr[14:] if rows > 1 else C(0, 1)

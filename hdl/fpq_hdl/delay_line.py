@@ -2,8 +2,10 @@
 per clock."""
 
 from amaranth import *
-from amaranth.lib import wiring, memory
+from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
+
+from .block_ram import ram_without_rw_check, read_register
 
 __all__ = ["DelayLine"]
 
@@ -46,20 +48,12 @@ class DelayLine(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        # The read is written as an asynchronous read and a register, which Yosys merges into
-        # a synchronous read port (memory_dff); only then does it honour ``no_rw_check`` (no
-        # address is read in the clock it is written, so what the RAM returns then does not
-        # matter). A synchronous read port written as such gets Yosys's read-first emulation
-        # on the iCE40 instead: a register and a multiplexer per bit (129-bit delay line
-        # alone: 270 flip-flops and 143 LUTs, against 5 and 3 this way).
-        m.submodules.ram = ram = memory.Memory(shape=self.width, depth=self.delay, init=[],
-                                               attrs={"no_rw_check": 1})
-        wp, rp = ram.write_port(), ram.read_port(domain="comb")
+        # no address is read in the clock it is written (see ``ram_without_rw_check``)
+        m.submodules.ram = ram = ram_without_rw_check(self.width, self.delay)
+        wp = ram.write_port()
         ptr = Signal(range(self.delay))
         ahead = Mux(ptr == self.delay - 1, 0, ptr + 1)
-        # the read register has no reset (the RAM's own output register has none)
-        o = Signal(self.width, reset_less=True)
-        m.d.sync += [ptr.eq(ahead), o.eq(rp.data)]
-        m.d.comb += [wp.en.eq(1), wp.addr.eq(ptr), wp.data.eq(self.i), rp.addr.eq(ahead),
-                     self.o.eq(o)]
+        m.d.sync += ptr.eq(ahead)
+        m.d.comb += [wp.en.eq(1), wp.addr.eq(ptr), wp.data.eq(self.i),
+                     self.o.eq(read_register(m, ram, ahead))]
         return m

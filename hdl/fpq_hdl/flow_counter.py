@@ -82,8 +82,8 @@ class FlowCounter(wiring.Component):
         "speed" (default): the clear schedule as above, three 64-bit registers and no adder
         in series with a compare. "area": one register, ``next_due - 1``; the compare points
         ``+ clear_period`` and ``+ flush_after`` are added in front of their compares each
-        clock (three adders instead of seven; on the iCEBreaker design about 500 logic cells
-        fewer). The same clears and verdicts, clock for clock.
+        clock (three adders instead of seven; on the iCEBreaker design 426 logic cells fewer,
+        2026-11-24). The same clears and verdicts, clock for clock.
 
     Attributes
     ----------

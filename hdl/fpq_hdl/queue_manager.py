@@ -110,8 +110,10 @@ class QueueManager(wiring.Component):
         One of ``OPTIMISE``: "speed" (default) or "area", where a block has a choice that
         changes no verdict and no clock. "area": the averager's idle-decay shift as a binary
         shifter (``QueueAverager``'s ``shifter``), the flow counter's clear schedule and the
-        decision's byte limit with their adders in front of their compares (``FlowCounter``
-        and ``Decision``, ``optimise``).
+        decision's byte limit with their adders in front of their compares, the decision's
+        descriptor fields a clock later from the delay line, the drop probability's shifts
+        as binary shifters (``FlowCounter``, ``Decision``, ``DropProbability``:
+        ``optimise``).
 
     Attributes
     ----------
