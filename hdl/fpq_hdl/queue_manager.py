@@ -21,7 +21,7 @@ from .random_source import RandomSource
 from .delay_line import DelayLine
 from .block_fifo import BlockFIFO
 
-__all__ = ["QueueManager", "LATENCY", "MIN_AVG_LAG", "FIFO_DEPTH", "VERDICT_FIFOS", "OPTIMISE"]
+__all__ = ["QueueManager", "LATENCY", "MIN_AVG_LAG", "MIN_COUNTER_BITS", "FIFO_DEPTH", "VERDICT_FIFOS", "OPTIMISE"]
 
 # Pipeline stages, in clocks after the accept (stage 0). See the QueueManager docstring.
 _S_HASH = 1                                   # flow key registered, hash starts
@@ -37,6 +37,9 @@ LATENCY = _S_VERDICT + 1
 #: arrival k - avg_lag left its average at stage 22 (in the lag line's pending-write register
 #: the clock after, in the RAM from the one after that), i.e. at least avg_lag clocks earlier.
 MIN_AVG_LAG = _S_AVG_WRITE + 1 - _S_AVG
+#: Fewest bits a statistics counter may count (``QueueManager``'s ``counter_bits``): 2**40
+#: events take 3 hours at 100 M events/s.
+MIN_COUNTER_BITS = 40
 #: Verdict FIFO depth; more than LATENCY + 2 so that credits never throttle a ready sink.
 FIFO_DEPTH = 32
 assert FIFO_DEPTH > LATENCY + 3
@@ -114,6 +117,14 @@ class QueueManager(wiring.Component):
         descriptor fields a clock later from the delay line, the drop probability's shifts
         as binary shifters (``FlowCounter``, ``Decision``, ``DropProbability``:
         ``optimise``).
+    counter_bits : int
+        Bits the statistics counters count, ``MIN_COUNTER_BITS`` .. 64 (default 64); the
+        ``counters`` port stays 64 bits wide, its bits above read as 0. Below 64 a counter
+        wraps after ``2**counter_bits`` events, which the model's counters never do: for a
+        small FPGA at a low clock, where ``2**counter_bits`` clocks are longer than any run
+        (the iCEBreaker's 48 bits: 197 days at one event per clock at 16.5 MHz). Each bit less
+        saves about two logic cells per counter on an iCE40 (the counter's and the bus read
+        multiplexer's).
 
     Attributes
     ----------
@@ -147,9 +158,14 @@ class QueueManager(wiring.Component):
     """
 
     def __init__(self, build=None, ram_style="generic", verdict_fifo="distributed",
-                 optimise="speed"):
+                 optimise="speed", counter_bits=COUNTER_BITS):
         build = build or Build()
         self.optimise = check_optimise(optimise)
+        if not isinstance(counter_bits, int) or not MIN_COUNTER_BITS <= counter_bits <= \
+                COUNTER_BITS:
+            raise ValueError(f"counter_bits: {counter_bits!r} is out of the allowed range "
+                             f"[{MIN_COUNTER_BITS}, {COUNTER_BITS}]")
+        self.counter_bits = counter_bits
         self.ram_style = ram_style
         if verdict_fifo not in VERDICT_FIFOS:
             raise ValueError(f"verdict_fifo: {verdict_fifo!r} is not one of "
@@ -381,10 +397,13 @@ class QueueManager(wiring.Component):
                   av_v & (act == DROP_EARLY), av_v & (act == DROP_FORCED), dc.out_dep_valid,
                   dc.out_dep_valid & dc.dep_error]
         for i, ev in enumerate(events):
+            # ``counter_bits`` wide; the port's bits above read as 0
+            count = Signal(self.counter_bits, name=f"counter_{COUNTERS[i]}")
             with m.If(self.counter_clear[i]):
-                m.d.sync += self.counters[i].eq(0)
+                m.d.sync += count.eq(0)
             with m.Elif(ev):
-                m.d.sync += self.counters[i].eq(self.counters[i] + 1)
+                m.d.sync += count.eq(count + 1)
+            m.d.comb += self.counters[i].eq(count)
 
         m.d.comb += [
             qa.valid.eq(av_v), qa.q.eq(dc.q), qa.idle.eq(dc.idle), qa.idle_diff.eq(dc.idle_diff),

@@ -1,7 +1,7 @@
 """Register file: the register map of ``fpq.regmap`` on a simple memory-mapped bus."""
 
 from amaranth import *
-from amaranth.lib import wiring, data
+from amaranth.lib import wiring, data, memory
 from amaranth.lib.wiring import In, Out
 
 from fpq.config import Config, DECAY_TABLE_DEPTH
@@ -57,6 +57,11 @@ class RegisterFile(wiring.Component):
     Parameters
     ----------
     build : fpq.Build
+    const_rom : bool
+        Read the constant words (``id``, ``build``, the registers the build fixes) from a
+        ROM instead of the read multiplexer: the same data in the same clock, for fewer logic
+        cells where the build fixes many registers (on the iCEBreaker, 2 block RAMs for about
+        100 logic cells). Default off.
 
     Attributes
     ----------
@@ -71,8 +76,9 @@ class RegisterFile(wiring.Component):
         From the queue manager's ports of the same names.
     """
 
-    def __init__(self, build):
+    def __init__(self, build, const_rom=False):
         self.build = build
+        self.const_rom = bool(const_rom)
         self.regs = registers(build)
         self.defaults = Config(build=build).registers()
         layout = config_layout(build)
@@ -124,7 +130,10 @@ class RegisterFile(wiring.Component):
 
         # ---- register words: reads, writes ------------------------------------------------
         r_data = Signal(32)
-        m.d.sync += bus.r_data.eq(Mux(bus.r_en, r_data, 0))
+        r_live = Signal(32)
+        m.d.sync += r_live.eq(Mux(bus.r_en, r_data, 0))
+        rom_words = {}                    # word address -> constant (const_rom)
+        is_const = Signal()
         mapped = Signal()
         with m.Switch(wa):
             for r in self.regs:
@@ -144,7 +153,12 @@ class RegisterFile(wiring.Component):
                             value = Const(r.reset, r.width)
                         else:
                             value = Const(0, r.width)
-                        m.d.comb += r_data.eq(value[lo_bit:hi_bit])
+                        if self.const_rom and isinstance(value, Const):
+                            rom_words[r.offset // 4 + w] = value.value >> lo_bit & \
+                                ((1 << (hi_bit - lo_bit)) - 1)
+                            m.d.comb += is_const.eq(1)
+                        else:
+                            m.d.comb += r_data.eq(value[lo_bit:hi_bit])
                         # bits of the written word above the register's width: must be zero
                         excess = (bus.w_data[hi_bit - lo_bit:].any() if hi_bit - lo_bit < 32
                                   else Const(0, 1))
@@ -177,6 +191,22 @@ class RegisterFile(wiring.Component):
                                                      reject_index.eq(0)]
                             else:
                                 m.d.sync += bad_write.eq(1)
+
+        if self.const_rom:
+            # the constant words from a ROM read in the same clock as the multiplexer's
+            # register; the multiplexer gives 0 for them, the ROM's data counts only for them
+            abits = max(rom_words).bit_length()
+            m.submodules.const_rom = rom = memory.Memory(
+                shape=32, depth=1 << abits,
+                init=[rom_words.get(a, 0) for a in range(1 << abits)],
+                attrs={"rom_style": "block", "ram_style": "block"})
+            rom_rp = rom.read_port()
+            const_read = Signal()
+            m.d.comb += rom_rp.addr.eq(wa[:abits])
+            m.d.sync += const_read.eq(bus.r_en & is_const)
+            m.d.comb += bus.r_data.eq(r_live | Mux(const_read, rom_rp.data, 0))
+        else:
+            m.d.comb += bus.r_data.eq(r_live)
 
         # ---- tables: writes into the inactive bank --------------------------------------------
         for t in tables(self.build):

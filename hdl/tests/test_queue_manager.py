@@ -9,7 +9,8 @@ from fpq import Config, Build
 from fpq.config import ConfigError
 from fpq.queue_manager import Arrival, Departure, QueueManager as Model
 
-from fpq_hdl.queue_manager import QueueManager, LATENCY, MIN_AVG_LAG, VERDICT_FIFOS, OPTIMISE
+from fpq_hdl.queue_manager import (QueueManager, LATENCY, MIN_AVG_LAG, MIN_COUNTER_BITS,
+                                    VERDICT_FIFOS, OPTIMISE)
 from .hdl_harness import traffic, run, compare, configure, commit, drive
 
 #: The bit-exact runs use a small r(N) table so that loading it takes few simulated clocks.
@@ -284,3 +285,11 @@ def test_live_rekey_holds_the_count(verdict_fifo):
     ns = [v["n"] for v in res["verdicts"]]
     assert ns[0] == ns[20] == n_before and ns[-1] != n_before
     assert res["counters"] == list(model.counters.values())
+
+
+@pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
+def test_counter_bits_out_of_range_is_refused():
+    for bad in (MIN_COUNTER_BITS - 1, 65, 48.0):
+        with pytest.raises(ValueError, match=rf"counter_bits: {bad!r} is out of the allowed "
+                                             rf"range \[{MIN_COUNTER_BITS}, 64\]"):
+            QueueManager(BUILD, counter_bits=bad)

@@ -63,8 +63,8 @@ class Host:
         return {name: self.ctx.get(self.dut.config[name]) for name in self.dut.config.shape().members}
 
 
-def simulate(bench, build=BUILD):
-    dut = RegisterFile(build)
+def simulate(bench, build=BUILD, const_rom=False):
+    dut = RegisterFile(build, const_rom=const_rom)
     sim = Simulator(dut)
     sim.add_clock(1e-8)
 
@@ -587,3 +587,44 @@ def test_fixed_registers_read_their_value_refuse_writes_and_stay_out_of_commits(
         assert host.active() == dict(raw, red_max_th=3 << 16, mode=1)
         assert strobes == set()
     simulate(bench, build)
+
+
+def read_every_word(build, const_rom, counters):
+    """Every word of the register block and the first words of each table, read back to
+    back after a write of a few shadows, with the counter inputs at ``counters``."""
+    regs = registers(build)
+    top = max(r.offset + 4 * r.words for r in regs)
+    addrs = list(range(0, top + 8, 4)) + [t.offset + 4 * i for t in tables(build)
+                                          for i in range(3)]
+    got = {}
+
+    async def bench(ctx, dut, host):
+        for i, v in enumerate(counters):
+            ctx.set(dut.counters[i], v)
+        for r in regs:
+            if r.kind == "config":                # shadows that differ from the defaults
+                await host.write_reg(r.name, r.lo + (r.hi > r.lo))
+        for a in addrs:
+            got[a] = await host.read(a)
+    simulate(bench, build, const_rom)
+    return got
+
+
+def test_constant_words_from_a_rom_read_as_from_the_multiplexer():
+    """``const_rom``: the constant words (id, build, the registers the build fixes) come from
+    a ROM; every word reads the same as without it, in the same clock, back to back with live
+    words (counters, shadows, status) and unmapped ones."""
+    build = Build(vec_bits=1024, table_depth=64,
+                  fixed={"wq_shift": 5, "mode": "red", "hash_key": bytes(range(20)),
+                         "seed_clear": 7, "t_clear_s": 0.25, "red_max_p": 0.3})
+    rng = random.Random(5)
+    counters = [rng.getrandbits(64) for _ in range(7)]
+    want = read_every_word(build, False, counters)
+    got = read_every_word(build, True, counters)
+    assert got == want
+    fixed = {r.name for r in registers(build) if r.kind == "fixed"}
+    assert {"wq_shift", "hash_key", "mode"} <= fixed
+    # the ROM's words are not all zero, and it answers only for them
+    hk = REGS["hash_key"]
+    assert got[registers(build)[0].offset] == ID_VALUE
+    assert any(got[hk.offset + 4 * w] for w in range(hk.words))
