@@ -18,10 +18,12 @@ from amaranth import *
 from amaranth.lib.cdc import ResetSynchronizer
 
 from fpq.config import Build, Config
+from fpq.formats import COUNTER_BITS
 
 from .soc import SelfTestSoC
 
-__all__ = ["BoardSpec", "BOARDS", "ICEBREAKER_SIZES", "ICEBREAKER_FIXED", "at_clock",
+__all__ = ["BoardSpec", "BOARDS", "ICEBREAKER_SIZES", "ICEBREAKER_FIXED",
+           "ICEBREAKER_MHZ", "ICE40_COUNTER_BITS", "at_clock",
            "ice40_pll", "ecp5_pll", "BoardTop"]
 
 
@@ -42,28 +44,40 @@ class BoardSpec:
         return getattr(importlib.import_module(self.module), self.platform)()
 
 
-#: The iCEBreaker's build fixes every field but the ones a board owner plays with (mode,
-#: ECN, the count cap, the hard limits, and the r(N) table's host fields): their registers
-#: become constants and the UP5K design shrinks from 16202 to 10244 logic cells (synthesis
-#: of d72d7f1 and of 45669e0 with this set, docs/BENCHMARKS.md "Fixed registers"). The key
-#: is the public RSS key: a bitstream facing untrusted traffic needs its own
-#: (``fpq board build icebreaker --fix hash_key=<40 hex digits> --fix ...``, repeating the
-#: others, or a BoardSpec of its own). ``tick_hz`` is the board clock: ``BoardTop``
-#: replaces it with the PLL's clock when the build runs at another one.
+#: The iCEBreaker's build fixes every configuration field of the queue manager (all but the
+#: r(N) table's host fields, which only say what the host writes into the table): their
+#: registers become constants, and the UP5K design shrinks from 16202 to 10244 logic cells
+#: with all but mode, ECN, the count cap and the hard limits fixed (synthesis of d72d7f1 and
+#: of 45669e0, docs/BENCHMARKS.md "Fixed registers"), and by 761 more with those fixed too
+#: (6383 -> 5622, 2026-11-24): without that it does not fit. A board owner picks other
+#: values at build time (``fpq board build icebreaker --fix mode=red --fix ...``, repeating
+#: the others, or a BoardSpec of its own); the bus still reads them all. The key is the
+#: public RSS key: a bitstream facing untrusted traffic needs its own (``--fix
+#: hash_key=<40 hex digits>``). ``tick_hz`` is the board clock: ``BoardTop`` replaces it
+#: with the PLL's clock when the build runs at another one.
 #: The iCEBreaker's sizes: the vector and the r(N) table the UP5K's block RAM holds.
 ICEBREAKER_SIZES = Build(vec_bits=1024, table_depth=256)
+#: The iCEBreaker's clock: the UP5K design routes at 17.5-17.9 MHz (nextpnr seeds 1 and 2,
+#: 2026-11-24; the area-style decision's occupancy, three carry chains in series, is the
+#: path), so the PLL makes 16.5 MHz, above the 14.88 Mpkt/s of 10 GbE minimum frames.
+ICEBREAKER_MHZ = 16.5
 ICEBREAKER_FIXED = {name: value for name, value in Config(
-    build=ICEBREAKER_SIZES, tick_hz=24e6).values.items()
-    if name not in ("mode", "ecn", "n_cap", "limit_pkts", "limit_bytes", "p_pkts",
-                    "lt_plus_one", "lc_correction")}
+    build=ICEBREAKER_SIZES, tick_hz=ICEBREAKER_MHZ * 1e6).values.items()
+    if name not in ("p_pkts", "lt_plus_one", "lc_correction")}
+
+#: The iCE40 builds' statistics counters: 48 bits (``QueueManager``'s ``counter_bits``), 2**48
+#: events are 197 days at one per clock at 16.5 MHz; the 16 bits less save 167 logic cells on
+#: the UP5K (the counters' and the bus read multiplexer's, 2026-11-24).
+ICE40_COUNTER_BITS = 48
 
 BOARDS = {
     "ulx3s": BoardSpec("ulx3s", "ULX3S_85F_Platform", "amaranth_boards.ulx3s", "ecp5",
                        Build(vec_bits=8192, table_depth=8192), 75.0, 148.8,
                        "100 GbE minimum frames: 148.8 Mpkt/s at one verdict per clock"),
     "icebreaker": BoardSpec("icebreaker", "ICEBreakerPlatform", "amaranth_boards.icebreaker",
-                            "ice40", dataclasses.replace(ICEBREAKER_SIZES,
-                                                         fixed=ICEBREAKER_FIXED), 24.0, 14.88,
+                            "ice40",
+                            dataclasses.replace(ICEBREAKER_SIZES, fixed=ICEBREAKER_FIXED),
+                            ICEBREAKER_MHZ, 14.88,
                             "10 GbE minimum frames: 14.88 Mpkt/s at one verdict per clock"),
 }
 
@@ -139,12 +153,14 @@ class BoardTop(Elaboratable):
         self.build = at_clock(self.build, self.f_mhz * 1e6)
         self.baud = baud
         # the iCE40 has no LUT RAM: its verdict FIFO goes to block RAM (a clock more latency);
-        # the UP5K is small and its clock low: area before speed
+        # the UP5K is small and its clock low: area before speed, and 48-bit statistics
+        # counters (197 days at one event per clock at 16.5 MHz before they wrap)
         ecp5 = spec.family == "ecp5"
         self.soc = SelfTestSoC(self.build, clk_freq=self.f_mhz * 1e6, baud=baud,
                                ram_style="ecp5" if ecp5 else "generic",
                                verdict_fifo="distributed" if ecp5 else "block",
-                               arrival_fifo=ecp5, optimise="speed" if ecp5 else "area")
+                               arrival_fifo=ecp5, optimise="speed" if ecp5 else "area",
+                               counter_bits=COUNTER_BITS if ecp5 else ICE40_COUNTER_BITS)
 
     def elaborate(self, platform):
         m = Module()

@@ -50,11 +50,15 @@ class SelfTestSoC(wiring.Component):
     arrival_fifo : bool
         The FIFO between the generator and the arrival port (default on): it keeps the
         queue manager's combinational ``ready`` out of the generator, a path that limits an
-        ECP5 at 80 MHz; on an iCE40 at 24 MHz it would only cost logic cells (4 x 113
+        ECP5 at 80 MHz; on an iCE40 at 16.5 MHz it would only cost logic cells (4 x 113
         flip-flops and their multiplexers, no LUT RAM there), so the iCEBreaker goes without.
     optimise : str
         Passed to ``QueueManager`` ("speed", or "area" for a small FPGA at a low clock);
-        "area" also leaves out the bus register between the bridge and the targets.
+        "area" also leaves out the bus register between the bridge and the targets, and
+        reads the register file's constant words from a ROM (``RegisterFile``'s
+        ``const_rom``).
+    counter_bits : int
+        Passed to ``QueueManager``: the bits its statistics counters count (default 64).
 
     Attributes
     ----------
@@ -64,7 +68,8 @@ class SelfTestSoC(wiring.Component):
     """
 
     def __init__(self, build=None, clk_freq=12e6, baud=115200, ram_style="generic",
-                 verdict_fifo="distributed", arrival_fifo=True, optimise="speed"):
+                 verdict_fifo="distributed", arrival_fifo=True, optimise="speed",
+                 counter_bits=64):
         self.build = build or Build()
         self.clk_freq = clk_freq
         self.baud = baud
@@ -75,8 +80,8 @@ class SelfTestSoC(wiring.Component):
         self.ram_style = ram_style
         self.arrival_fifo = arrival_fifo
         self.qm = QueueManager(self.build, ram_style=ram_style, verdict_fifo=verdict_fifo,
-                               optimise=optimise)
-        self.regs = RegisterFile(self.build)
+                               optimise=optimise, counter_bits=counter_bits)
+        self.regs = RegisterFile(self.build, const_rom=optimise == "area")
         self.tg = TrafficGenerator()
         # optimise="speed": the bus is registered once between the bridge and the targets
         # (decode and fan-out out of the queue manager's clock-critical paths), reads take 2

@@ -77,6 +77,24 @@ def flow_key(flow_id, salt=0):
     return pack_flow(src, DST_IP, sport, DST_PORT, PROTO)
 
 
+def in_range(value, lo, hi):
+    """``lo <= value <= hi`` for an unsigned ``value``, without a carry chain where the bounds
+    allow: a bound 0 needs no logic, 1 is "any bit set", ``2**k - 1`` is "no bit at or above
+    k" (a comparator with a constant is a carry chain on an iCE40, one logic cell per bit)."""
+    ok = Const(1, 1)
+    if lo == 1:
+        ok = ok & value.any()
+    elif lo > 1:
+        ok = ok & (value >= lo)
+    width = len(value)
+    if hi + 1 == 1 << hi.bit_length():
+        if hi.bit_length() < width:
+            ok = ok & ~value[hi.bit_length():].any()
+    else:
+        ok = ok & (value <= hi)
+    return ok
+
+
 class TrafficGenerator(wiring.Component):
     """Arrivals from ``tg_flows`` flows every ``tg_arrival_period`` clocks; departures every
     ``tg_drain_period`` clocks while the generator's own backlog is not zero.
@@ -135,7 +153,7 @@ class TrafficGenerator(wiring.Component):
                     m.d.comb += r_data.eq(regs[r.name])
                     with m.If(bus.w_en):
                         if r.access == "rw":
-                            ok = (bus.w_data >= r.lo) & (bus.w_data <= r.hi)
+                            ok = in_range(bus.w_data, r.lo, r.hi)
                             with m.If(ok):
                                 m.d.sync += regs[r.name].eq(bus.w_data)
                             with m.Else():
@@ -230,8 +248,10 @@ class TrafficGenerator(wiring.Component):
                 m.d.sync += drain_timer.eq(drain - 1)
             with m.Else():
                 m.d.sync += drain_timer.eq(drain_timer - 1)
-        m.d.sync += [dep.valid.eq(dep_go), dep.payload.ts.eq(now),
-                     dep.payload.length.eq(regs["tg_length"])]
+        # a departure is valid for one clock (the port always takes it), so its fields are
+        # the live time and length, not registers of their own
+        m.d.sync += dep.valid.eq(dep_go)
+        m.d.comb += [dep.payload.ts.eq(now), dep.payload.length.eq(regs["tg_length"])]
         m.d.sync += backlog.eq(backlog + enq - dep_go)
         m.d.comb += self.backlog_nonzero.eq(backlog != 0)
         return m

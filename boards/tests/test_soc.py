@@ -21,9 +21,9 @@ REG = {r.name: r for r in registers(BUILD)}
 
 
 def make(clk_freq=1e6, baud=250000, verdict_fifo="distributed", arrival_fifo=True,
-         optimise="speed"):
+         optimise="speed", counter_bits=64):
     soc = SelfTestSoC(BUILD, clk_freq=clk_freq, baud=baud, verdict_fifo=verdict_fifo,
-                      arrival_fifo=arrival_fifo, optimise=optimise)
+                      arrival_fifo=arrival_fifo, optimise=optimise, counter_bits=counter_bits)
     port = SimulatedPort(soc)
     return soc, port, BusClient(port)
 
@@ -48,11 +48,13 @@ def test_identity_build_and_bus_decode():
     assert c.read(TG_REG["tg_status"].offset) == 0
 
 
-@pytest.mark.parametrize("verdict_fifo, arrival_fifo, optimise",     # ULX3S, iCEBreaker
-                         [("distributed", True, "speed"), ("block", False, "area")])
-def test_counters_and_flow_count_match_the_traffic(verdict_fifo, arrival_fifo, optimise):
+@pytest.mark.parametrize("verdict_fifo, arrival_fifo, optimise, counter_bits",
+                         [("distributed", True, "speed", 64),         # ULX3S
+                          ("block", False, "area", 48)])              # iCEBreaker
+def test_counters_and_flow_count_match_the_traffic(verdict_fifo, arrival_fifo, optimise,
+                                                   counter_bits):
     soc, port, c = make(verdict_fifo=verdict_fifo, arrival_fifo=arrival_fifo,
-                        optimise=optimise)
+                        optimise=optimise, counter_bits=counter_bits)
     flows, salt = 20, 0x00A0B000
     stop_and_drain(c, port)
     v_max = 200                      # a commit that changes v_max wipes the flow vector

@@ -5,7 +5,7 @@ import pytest
 
 from fpq.queue_manager import ENQUEUE, MARK, DROP_EARLY
 from fpq_hdl.layouts import ARRIVAL
-from fpq_boards.traffic_generator import TrafficGenerator, TG_REG, TG_ID, flow_key
+from fpq_boards.traffic_generator import TrafficGenerator, TG_REG, TG_REGISTERS, TG_ID, flow_key
 
 from board_sim import run
 
@@ -154,3 +154,33 @@ def test_register_range_checks():
     run(dut, tb)
     assert seen == {"period": TG_REG["tg_arrival_period"].reset, "status": 1, "cleared": 0,
                     "flows": TG_REG["tg_flows"].reset, "flows_max": 65536, "sent_status": 1}
+
+
+def test_every_writable_register_takes_its_bounds_and_refuses_beyond():
+    """Each read-write register: its ``lo`` and ``hi`` are taken, ``lo - 1`` and ``hi + 1``
+    (where they fit in 32 bits, and bits above the register's width) are refused with
+    ``BAD_WRITE`` and leave the value as it was."""
+    dut = TrafficGenerator()
+    bad = []
+
+    async def tb(ctx):
+        await bus_write(ctx, dut, "tg_enable", 0)
+        for r in TG_REGISTERS:
+            if r.access != "rw":
+                continue
+            for v in (r.lo, r.hi):
+                await bus_write(ctx, dut, r.name, v)
+                if (await bus_read(ctx, dut, r.name), await bus_read(ctx, dut, "tg_status")) \
+                        != (v, 0):
+                    bad.append((r.name, v, "refused"))
+            refused = [v for v in (r.lo - 1, r.hi + 1, 1 << r.width, 0x80000000 | r.lo)
+                       if 0 <= v <= 0xFFFFFFFF and not r.lo <= v <= r.hi]
+            for v in refused:
+                await bus_write(ctx, dut, r.name, v)
+                if (await bus_read(ctx, dut, r.name), await bus_read(ctx, dut, "tg_status")) \
+                        != (r.hi, 1):
+                    bad.append((r.name, v, "taken"))
+                await bus_write(ctx, dut, "tg_status", 0)
+
+    run(dut, tb)
+    assert not bad
