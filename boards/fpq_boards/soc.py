@@ -54,9 +54,9 @@ class SelfTestSoC(wiring.Component):
         flip-flops and their multiplexers, no LUT RAM there), so the iCEBreaker goes without.
     optimise : str
         Passed to ``QueueManager`` ("speed", or "area" for a small FPGA at a low clock);
-        "area" also leaves out the bus register between the bridge and the targets, and
-        reads the register file's constant words from a ROM (``RegisterFile``'s
-        ``const_rom``).
+        "area" also leaves out the bus register between the bridge and the targets, reads
+        the register file's constant words from a ROM (``RegisterFile``'s ``const_rom``) and
+        builds the traffic generator's range checks without carry chains.
     counter_bits : int
         Passed to ``QueueManager``: the bits its statistics counters count (default 64).
 
@@ -82,7 +82,7 @@ class SelfTestSoC(wiring.Component):
         self.qm = QueueManager(self.build, ram_style=ram_style, verdict_fifo=verdict_fifo,
                                optimise=optimise, counter_bits=counter_bits)
         self.regs = RegisterFile(self.build, const_rom=optimise == "area")
-        self.tg = TrafficGenerator()
+        self.tg = TrafficGenerator(optimise)
         # optimise="speed": the bus is registered once between the bridge and the targets
         # (decode and fan-out out of the queue manager's clock-critical paths), reads take 2
         # clocks; "area" (a small FPGA at a low clock): no register, reads take 1

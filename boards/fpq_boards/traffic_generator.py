@@ -8,7 +8,7 @@ from amaranth.lib.wiring import In, Out
 
 from fpq.formats import TIME_BITS, LENGTH_BITS, QPKTS_BITS
 from fpq.queue_manager import ENQUEUE, MARK, DROP_EARLY, DROP_FORCED
-from fpq_hdl.layouts import ARRIVAL, DEPARTURE, VERDICT
+from fpq_hdl.layouts import ARRIVAL, DEPARTURE, VERDICT, check_optimise
 from fpq_hdl.registers import BusSignature
 
 __all__ = ["TG_BASE", "TG_SIZE", "TG_ID", "TGRegister", "TG_REGISTERS", "TG_REG",
@@ -116,6 +116,14 @@ class TrafficGenerator(wiring.Component):
     Latency: an arrival is offered 1 clock after its timer expires. Throughput: one arrival
     per clock at ``tg_arrival_period`` = 1.
 
+    Parameters
+    ----------
+    optimise : str
+        "speed" (default) or "area": how a write's range check is built. "speed": two
+        comparators per register (a carry chain each, cheap and fast on an ECP5); "area":
+        ``in_range``, without a carry chain where the bounds allow (on an iCE40 a carry chain
+        costs a logic cell per bit; on the ULX3S ``in_range`` measured 116 LUTs more).
+
     Attributes
     ----------
     bus : In(BusSignature())
@@ -129,7 +137,8 @@ class TrafficGenerator(wiring.Component):
         For LEDs.
     """
 
-    def __init__(self):
+    def __init__(self, optimise="speed"):
+        self.optimise = check_optimise(optimise)
         super().__init__({
             "bus": In(BusSignature()),
             "arrivals": Out(stream.Signature(ARRIVAL)),
@@ -153,7 +162,8 @@ class TrafficGenerator(wiring.Component):
                     m.d.comb += r_data.eq(regs[r.name])
                     with m.If(bus.w_en):
                         if r.access == "rw":
-                            ok = in_range(bus.w_data, r.lo, r.hi)
+                            ok = (in_range(bus.w_data, r.lo, r.hi) if self.optimise == "area"
+                                  else (bus.w_data >= r.lo) & (bus.w_data <= r.hi))
                             with m.If(ok):
                                 m.d.sync += regs[r.name].eq(bus.w_data)
                             with m.Else():

@@ -156,11 +156,12 @@ def test_register_range_checks():
                     "flows": TG_REG["tg_flows"].reset, "flows_max": 65536, "sent_status": 1}
 
 
-def test_every_writable_register_takes_its_bounds_and_refuses_beyond():
+@pytest.mark.parametrize("optimise", ["speed", "area"])
+def test_every_writable_register_takes_its_bounds_and_refuses_beyond(optimise):
     """Each read-write register: its ``lo`` and ``hi`` are taken, ``lo - 1`` and ``hi + 1``
     (where they fit in 32 bits, and bits above the register's width) are refused with
-    ``BAD_WRITE`` and leave the value as it was."""
-    dut = TrafficGenerator()
+    ``BAD_WRITE`` and leave the value as it was; with both styles of range check."""
+    dut = TrafficGenerator(optimise)
     bad = []
 
     async def tb(ctx):
