@@ -8,6 +8,7 @@ from amaranth.lib.wiring import In, Out
 from fpq_hdl.layouts import ARRIVAL
 
 from fpq.config import Build
+from fpq.formats import COUNTER_BITS
 from fpq_hdl.queue_manager import QueueManager
 from fpq_hdl.registers import RegisterFile
 
@@ -58,7 +59,8 @@ class SelfTestSoC(wiring.Component):
         the register file's constant words from a ROM (``RegisterFile``'s ``const_rom``) and
         builds the traffic generator's range checks without carry chains.
     counter_bits : int
-        Passed to ``QueueManager``: the bits its statistics counters count (default 64).
+        Passed to ``QueueManager``: the bits its statistics counters count (default
+        ``COUNTER_BITS``, 64).
 
     Attributes
     ----------
@@ -69,7 +71,7 @@ class SelfTestSoC(wiring.Component):
 
     def __init__(self, build=None, clk_freq=12e6, baud=115200, ram_style="generic",
                  verdict_fifo="distributed", arrival_fifo=True, optimise="speed",
-                 counter_bits=64):
+                 counter_bits=COUNTER_BITS):
         self.build = build or Build()
         self.clk_freq = clk_freq
         self.baud = baud

@@ -154,11 +154,11 @@ class FlowCounter(wiring.Component):
         # no arrival is accepted, at least one clock before the next: see RegisterFile):
         # period - 1, 2 period - 1 and period + flush_after - 1 (the last as one carry-save
         # step, ``p + f + ~0 = ~(p ^ f) + ((p | f) << 1)``, and one adder)
-        pm1, p2m1, pfm1 = (Signal(_RING, name=n) for n in ("period_m1", "period2_m1",
-                                                           "period_f_m1"))
+        pm1 = Signal(_RING, name="period_m1")
         flush = cfg.flush_after
         m.d.sync += pm1.eq(period - 1)
         if self.optimise == "speed":
+            p2m1, pfm1 = Signal(_RING, name="period2_m1"), Signal(_RING, name="period_f_m1")
             m.d.sync += [p2m1.eq((period << 1) - 1),
                          pfm1.eq(~(period ^ flush) + ((period | flush) << 1))]
         # a restart loads the schedule a clock later, from those registers (so that a
@@ -204,24 +204,25 @@ class FlowCounter(wiring.Component):
         with m.Elif(waiting):
             m.d.sync += [wait.eq(wait - 1), waiting.eq(wait != 1)]
 
-        def candidates(tag, values):
-            # the next values of (nd, nd_p, nd_f) in one case, as signals (driven outside the
-            # case's condition, so that only the final select depends on it)
-            out = []
-            for reg, v in zip((nd, nd_p, nd_f), values):
-                if v is not None and not isinstance(v, Signal):
-                    sig = Signal(_RING, name=f"{reg.name}_{tag}")
-                    m.d.comb += sig.eq(v)
-                    v = sig
-                out.append(v)
-            return out
-
-        def load(values):
-            for reg, v in zip((nd, nd_p, nd_f), values):
-                if v is not None:
-                    m.d.sync += reg.eq(v)
         now = Cat(Const(0, _FX), self.ts)
         if self.optimise == "speed":
+            def candidates(tag, values):
+                # the next values of (nd, nd_p, nd_f) in one case, as signals (driven
+                # outside the case's condition, so that only the final select depends on it)
+                out = []
+                for reg, v in zip((nd, nd_p, nd_f), values):
+                    if v is not None and not isinstance(v, Signal):
+                        sig = Signal(_RING, name=f"{reg.name}_{tag}")
+                        m.d.comb += sig.eq(v)
+                        v = sig
+                    out.append(v)
+                return out
+
+            def load(values):
+                for reg, v in zip((nd, nd_p, nd_f), values):
+                    if v is not None:
+                        m.d.sync += reg.eq(v)
+
             at_jump = candidates("jump", (now + pm1, now + p2m1, now + pfm1))
             at_advance = candidates("advance", (nd_p, nd_p + period, nd_f + period))
             at_rest = candidates("refresh", (None, nd + period, nd + cfg.flush_after))

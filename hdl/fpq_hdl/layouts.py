@@ -12,7 +12,8 @@ __all__ = ["ARRIVAL", "DEPARTURE", "VERDICT", "config_layout", "fixed_registers"
            "OPTIMISE", "check_optimise"]
 
 #: Speed or area, where a block has the choice of structure (the ``optimise`` parameter of
-#: ``QueueManager``, ``FlowCounter``, ``Decision`` and ``DropProbability``): the same
+#: ``QueueManager``, ``QueueAverager``, ``FlowCounter``, ``Decision`` and
+#: ``DropProbability``): the same
 #: outputs clock for clock either way.
 OPTIMISE = ("speed", "area")
 

@@ -7,14 +7,9 @@ from amaranth.lib.wiring import In, Out
 from fpq.formats import QAVG, QPKTS_BITS, TIME_BITS, DECAY_SHIFT_BITS
 from fpq.config import DECAY_TABLE_DEPTH
 
-from .layouts import config_layout
+from .layouts import config_layout, check_optimise
 
-__all__ = ["QueueAverager", "SHIFTERS"]
-
-#: How the idle decay's shift by a table value is built: "one-hot" (an AND-OR of a one-hot
-#: register, 2 LUT levels in the one-clock recurrence: for speed) or "binary" (a shifter
-#: stage per bit of the amount: fewer LUTs, more levels: for area).
-SHIFTERS = ("one-hot", "binary")
+__all__ = ["QueueAverager"]
 
 _FX = QAVG.frac_bits
 
@@ -41,7 +36,7 @@ class QueueAverager(wiring.Component):
     (``Build.avg_lag``), so the averager is off the decision path.
 
     Pipeline: cycle 0 idle cells (barrel shift, clamp); cycle 1 decay-table read (LUT RAM);
-    cycle 2 the decay shift decoded to one-hot (registered as it is with ``shifter="binary"``);
+    cycle 2 the decay shift decoded to one-hot (registered as it is with ``optimise="area"``);
     cycle 3 the update. ``avg_next`` is
     combinational at cycle 3 (``NEXT_LATENCY``), ``avg`` registered at cycle 4 (``LATENCY``).
     Throughput: one arrival per clock.
@@ -49,9 +44,10 @@ class QueueAverager(wiring.Component):
     Parameters
     ----------
     build : fpq.Build
-    shifter : str
-        One of ``SHIFTERS``: the idle decay's shift of the average inside the one-clock
-        recurrence. "one-hot" (default) for speed; "binary" for area (on the iCEBreaker
+    optimise : str
+        How the idle decay's shift of the average, inside the one-clock recurrence, is built:
+        "speed" (default), an AND-OR of a one-hot register (2 LUT levels); "area", a binary
+        shifter, a stage per bit of the amount (fewer LUTs, more levels: on the iCEBreaker
         design 337 logic cells fewer, 2026-11-24). The EWMA's shift by ``wq_shift`` stays
         one-hot: with ``wq_shift`` fixed at build time it is wiring either way.
 
@@ -73,10 +69,8 @@ class QueueAverager(wiring.Component):
     LATENCY = 4
     NEXT_LATENCY = 3
 
-    def __init__(self, build, shifter="one-hot"):
-        if shifter not in SHIFTERS:
-            raise ValueError(f"shifter: {shifter!r} is not one of {', '.join(SHIFTERS)}")
-        self.shifter = shifter
+    def __init__(self, build, optimise="speed"):
+        self.optimise = check_optimise(optimise)
         super().__init__({
             "valid": In(1), "q": In(QPKTS_BITS), "idle": In(1), "idle_diff": In(signed(TIME_BITS)),
             "config": In(config_layout(build)),
@@ -122,7 +116,7 @@ class QueueAverager(wiring.Component):
         v3, idle3 = Signal(), Signal()
         qs = Signal(QAVG.width)
         m.d.sync += [v3.eq(v2), idle3.eq(idle2), qs.eq(qs2)]
-        if self.shifter == "one-hot":
+        if self.optimise == "speed":
             decay_sel = Signal(QAVG.width)
             m.d.sync += decay_sel.eq(Cat(decay_s == k for k in range(QAVG.width)))
         else:
@@ -151,7 +145,7 @@ class QueueAverager(wiring.Component):
         sum_ = x ^ y ^ z
         maj = (x & y) | (x & z) | (y & z)
         ewma = (sum_ + Cat(~c, maj[:w - 1]))[:QAVG.width]
-        if self.shifter == "one-hot":
+        if self.optimise == "speed":
             decayed = _select(a, decay_sel)
         else:
             decayed = a >> decay_s3                   # 0 for shifts of the width and more

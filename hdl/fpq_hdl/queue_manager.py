@@ -113,10 +113,10 @@ class QueueManager(wiring.Component):
     optimise : str
         One of ``OPTIMISE``: "speed" (default) or "area", where a block has a choice that
         changes no verdict and no clock. "area": the averager's idle-decay shift as a binary
-        shifter (``QueueAverager``'s ``shifter``), the flow counter's clear schedule and the
-        decision's byte limit with their adders in front of their compares, the decision's
-        descriptor fields a clock later from the delay line, the drop probability's shifts
-        as binary shifters (``FlowCounter``, ``Decision``, ``DropProbability``:
+        shifter, the flow counter's clear schedule and the decision's byte limit with their
+        adders in front of their compares, the decision's descriptor fields a clock later
+        from the delay line, the drop probability's shifts as binary shifters
+        (``QueueAverager``, ``FlowCounter``, ``Decision``, ``DropProbability``:
         ``optimise``).
     counter_bits : int
         Bits the statistics counters count, ``MIN_COUNTER_BITS`` .. 64 (default 64); the
@@ -216,8 +216,7 @@ class QueueManager(wiring.Component):
         m.submodules.flow_counter = fc = FlowCounter(b, _S_SET, self.ram_style, self.optimise)
         m.submodules.probability = dp = DropProbability(b, self.ram_style, self.optimise)
         m.submodules.decision = dc = Decision(b, self.optimise)
-        m.submodules.averager = qa = QueueAverager(
-            b, shifter="one-hot" if self.optimise == "speed" else "binary")
+        m.submodules.averager = qa = QueueAverager(b, self.optimise)
         m.d.comb += [c.config.eq(cfg) for c in (fh, fc, dp, dc, qa)]
         m.submodules.rng = rng = RandomSource()
 

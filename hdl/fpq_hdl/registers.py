@@ -153,12 +153,12 @@ class RegisterFile(wiring.Component):
                             value = Const(r.reset, r.width)
                         else:
                             value = Const(0, r.width)
+                        word = value[lo_bit:hi_bit]
                         if self.const_rom and isinstance(value, Const):
-                            rom_words[r.offset // 4 + w] = value.value >> lo_bit & \
-                                ((1 << (hi_bit - lo_bit)) - 1)
+                            rom_words[r.offset // 4 + w] = Const.cast(word).value
                             m.d.comb += is_const.eq(1)
                         else:
-                            m.d.comb += r_data.eq(value[lo_bit:hi_bit])
+                            m.d.comb += r_data.eq(word)
                         # bits of the written word above the register's width: must be zero
                         excess = (bus.w_data[hi_bit - lo_bit:].any() if hi_bit - lo_bit < 32
                                   else Const(0, 1))

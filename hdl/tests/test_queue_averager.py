@@ -7,16 +7,16 @@ from amaranth.sim import Simulator
 
 from fpq import Build, Config
 from fpq.queue_averager import QueueAverager as Model
-from fpq_hdl.queue_averager import QueueAverager, SHIFTERS
-from fpq_hdl.layouts import config_layout
+from fpq_hdl.queue_averager import QueueAverager
+from fpq_hdl.layouts import config_layout, OPTIMISE
 from .hdl_harness import pack
 
 BUILD = Build(table_depth=16)
 
 
-def _run(shifter, regs, table, samples):
+def _run(optimise, regs, table, samples):
     """The averager's ``avg`` after each valid sample ``(valid, q, idle, idle_diff)``."""
-    dut = QueueAverager(BUILD, shifter=shifter)
+    dut = QueueAverager(BUILD, optimise)
     sim = Simulator(dut)
     sim.add_clock(1e-8)
     got = []
@@ -47,9 +47,9 @@ def _run(shifter, regs, table, samples):
     return got
 
 
-@pytest.mark.parametrize("shifter", SHIFTERS)
+@pytest.mark.parametrize("optimise", OPTIMISE)
 @pytest.mark.parametrize("wq_shift", [0, 1, 5, 9, 16])
-def test_average_matches_model(wq_shift, shifter):
+def test_average_matches_model(wq_shift, optimise):
     rnd = random.Random(wq_shift)
     config = Config(build=BUILD, wq_shift=wq_shift, tick_hz=1e6, idle_pkt_time_s=1e-4)
     regs = config.registers()
@@ -70,13 +70,13 @@ def test_average_matches_model(wq_shift, shifter):
                 model.went_idle(t0)
             want.append(model.update(q, (t0 + diff) % (1 << 48)))
         samples.append((valid, q, idle, diff))
-    got = _run(shifter, regs, table, samples)
+    got = _run(optimise, regs, table, samples)
     assert got == want
     assert len(set(want)) > 100
 
 
-@pytest.mark.parametrize("shifter", SHIFTERS)
-def test_idle_decay_by_every_table_shift(shifter):
+@pytest.mark.parametrize("optimise", OPTIMISE)
+def test_idle_decay_by_every_table_shift(optimise):
     """A decay table that holds every 6-bit shift (0 .. 63: the average's 37 bits and
     beyond, which decay to 0), each idle arrival after a full queue that refills the
     average: every decayed value equals the model's."""
@@ -98,4 +98,4 @@ def test_idle_decay_by_every_table_shift(shifter):
         want.append(model.update(q, diff))
         samples.append((True, q, idle, diff))
     assert seen == set(range(64))
-    assert _run(shifter, regs, shifts, samples) == want
+    assert _run(optimise, regs, shifts, samples) == want
