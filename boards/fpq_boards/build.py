@@ -17,6 +17,8 @@ import subprocess
 import sys
 import time
 
+from fpq_hdl.synth import ROUTERS
+
 from .platforms import BOARDS, BoardTop
 
 __all__ = ["TOOL_ENV", "build_board", "synthesize_only", "summarise", "format_summary",
@@ -168,9 +170,6 @@ def wait_for_idle_toolchain(poll=10.0, limit=1800.0, log=print):
     return True
 
 
-#: nextpnr's routers: router1 (the default, more timing-driven) and router2 (which routes
-#: the ULX3S design where router1 stalls on congestion; see docs/BENCHMARKS.md)
-ROUTERS = ("router1", "router2")
 
 
 def _run_script(build_dir, script, env, time_limit):

@@ -57,6 +57,7 @@ def _monitor(args):
 
 
 def register(subparsers):
+    from fpq_hdl.synth import ROUTERS
     p = subparsers.add_parser("board", help="FPGA boards: bitstreams, reports, live monitor")
     sub = p.add_subparsers(dest="board_command", metavar="BOARD_COMMAND")
     sub.required = True
@@ -69,7 +70,7 @@ def register(subparsers):
     b.add_argument("--table-depth", type=int, default=None)
     b.add_argument("--clk-mhz", type=float, default=None, help="PLL clock (default per board)")
     b.add_argument("--seed", type=int, default=1, help="nextpnr placement seed")
-    b.add_argument("--router", choices=["router1", "router2"], default="router1",
+    b.add_argument("--router", choices=ROUTERS, default=ROUTERS[0],
                    help="nextpnr router (default router1)")
     b.add_argument("--strict", action="store_true", help="exit 1 if timing is missed")
     b.add_argument("--fix", action="append", metavar="FIELD=VALUE",

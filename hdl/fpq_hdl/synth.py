@@ -22,7 +22,12 @@ from amaranth import *
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["SynthHarness", "main"]
+__all__ = ["SynthHarness", "ROUTERS", "main"]
+
+#: nextpnr's routers: router1 (the default, more timing-driven) and router2 (which routes
+#: some designs where router1 stalls on congestion; docs/BENCHMARKS.md). The boards' build
+#: (``fpq_boards.build``) offers the same choice.
+ROUTERS = ("router1", "router2")
 
 
 class SynthHarness(wiring.Component):
@@ -98,7 +103,7 @@ def main(argv=None):
     p.add_argument("--out", default="build/synth_ecp5")
     p.add_argument("--freq", type=float, default=150.0, help="target MHz for nextpnr")
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--router", default="router1", choices=["router1", "router2"],
+    p.add_argument("--router", default=ROUTERS[0], choices=ROUTERS,
                    help="nextpnr router (default router1)")
     p.add_argument("--placer-heap-beta", type=float, default=None,
                    help="nextpnr's maximum placement density for the HeAP placer, in (0, 1] "
