@@ -71,6 +71,7 @@ from amaranth.back import rtlil
 
 from fpq.config import Build, Config
 from fpq.formats import TIME_BITS, RAND_BITS, SEQ_BITS
+from fpq.queue_manager import COUNTERS
 
 from . import flow_counter as _flow_counter_module
 from . import queue_manager as _queue_manager_module
@@ -346,8 +347,9 @@ class QueueManagerHarness(wiring.Component):
     Attributes
     ----------
     arrival_valid, ts, verdict_ready, hold, restart, wipe, load_rng_decide, load_rng_clear,
-    dep_valid : In
-        Free. The verdict port's ``ready`` is the back-pressure under test. The flow key,
+    dep_valid, counter_clear, clear_max_queue : In
+        Free (every strobe the register file drives, so none of them can break the
+        accounting). The verdict port's ``ready`` is the back-pressure under test. The flow key,
         lengths and tables are fixed (they do not reach the properties).
     """
 
@@ -374,6 +376,7 @@ class QueueManagerHarness(wiring.Component):
             "arrival_valid": In(1), "ts": In(TIME_BITS), "verdict_ready": In(1),
             "hold": In(1), "restart": In(1), "wipe": In(1),
             "load_rng_decide": In(1), "load_rng_clear": In(1), "dep_valid": In(1),
+            "counter_clear": In(len(COUNTERS)), "clear_max_queue": In(1),
         })
 
     def elaborate(self, platform):
@@ -398,6 +401,7 @@ class QueueManagerHarness(wiring.Component):
             dut.hold.eq(self.hold), dut.restart.eq(self.restart), dut.wipe.eq(self.wipe),
             dut.load_rng_decide.eq(self.load_rng_decide),
             dut.load_rng_clear.eq(self.load_rng_clear),
+            dut.counter_clear.eq(self.counter_clear), dut.clear_max_queue.eq(self.clear_max_queue),
         ]
 
         # ---- the verdict port as the sink sees it (faults sit between) -------------------
