@@ -170,8 +170,6 @@ def wait_for_idle_toolchain(poll=10.0, limit=1800.0, log=print):
     return True
 
 
-
-
 def _run_script(build_dir, script, env, time_limit):
     """Run the build script in its own process group; past ``time_limit`` seconds (None: no
     limit) kill the whole group (the YoWASP launchers start nextpnr as a child) and raise."""
