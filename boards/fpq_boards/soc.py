@@ -27,7 +27,8 @@ class SelfTestSoC(wiring.Component):
     """Everything a board needs except pins and clocks.
 
     The UART bridge is the only bus initiator; its bus is registered once on the way to the
-    targets (the bridge waits 2 clocks for read data), unless ``optimise="area"``. Bus
+    targets and the register file reads in two stages (the bridge waits 3 clocks for read
+    data; the generator's read data is delayed to match), unless ``optimise="area"``. Bus
     addresses ``TG_BASE`` .. ``TG_BASE + TG_SIZE`` go to the traffic generator, all others to the queue manager's register file
     (``fpq.regmap``); the targets return 0 when not read, so read data is their OR. The
     generator feeds the queue manager's arrival port (through a 4-entry FIFO with a registered
@@ -56,7 +57,8 @@ class SelfTestSoC(wiring.Component):
     optimise : str
         Passed to ``QueueManager`` ("speed", or "area" for a small FPGA at a low clock);
         "area" also leaves out the bus register between the bridge and the targets, reads
-        the register file's constant words from a ROM (``RegisterFile``'s ``const_rom``) and
+        the register file in one stage, its constant words from a ROM (``RegisterFile``'s
+        ``const_rom``), and
         builds the traffic generator's range checks without carry chains.
     counter_bits : int
         Passed to ``QueueManager``: the bits its statistics counters count (default
@@ -83,13 +85,17 @@ class SelfTestSoC(wiring.Component):
         self.arrival_fifo = arrival_fifo
         self.qm = QueueManager(self.build, ram_style=ram_style, verdict_fifo=verdict_fifo,
                                optimise=optimise, counter_bits=counter_bits)
-        self.regs = RegisterFile(self.build, const_rom=optimise == "area")
-        self.tg = TrafficGenerator(optimise)
         # optimise="speed": the bus is registered once between the bridge and the targets
-        # (decode and fan-out out of the queue manager's clock-critical paths), reads take 2
-        # clocks; "area" (a small FPGA at a low clock): no register, reads take 1
-        self.bus_register = optimise == "speed"
-        self.bridge = UARTBridge(self.divisor, read_latency=2 if self.bus_register else 1)
+        # (decode and fan-out out of the queue manager's clock-critical paths), and the
+        # register file's read multiplexer is two registered stages (on the ULX3S its one
+        # stage was the critical path, 12.6 ns of 13.3 at 75 MHz, 2026-11-24): reads take 3
+        # clocks. "area" (a small FPGA at a low clock): neither, reads take 1
+        speed = optimise == "speed"
+        self.regs = RegisterFile(self.build, const_rom=not speed, read_latency=2 if speed else 1)
+        self.tg = TrafficGenerator(optimise)
+        self.bus_register = speed
+        self.bridge = UARTBridge(self.divisor, read_latency=int(self.bus_register)
+                                 + self.regs.read_latency)
         super().__init__({"rx": In(1, init=1), "tx": Out(1, init=1), "leds": Out(8)})
 
     def elaborate(self, platform):
@@ -132,7 +138,14 @@ class SelfTestSoC(wiring.Component):
         for target, sel in ((tg.bus, to_tg), (regs.bus, ~to_tg)):
             domain += [target.addr.eq(bus.addr), target.w_data.eq(bus.w_data),
                        target.w_en.eq(bus.w_en & sel), target.r_en.eq(bus.r_en & sel)]
-        m.d.comb += bus.r_data.eq(tg.bus.r_data | regs.bus.r_data)
+        # the generator's reads take one clock: delayed to the register file's latency, so
+        # that both answer in the same clock (each gives 0 when it is not read)
+        tg_r_data = tg.bus.r_data
+        for i in range(regs.read_latency - 1):
+            delayed = Signal(32, name=f"tg_r_data_{i + 1}")
+            m.d.sync += delayed.eq(tg_r_data)
+            tg_r_data = delayed
+        m.d.comb += bus.r_data.eq(tg_r_data | regs.bus.r_data)
 
         # LEDs
         m.submodules.leds = leds = ActivityLEDs(4, stretch=max(int(self.clk_freq) // 16, 2),

@@ -12,18 +12,25 @@ from fpq.regmap import (registers, tables, CONTROL_COMMIT, CONTROL_CLEAR_ERRORS,
 
 from .layouts import config_layout, fixed_registers
 
-__all__ = ["BusSignature", "RegisterFile", "ADDR_BITS"]
+__all__ = ["BusSignature", "RegisterFile", "ADDR_BITS", "READ_LATENCIES"]
 
 #: Byte-address width of the bus (the r(N) table of the largest build ends below 2**20).
 ADDR_BITS = 20
+#: ``RegisterFile``'s read latencies: 1 (one multiplexer) or 2 (the multiplexer in two
+#: registered stages, for a fast clock).
+READ_LATENCIES = (1, 2)
+#: Word-address bits the first stage of a two-stage read selects on (16 words per group).
+_GROUP_BITS = 4
 
 
 class BusSignature(wiring.Signature):
     """A simple 32-bit memory-mapped bus, from the initiator's side.
 
     ``addr`` is a byte address (bits 1..0 ignored). A write is ``w_en`` with ``w_data`` for one
-    clock; a read is ``r_en`` for one clock and ``r_data`` is valid on the next clock. No wait
-    states: a bridge (UART, AXI-Lite, Wishbone) needs only a few gates."""
+    clock; a read is ``r_en`` for one clock and ``r_data`` is valid on the next clock (or a
+    fixed number of clocks later, the target's read latency: ``RegisterFile(read_latency=2)``),
+    and 0 otherwise. No wait states: a bridge (UART, AXI-Lite, Wishbone) needs only a few
+    gates."""
 
     def __init__(self):
         super().__init__({"addr": Out(ADDR_BITS), "w_en": Out(1), "w_data": Out(32),
@@ -51,7 +58,8 @@ class RegisterFile(wiring.Component):
     of configuration registers return the shadow. Out of reset the active configuration is
     the map's defaults and the generators and clear schedule are loaded from them.
 
-    Latency: reads 1 clock; a commit applies 2 clocks after ``idle`` (check registered).
+    Latency: reads ``read_latency`` clocks (1 or 2); a commit applies 2 clocks after ``idle``
+    (check registered).
     Throughput: one bus access per clock.
 
     Parameters
@@ -62,6 +70,12 @@ class RegisterFile(wiring.Component):
         ROM instead of the read multiplexer: the same data in the same clock, for fewer logic
         cells where the build fixes many registers (on the iCEBreaker, 2 block RAMs for about
         100 logic cells). Default off.
+    read_latency : int
+        One of ``READ_LATENCIES``. 1 (default): ``r_data`` the clock after ``r_en``, as
+        ``BusSignature`` says. 2: the read multiplexer in two registered stages (16-word
+        groups, then the group), ``r_data`` two clocks after ``r_en``, for a clock at which
+        one multiplexer from the bus address to ``r_data`` is too slow (the ULX3S design's
+        critical path was that multiplexer, 2026-11-24). Not with ``const_rom``.
 
     Attributes
     ----------
@@ -76,9 +90,15 @@ class RegisterFile(wiring.Component):
         From the queue manager's ports of the same names.
     """
 
-    def __init__(self, build, const_rom=False):
+    def __init__(self, build, const_rom=False, read_latency=1):
+        if read_latency not in READ_LATENCIES:
+            raise ValueError(f"read_latency: {read_latency!r} must be one of "
+                             f"{', '.join(map(str, READ_LATENCIES))}")
+        if const_rom and read_latency != 1:
+            raise ValueError(f"read_latency: {read_latency} with const_rom must be 1")
         self.build = build
         self.const_rom = bool(const_rom)
+        self.read_latency = read_latency
         self.regs = registers(build)
         self.defaults = Config(build=build).registers()
         layout = config_layout(build)
@@ -131,7 +151,9 @@ class RegisterFile(wiring.Component):
         # ---- register words: reads, writes ------------------------------------------------
         r_data = Signal(32)
         r_live = Signal(32)
-        m.d.sync += r_live.eq(Mux(bus.r_en, r_data, 0))
+        read_words = {}                   # word address -> value (read_latency 2)
+        if self.read_latency == 1:
+            m.d.sync += r_live.eq(Mux(bus.r_en, r_data, 0))
         rom_words = {}                    # word address -> constant (const_rom)
         is_const = Signal()
         mapped = Signal()
@@ -157,6 +179,8 @@ class RegisterFile(wiring.Component):
                         if self.const_rom and isinstance(value, Const):
                             rom_words[r.offset // 4 + w] = Const.cast(word).value
                             m.d.comb += is_const.eq(1)
+                        elif self.read_latency == 2:
+                            read_words[r.offset // 4 + w] = word
                         else:
                             m.d.comb += r_data.eq(word)
                         # bits of the written word above the register's width: must be zero
@@ -192,6 +216,30 @@ class RegisterFile(wiring.Component):
                             else:
                                 m.d.sync += bad_write.eq(1)
 
+        if self.read_latency == 2:
+            # the read multiplexer in two registered stages: first each group of 16 words
+            # selects on the address's low bits (every clock, into a register per group),
+            # then the group register on the high bits, registered as with one stage. The
+            # words are sampled in the clock of r_en, as with one stage.
+            groups = {}
+            for a, word in read_words.items():
+                groups.setdefault(a >> _GROUP_BITS, {})[a & ((1 << _GROUP_BITS) - 1)] = word
+            group_regs = {}
+            for g, words in sorted(groups.items()):
+                reg = group_regs[g] = Signal(32, name=f"read_group_{g}")
+                with m.Switch(wa[:_GROUP_BITS]):
+                    for low, word in words.items():
+                        with m.Case(low):
+                            m.d.sync += reg.eq(word)
+                    with m.Default():
+                        m.d.sync += reg.eq(0)
+            high1, r_en1 = Signal(len(wa) - _GROUP_BITS), Signal()
+            m.d.sync += [high1.eq(wa[_GROUP_BITS:]), r_en1.eq(bus.r_en)]
+            with m.Switch(high1):
+                for g, reg in group_regs.items():
+                    with m.Case(g):
+                        m.d.comb += r_data.eq(reg)
+            m.d.sync += r_live.eq(Mux(r_en1, r_data, 0))
         if self.const_rom:
             # the constant words from a ROM read in the same clock as the multiplexer's
             # register; the multiplexer gives 0 for them, the ROM's data counts only for them

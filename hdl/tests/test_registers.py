@@ -2,11 +2,13 @@
 checks (check_registers), counters, tables, error bits."""
 import random
 
+import pytest
 from amaranth.sim import Simulator
 
 from fpq import Build, Config
 from fpq.regmap import (registers, tables, check_registers, ID_VALUE, CONTROL_COMMIT,
                         CONTROL_CLEAR_ERRORS, STATUS_BITS, STATUS_REJECT_INDEX_SHIFT)
+from fpq.queue_manager import COUNTERS
 from fpq_hdl.registers import RegisterFile
 from amaranth import Module
 from amaranth.lib import wiring
@@ -40,6 +42,8 @@ class Host:
         c.set(b.r_en, 1)
         await c.tick()
         c.set(b.r_en, 0)
+        for _ in range(self.dut.read_latency - 1):
+            await c.tick()
         return c.get(b.r_data)
 
     async def write_reg(self, name, value):
@@ -63,8 +67,8 @@ class Host:
         return {name: self.ctx.get(self.dut.config[name]) for name in self.dut.config.shape().members}
 
 
-def simulate(bench, build=BUILD, const_rom=False):
-    dut = RegisterFile(build, const_rom=const_rom)
+def simulate(bench, build=BUILD, const_rom=False, read_latency=1):
+    dut = RegisterFile(build, const_rom=const_rom, read_latency=read_latency)
     sim = Simulator(dut)
     sim.add_clock(1e-8)
 
@@ -589,7 +593,7 @@ def test_fixed_registers_read_their_value_refuse_writes_and_stay_out_of_commits(
     simulate(bench, build)
 
 
-def read_every_word(build, const_rom, counters):
+def read_every_word(build, const_rom, counters, read_latency=1):
     """Every word of the register block and the first words of each table, read back to
     back after a write of a few shadows, with the counter inputs at ``counters``."""
     regs = registers(build)
@@ -606,8 +610,56 @@ def read_every_word(build, const_rom, counters):
                 await host.write_reg(r.name, r.lo + (r.hi > r.lo))
         for a in addrs:
             got[a] = await host.read(a)
-    simulate(bench, build, const_rom)
+    simulate(bench, build, const_rom, read_latency)
     return got
+
+
+def test_two_stage_read_reads_every_word_as_one_stage():
+    """``read_latency=2``: every word (shadows, counters, telemetry, status, constants,
+    unmapped and table addresses) reads the same as with one stage, a clock later."""
+    build = Build(vec_bits=1024, table_depth=64, fixed={"wq_shift": 5})
+    rng = random.Random(6)
+    counters = [rng.getrandbits(64) for _ in range(7)]
+    want = read_every_word(build, False, counters)
+    got = read_every_word(build, False, counters, read_latency=2)
+    assert got == want
+    assert sum(1 for v in got.values() if v) > 30        # not a block of zeros (37 words)
+
+
+def test_two_stage_read_one_read_per_clock():
+    """``read_latency=2`` at full rate: ``r_en`` on consecutive clocks, each word two clocks
+    later, 0 on the clocks without a read; a counter that changes every clock reads as it was
+    in its read's clock."""
+    build = Build(vec_bits=1024, table_depth=64)
+    regs = {r.name: r for r in registers(build)}
+    order = [regs["id"].offset, regs[COUNTERS[0]].offset, regs[COUNTERS[0]].offset,
+             regs["wq_shift"].offset, regs["status"].offset, 0xFFC, regs[COUNTERS[0]].offset]
+
+    async def bench(ctx, dut, host):
+        seen = []
+        for clock in range(len(order) + 3):
+            ctx.set(dut.counters[0], 1000 + clock)        # the counter input moves each clock
+            if clock < len(order):
+                ctx.set(dut.bus.addr, order[clock])
+            ctx.set(dut.bus.r_en, clock < len(order) and clock != 2)   # a gap at clock 2
+            await ctx.tick()
+            seen.append(ctx.get(dut.bus.r_data))
+        # read in clock k is on r_data after the second tick from it: seen[k + 1]
+        assert seen[0] == 0
+        assert seen[1] == ID_VALUE
+        assert seen[2] == 1001                             # the counter in clock 1
+        assert seen[3] == 0                                # no read in clock 2
+        assert seen[4] == Config(build=build).registers()["wq_shift"]
+        assert seen[6] == 0                                # unmapped
+        assert seen[7] == 1006
+    simulate(bench, build, read_latency=2)
+
+
+def test_bad_read_latency_is_rejected():
+    with pytest.raises(ValueError, match="read_latency: 3 must be one of 1, 2"):
+        RegisterFile(BUILD, read_latency=3)
+    with pytest.raises(ValueError, match="read_latency: 2 with const_rom must be 1"):
+        RegisterFile(BUILD, const_rom=True, read_latency=2)
 
 
 def test_constant_words_from_a_rom_read_as_from_the_multiplexer():
