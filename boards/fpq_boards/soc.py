@@ -58,8 +58,8 @@ class SelfTestSoC(wiring.Component):
         Passed to ``QueueManager`` ("speed", or "area" for a small FPGA at a low clock);
         "area" also leaves out the bus register between the bridge and the targets, reads
         the register file in one stage, its constant words from a ROM (``RegisterFile``'s
-        ``const_rom``), and
-        builds the traffic generator's range checks without carry chains.
+        ``const_rom``), and builds the traffic generator's range checks without carry
+        chains.
     counter_bits : int
         Passed to ``QueueManager``: the bits its statistics counters count (default
         ``COUNTER_BITS``, 64).
