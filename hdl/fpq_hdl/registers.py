@@ -151,9 +151,7 @@ class RegisterFile(wiring.Component):
         # ---- register words: reads, writes ------------------------------------------------
         r_data = Signal(32)
         r_live = Signal(32)
-        read_words = {}                   # word address -> value (read_latency 2)
-        if self.read_latency == 1:
-            m.d.sync += r_live.eq(Mux(bus.r_en, r_data, 0))
+        read_words = {}                   # word address -> value (the read multiplexer's)
         rom_words = {}                    # word address -> constant (const_rom)
         is_const = Signal()
         mapped = Signal()
@@ -179,10 +177,8 @@ class RegisterFile(wiring.Component):
                         if self.const_rom and isinstance(value, Const):
                             rom_words[r.offset // 4 + w] = Const.cast(word).value
                             m.d.comb += is_const.eq(1)
-                        elif self.read_latency == 2:
-                            read_words[r.offset // 4 + w] = word
                         else:
-                            m.d.comb += r_data.eq(word)
+                            read_words[r.offset // 4 + w] = word
                         # bits of the written word above the register's width: must be zero
                         excess = (bus.w_data[hi_bit - lo_bit:].any() if hi_bit - lo_bit < 32
                                   else Const(0, 1))
@@ -216,7 +212,14 @@ class RegisterFile(wiring.Component):
                             else:
                                 m.d.sync += bad_write.eq(1)
 
-        if self.read_latency == 2:
+        if self.read_latency == 1:
+            # one multiplexer from the bus address, registered
+            with m.Switch(wa):
+                for a, word in read_words.items():
+                    with m.Case(a):
+                        m.d.comb += r_data.eq(word)
+            m.d.sync += r_live.eq(Mux(bus.r_en, r_data, 0))
+        else:
             # the read multiplexer in two registered stages: first each group of 16 words
             # selects on the address's low bits (every clock, into a register per group),
             # then the group register on the high bits, registered as with one stage. The
