@@ -148,7 +148,8 @@ class QueueManager(wiring.Component):
     hold : In(1)
         Accept no arrival (the register file's commit waits for an empty pipeline).
     idle : Out(1)
-        No arrival is in the pipeline (verdicts may still wait in the FIFO).
+        No arrival is in the pipeline and none can enter this clock (``hold`` is high or no
+        arrival is offered); verdicts may still wait in the FIFO.
     rate_bank, rate_we, rate_addr, rate_data, decay_bank, decay_we, decay_addr, decay_data : In
         Tables (r(N), idle decay): the active bank, and a write port into the other bank.
     counters : Out(7 x 64)
@@ -426,7 +427,12 @@ class QueueManager(wiring.Component):
         with m.If(pend_en):
             m.d.sync += lag_written.bit_select(pend_addr, 1).eq(1)
 
-        m.d.comb += self.idle.eq(~accept & ~Cat(s.av for s in stages[1:]).any())
+        # not ``~accept``: that is the end of the clear schedule's compare, and ``idle`` fans
+        # out to every configuration register through the commit (with a 65536-bit vector
+        # the ULX3S's critical path, 2026-11-24); no arrival can enter while ``hold`` is
+        # high or none is offered
+        m.d.comb += self.idle.eq((self.hold | ~arr.valid) &
+                                 ~Cat(s.av for s in stages[1:]).any())
         n_tele = Mux(hold_armed | holding, n_held, fc.n_raw)
         # ``n`` is registered: its hold mux and cap compare would otherwise sit in front of
         # the register file's read multiplexer (the board's critical path at 62.5 MHz)
