@@ -397,9 +397,12 @@ class QueueManager(wiring.Component):
         events = [av_v, av_v & ((act == ENQUEUE) | (act == MARK)), av_v & (act == MARK),
                   av_v & (act == DROP_EARLY), av_v & (act == DROP_FORCED), dc.out_dep_valid,
                   dc.out_dep_valid & dc.dep_error]
+        # the counters' registers, kept for tests (a wrap would take 2**counter_bits events)
+        self.counter_registers = []
         for i, ev in enumerate(events):
             # ``counter_bits`` wide; the port's bits above read as 0
             count = Signal(self.counter_bits, name=f"counter_{COUNTERS[i]}")
+            self.counter_registers.append(count)
             with m.If(self.counter_clear[i]):
                 m.d.sync += count.eq(0)
             with m.Elif(ev):
