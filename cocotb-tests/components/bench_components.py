@@ -136,7 +136,7 @@ async def drop_probability(dut):
             else:
                 avg = rnd.randrange(QAVG.max_raw + 1)
             inputs.append((n, avg))
-        L, D = DropProbability.LATENCY, DropProbability.AVG_DELAY
+        L, D, LN = DropProbability.LATENCY, DropProbability.AVG_DELAY, DropProbability.N_LATENCY
         got_n, got_p = [], []
         for k in range(len(inputs) + L + 1):
             if k < len(inputs):
@@ -144,7 +144,7 @@ async def drop_probability(dut):
             if 0 <= k - D < len(inputs):
                 dut.prob__avg.value = inputs[k - D][1]
             await edge
-            if 1 <= k <= len(inputs):
+            if 0 <= k - LN < len(inputs):
                 got_n.append(dut.prob__n.value.to_unsigned())
             if L <= k < len(inputs) + L:
                 got_p.append(dut.prob__prob.value.to_unsigned())

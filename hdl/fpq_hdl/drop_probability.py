@@ -27,18 +27,23 @@ class DropProbability(wiring.Component):
 
     Pipeline (one arrival per clock, never stalls):
 
-    * cycle 0: ``n = min(n_raw, n_cap)``, table read address (``BlockRAM``, latency 2);
-    * cycle 2: ``avg`` arrives; ``A - min_th``, ``A - max_th``, ``A - 2 max_th`` in parallel
+    * cycle 0: ``n = min(n_raw, n_cap)`` into the table's address register (the queue manager
+      feeds the flow counter's ``n_next``, the count a clock before its ``n_raw`` register
+      holds it), so the address leaves a flip-flop: a 65536-entry table is 176 DP16KD spread
+      over the ECP5-85F, and a compare in front of that net was the ULX3S's critical path
+      there (16.3 ns);
+    * cycle 1: table read (``BlockRAM``, latency 2); ``n`` is valid at cycle 2;
+    * cycle 3: ``avg`` arrives; ``A - min_th``, ``A - max_th``, ``A - 2 max_th`` in parallel
       (their signs are RED's region compares);
-    * cycle 3: select rate word, difference and offset by mode and region;
-    * cycle 4: two 16 x 18 partial products (DSPs; their input registers hold the cycle-3
+    * cycle 4: select rate word, difference and offset by mode and region;
+    * cycle 5: two 16 x 18 partial products (DSPs; their input registers hold the cycle-4
       selection, their output registers the products);
-    * cycle 5: their sum (52 bits), ``<< 1`` and ``>> (shift & ~7)``;
-    * cycle 6: ``>> (shift & 7)``, overflow flag;
-    * cycle 7: ``+ offset``, saturation; ``prob`` is valid at cycle 8.
+    * cycle 6: their sum (52 bits), ``<< 1`` and ``>> (shift & ~7)``;
+    * cycle 7: ``>> (shift & 7)``, overflow flag;
+    * cycle 8: ``+ offset``, saturation; ``prob`` is valid at cycle 9.
 
-    Latency: 8 clocks from ``n_raw`` (``AVG_DELAY`` = 2 clocks later comes ``avg``). ``n``
-    is valid at cycle 1.
+    Latency: 9 clocks from ``n_raw`` (``AVG_DELAY`` = 3 clocks later comes ``avg``); ``n``
+    ``N_LATENCY`` = 2 clocks after ``n_raw``.
 
     Parameters
     ----------
@@ -64,12 +69,16 @@ class DropProbability(wiring.Component):
         swaps tables atomically).
     table_we, table_addr, table_data : In
         Host write port of the r(N) table (``RATE`` words), into the inactive bank.
-    n : Out(16)
+    n : Out(log2(table_depth) bits)
+        ``min(n_raw, n_cap)``. It is below ``table_depth`` because ``n_cap`` is (the register
+        file rejects a commit of a larger ``n_cap``); a larger ``n_cap`` written to the port
+        directly would read the table and report ``n`` modulo ``table_depth``.
     prob : Out(PROB.width)
     """
 
-    LATENCY = 8
-    AVG_DELAY = 2
+    LATENCY = 9
+    AVG_DELAY = 3
+    N_LATENCY = 2     # clocks from n_raw to n
 
     def __init__(self, build, ram_style="generic", optimise="speed"):
         self.ram_style = ram_style
@@ -80,7 +89,8 @@ class DropProbability(wiring.Component):
             "n_raw": In(17), "avg": In(QAVG.width), "config": In(config_layout(build)),
             "table_bank": In(1), "table_we": In(1), "table_addr": In(abits),
             "table_data": In(RATE.width),
-            "n": Out(16), "prob": Out(PROB.width),
+            # the table's address bits: 8 flip-flops fewer per stage on the iCEBreaker
+            "n": Out(abits), "prob": Out(PROB.width),
         })
 
     def elaborate(self, platform):
@@ -92,11 +102,15 @@ class DropProbability(wiring.Component):
         m.d.comb += [table.w_en.eq(self.table_we),
                      table.w_addr.eq(Cat(self.table_addr, ~self.table_bank)),
                      table.w_data.eq(self.table_data)]
-        # cycle 0
+        # cycle 0: the capped count and the bank into the address register
         nc = Mux(self.n_raw > self.n_cap, self.n_cap, self.n_raw)
-        m.d.comb += table.r_addr.eq(Cat(nc[:len(self.table_addr)], self.table_bank))
-        m.d.sync += self.n.eq(nc)
-        # cycle 2 (cycle 1: the RAM's output register)
+        n1 = Signal.like(self.n)
+        addr1 = Signal.like(table.r_addr)
+        m.d.sync += [n1.eq(nc), addr1.eq(Cat(nc[:len(self.table_addr)], self.table_bank)),
+                     self.n.eq(n1)]
+        # cycle 1: the read
+        m.d.comb += table.r_addr.eq(addr1)
+        # cycle 3 (cycle 2: the RAM's output register)
         w = QAVG.width + 2
         avg1 = Signal(QAVG.width)
         d1, d2 = Signal(signed(w)), Signal(signed(w))
@@ -106,7 +120,7 @@ class DropProbability(wiring.Component):
                      neg3.eq((self.avg - (self.red_max_th << 1)).as_signed() < 0)]
         word1 = Signal(RATE.width)
         m.d.sync += word1.eq(table.r_data)
-        # cycle 3: select by mode and region; the rate mantissa and the difference go
+        # cycle 4: select by mode and region; the rate mantissa and the difference go
         # straight into the DSPs' input registers (``Multiplier``), the rest into registers
         shift = Signal(RATE.shift_bits)
         d, off = Signal(QAVG.width), Signal(PROB.width)
@@ -129,7 +143,7 @@ class DropProbability(wiring.Component):
         with m.Else():
             m.d.sync += [force0.eq(1), force1.eq(0), off.eq(0)]
         m.d.sync += shift.eq(sel_word[RATE.mant_bits:])
-        # cycle 4: partial products (two DSPs: input registers at cycle 3, product at 4)
+        # cycle 5: partial products (two DSPs: input registers at cycle 4, product at 5)
         m.submodules.mul_lo = mul_lo = Multiplier(RATE.mant_bits, _HALF, self.ram_style)
         m.submodules.mul_hi = mul_hi = Multiplier(RATE.mant_bits, QAVG.width - _HALF,
                                                   self.ram_style)
@@ -138,7 +152,7 @@ class DropProbability(wiring.Component):
         pl, ph = mul_lo.p, mul_hi.p
         shift3, off3, f03, f13 = Signal.like(shift), Signal.like(off), Signal(), Signal()
         m.d.sync += [shift3.eq(shift), off3.eq(off), f03.eq(force0), f13.eq(force1)]
-        # cycle 5: sum
+        # cycle 6: sum
         # the sum, then ``<< 1`` and the coarse part of ``>> shift`` (multiples of 8)
         prod = Signal(RATE.mant_bits + QAVG.width + 1)
         total4 = Cat(Const(0, 1), pl + (ph << _HALF))
@@ -148,7 +162,7 @@ class DropProbability(wiring.Component):
             m.d.sync += prod.eq(total4 >> Cat(Const(0, 3), shift3[3:]))
         shift4, off4, f04, f14 = Signal.like(shift), Signal.like(off), Signal(), Signal()
         m.d.sync += [shift4.eq(shift3), off4.eq(off3), f04.eq(f03), f14.eq(f13)]
-        # cycle 6: << 1 >> shift; anything at or above 2**33 saturates whatever the offset
+        # cycle 7: << 1 >> shift; anything at or above 2**33 saturates whatever the offset
         scaled = Signal(PROB.width + 1)
         big = Signal()
         if self.optimise == "speed":
@@ -159,11 +173,11 @@ class DropProbability(wiring.Component):
                      big.eq(shifted[PROB.width + 1:] != 0)]
         off5, f05, f15 = Signal.like(off), Signal(), Signal()
         # the saturation bound for ``scaled`` (``off + scaled > PROB_ONE`` is ``scaled >
-        # PROB_ONE - off``), formed here so that cycle 7 has the add and this compare side
+        # PROB_ONE - off``), formed here so that cycle 8 has the add and this compare side
         # by side instead of an add then a compare
         room5 = Signal(signed(PROB.width + 2))
         m.d.sync += [off5.eq(off4), f05.eq(f04), f15.eq(f14), room5.eq(PROB_ONE - off4)]
-        # cycle 7: offset and saturation
+        # cycle 8: offset and saturation
         total = off5 + scaled
         with m.If(f05):
             m.d.sync += self.prob.eq(0)

@@ -104,6 +104,9 @@ class FlowCounter(wiring.Component):
         The accepted arrival's vector index, ``set_delay`` clocks after the accept.
     n_raw : Out(17)
         N after the slot that was at cycle 0 ``set_delay + 4`` clocks ago.
+    n_next : Out(17)
+        What ``n_raw`` shows at the next clock (the input of its register), for users that
+        register a function of N without a clock more (``DropProbability``).
     busy : Out(1)
         A wipe is pending or under way.
     """
@@ -124,7 +127,7 @@ class FlowCounter(wiring.Component):
             "arrival_valid": In(1), "ts": In(TIME_BITS), "can_accept": In(1),
             "ready": Out(1),
             "set_valid": In(1), "set_index": In(self.index_bits),
-            "n_raw": Out(17), "busy": Out(1),
+            "n_raw": Out(17), "n_next": Out(17), "busy": Out(1),
         })
 
     def elaborate(self, platform):
@@ -346,9 +349,7 @@ class FlowCounter(wiring.Component):
         inc, dec, wipe3 = Signal(), Signal(), Signal()
         m.d.sync += [inc.eq(set_w), dec.eq(clr_w), wipe3.eq(wipe2)]
         n = Signal(17)
-        with m.If(wipe3):
-            m.d.sync += n.eq(0)
-        with m.Else():
-            m.d.sync += n.eq(n + inc - dec)
+        m.d.comb += self.n_next.eq(Mux(wipe3, 0, n + inc - dec))
+        m.d.sync += n.eq(self.n_next)
         m.d.comb += self.n_raw.eq(n)
         return m

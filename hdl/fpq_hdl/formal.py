@@ -293,7 +293,7 @@ class FlowCounterHarness(wiring.Component):
             dut.wipe_req.eq(self.wipe_req), dut.arrival_valid.eq(self.arrival_valid),
             dut.ts.eq(ts), dut.can_accept.eq(self.can_accept),
             dut.set_valid.eq(set_valid), dut.set_index.eq(self.set_index),
-            dp.n_raw.eq(dut.n_raw), dp.config.eq(cfg),
+            dp.n_raw.eq(dut.n_next), dp.config.eq(cfg),
         ]
 
         # ---- shadow vector: the slot's clear (or wipe) first, then its set --------------
@@ -312,7 +312,8 @@ class FlowCounterHarness(wiring.Component):
 
         # ---- properties ----------------------------------------------------------------
         # shadow holds the vector after the slot whose set was a clock ago; n_raw shows it
-        # LATENCY clocks after the set, DropProbability's n a clock later
+        # LATENCY clocks after the set, DropProbability's n a clock later (it takes N from
+        # n_next, a clock before n_raw, as the queue manager wires it)
         expect_n = _delay(m, popcount, FlowCounter.LATENCY - 1, "popcount")
         expect_capped = _delay(m, Mux(expect_n > n_cap, n_cap, expect_n), 1, "capped")
         _check(m, "n_raw_is_popcount", dut.n_raw == expect_n)

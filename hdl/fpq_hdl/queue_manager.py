@@ -28,8 +28,9 @@ __all__ = ["QueueManager", "LATENCY", "MIN_AVG_LAG", "MIN_COUNTER_BITS", "FIFO_D
 _S_HASH = 1                                   # flow key registered, hash starts
 _S_SET = _S_HASH + FlowHash.LATENCY           # 5: vector read
 _S_N = _S_SET + FlowCounter.LATENCY           # 9: N after the slot (FlowCounter)
-_S_AVG = _S_N + DropProbability.AVG_DELAY     # 11: lagged average read
-_S_DECIDE = _S_N + DropProbability.LATENCY    # 17: probability ready, early decision
+_S_P = _S_N - 1                               # 8: N (``n_next``) into DropProbability
+_S_AVG = _S_P + DropProbability.AVG_DELAY     # 11: lagged average read
+_S_DECIDE = _S_P + DropProbability.LATENCY    # 17: probability ready, early decision
 _S_VERDICT = _S_DECIDE + Decision.LATENCY     # 19: action; verdict into the FIFO
 _S_AVG_WRITE = _S_VERDICT + QueueAverager.NEXT_LATENCY  # 22: updated average into the lag line
 #: Clocks from an arrival's accept to its verdict at the output (valid, with ready high).
@@ -72,7 +73,8 @@ class QueueManager(wiring.Component):
             accept, from a register, to keep the accept's fan-out small)
     1-4     Toeplitz hash (2), index ``(h * v_max) >> 32`` (2)        FlowHash
     5-8     vector read (2), old bits and writes with forwarding, N    FlowCounter
-    9-10    ``n = min(N, n_cap)``, r(n) table read (2)                 DropProbability
+    8-10    ``n = min(N, n_cap)`` from N a clock before it is          DropProbability
+            registered (``n_next``), r(n) table read (2)
     10-11   lagged average read (arrival k reads the average after k - avg_lag; entry
             k mod avg_lag, from a count of the arrivals that passed the stage)
     11-16   RED regions, select, multiply (2), shift, saturate         DropProbability
@@ -341,7 +343,9 @@ class QueueManager(wiring.Component):
                                    Mux(lag_written.bit_select(lag_avg_idx, 1),
                                        lag_rp.data, 0)))
         m.d.comb += [
-            dp.n_raw.eq(Mux(stages[_S_N].held, n_held, fc.n_raw)), dp.avg.eq(lag_avg),
+            # the count the slot at stage 9 will show, a clock early: the table's address
+            # is then registered without a clock more (DropProbability)
+            dp.n_raw.eq(Mux(stages[_S_P].held, n_held, fc.n_next)), dp.avg.eq(lag_avg),
             dp.table_bank.eq(self.rate_bank), dp.table_we.eq(self.rate_we), dp.table_addr.eq(self.rate_addr),
             dp.table_data.eq(self.rate_data),
         ]
@@ -367,6 +371,7 @@ class QueueManager(wiring.Component):
         # through a RAM delay line too: 8 x 52 flip-flops less (on the iCE40, which has no
         # LUT RAM, it is a block RAM)
         n_at_avg = dp.n                               # valid at stage _S_N + 1
+        assert _S_P + DropProbability.N_LATENCY == _S_N + 1
         for i in range(_S_N + 1, _S_AVG):
             n_next = Signal.like(dp.n, name=f"n{i + 1}")
             m.d.sync += n_next.eq(n_at_avg)

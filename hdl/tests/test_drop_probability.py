@@ -64,7 +64,7 @@ def test_probability_matches_model(case, optimise):
             if 0 <= j < len(inputs):
                 ctx.set(dut.avg, inputs[j][1])
             _, _, p, n = await ctx.tick().sample(dut.prob, dut.n)
-            if 1 <= k <= len(inputs):
+            if 0 <= k - DropProbability.N_LATENCY < len(inputs):
                 got_n.append(n)
             if DropProbability.LATENCY <= k < len(inputs) + DropProbability.LATENCY:
                 got_p.append(p)
