@@ -4,6 +4,7 @@ import random
 
 import pytest
 from amaranth import Elaboratable, Module, Signal, ResetInserter
+from amaranth.sim import Simulator
 
 from fpq import Config, Build
 from fpq.config import ConfigError
@@ -319,3 +320,45 @@ def test_counters_wrap_after_2_to_the_counter_bits_events(counter_bits):
     # every counter passed its wrap, so the check below is about wrapping, not counting
     assert min(counts) >= 5, model.counters
     assert res["counters"] == [(start + c) % 2 ** counter_bits for c in counts]
+
+
+def test_idle_means_empty_and_nothing_entering():
+    """``idle`` (the register file's commit waits for it with ``hold`` high): the pipeline is
+    empty and no arrival enters this clock, because none is offered or ``hold`` is high;
+    an arrival offered while ``hold`` is low enters, so the pipeline is not idle then."""
+    config = MODES["droptail"]
+    dut = QueueManager(config.build)
+    seen = []
+
+    async def bench(ctx):
+        await configure(ctx, dut, config)
+        while ctx.get(dut.busy):                  # the vector wipe out of reset
+            await ctx.tick()
+        await ctx.tick().repeat(3)
+        ctx.set(dut.verdicts.ready, 1)
+        ctx.set(dut.arrivals.payload.length, 100)
+        for valid, hold in ((0, 0), (1, 0), (1, 1), (0, 1)):
+            ctx.set(dut.arrivals.valid, valid)
+            ctx.set(dut.hold, hold)
+            seen.append((valid, hold, ctx.get(dut.idle), ctx.get(dut.arrivals.ready)))
+        # an arrival accepted: the pipeline is busy until its verdict has left stage 21
+        ctx.set(dut.hold, 0)
+        ctx.set(dut.arrivals.valid, 1)
+        await ctx.tick()
+        ctx.set(dut.arrivals.valid, 0)
+        busy_for = 0
+        while not ctx.get(dut.idle):
+            busy_for += 1
+            await ctx.tick()
+        seen.append(busy_for)
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+    # (valid, hold) -> idle
+    assert [(v, h, idle) for v, h, idle, _ in seen[:4]] == [(0, 0, 1), (1, 0, 0), (1, 1, 1),
+                                                             (0, 1, 1)]
+    # the offered arrival is taken with hold low, not with hold high
+    assert [ready for v, _, _, ready in seen[:4] if v] == [1, 0]
+    assert seen[4] >= LATENCY
