@@ -31,6 +31,7 @@ _S_N = _S_SET + FlowCounter.LATENCY           # 9: N after the slot (FlowCounter
 _S_P = _S_N - 1                               # 8: N (``n_next``) into DropProbability
 _S_AVG = _S_P + DropProbability.AVG_DELAY     # 11: lagged average read
 _S_DECIDE = _S_P + DropProbability.LATENCY    # 17: probability ready, early decision
+assert _S_P + DropProbability.N_LATENCY == _S_N + 1   # the capped n at stage 10
 _S_VERDICT = _S_DECIDE + Decision.LATENCY     # 19: action; verdict into the FIFO
 _S_AVG_WRITE = _S_VERDICT + QueueAverager.NEXT_LATENCY  # 22: updated average into the lag line
 #: Clocks from an arrival's accept to its verdict at the output (valid, with ready high).
@@ -371,7 +372,6 @@ class QueueManager(wiring.Component):
         # through a RAM delay line too: 8 x 52 flip-flops less (on the iCE40, which has no
         # LUT RAM, it is a block RAM)
         n_at_avg = dp.n                               # valid at stage _S_N + 1
-        assert _S_P + DropProbability.N_LATENCY == _S_N + 1
         for i in range(_S_N + 1, _S_AVG):
             n_next = Signal.like(dp.n, name=f"n{i + 1}")
             m.d.sync += n_next.eq(n_at_avg)

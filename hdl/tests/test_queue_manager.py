@@ -341,7 +341,7 @@ def test_idle_means_empty_and_nothing_entering():
             ctx.set(dut.arrivals.valid, valid)
             ctx.set(dut.hold, hold)
             seen.append((valid, hold, ctx.get(dut.idle), ctx.get(dut.arrivals.ready)))
-        # an arrival accepted: the pipeline is busy until its verdict has left stage 21
+        # an arrival accepted: not idle until its slot has left the last stage (22)
         ctx.set(dut.hold, 0)
         ctx.set(dut.arrivals.valid, 1)
         await ctx.tick()
