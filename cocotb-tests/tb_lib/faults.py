@@ -154,10 +154,12 @@ COMPONENT_FAULTS = {
                                         "DECAY_TABLE_DEPTH - 2, shifted")])),
     "dc-limit-off-by-one": ("decision: hard packet limit one too high", "Decision",
                             lambda: wrap(dc_mod.Decision, _limit_off_by_one)),
-    "dc-byte-limit-with-departure": ("decision: byte limit off by one byte when a departure "
-                                     "shares the slot (> became >=)", "Decision",
-                                     lambda: mutate(dc_mod.Decision, "elaborate",
-                                                    [("occ_b > k_dep", "occ_b >= k_dep")])),
+    "dc-byte-limit-with-departure": (
+        "decision: byte limit off by one byte when a departure shares the slot (> became >=)",
+        "Decision",
+        lambda: mutate(dc_mod.Decision, "_occupancy_speed",
+                       [("self.limit_bytes - self.length + self.dep_length",
+                         "self.limit_bytes - self.length + self.dep_length - 1")])),
 }
 
 

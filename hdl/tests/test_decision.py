@@ -57,11 +57,14 @@ def test_decision_matches_model(mode, ecn, limit_pkts, optimise, monkeypatch):
     assert len(actions) >= (2 if mode == "droptail" else 3)
 
 
-def model_outputs(model, slots):
+def model_outputs(model, slots, commits=None):
     """The model's (action, queue found, idle, idle time) per arrival of ``slots``, the
-    departures applied first."""
+    departures applied first; ``commits`` maps a slot index to the configuration applied
+    before that slot."""
     want = []
-    for arr, dep, _, _ in slots:
+    for k, (arr, dep, _, _) in enumerate(slots):
+        if commits and k in commits:
+            model.configure(commits[k])
         if dep:
             model.depart(dep)
         if arr:
@@ -73,19 +76,31 @@ def model_outputs(model, slots):
     return want
 
 
-def simulate(config, slots, model, optimise="speed"):
+def simulate(config, slots, model, optimise="speed", commits=None):
     """Decision fed ``slots`` (arrival, departure, p, u); returns per arrival (action, q,
-    idle, idle_diff if idle) and checks the occupancy registers against ``model``."""
+    idle, idle_diff if idle) and checks the occupancy registers against ``model``.
+    ``commits`` maps a slot index to a configuration written before that slot, as the queue
+    manager's commit does: with the pipeline drained (three clocks without a slot), then a
+    clock before the slot."""
     regs = config.registers()
     dut = Decision(config.build, optimise)
     sim = Simulator(dut)
     sim.add_clock(1e-8)
     got = []
+    # clock by clock: the slot entering (or None) and the configuration written (or None)
+    clocks = [(None, config)]
+    for k, slot in enumerate(slots):
+        if commits and k in commits:
+            clocks += [(None, None)] * 3 + [(None, commits[k])]
+        clocks.append((slot, None))
+    clocks += [(None, None)] * 3
 
     async def bench(ctx):
-        ctx.set(dut.config.as_value(), pack(config_layout(config.build), regs))
-        for k in range(len(slots) + 3):
-            arr, dep, p, u = slots[k] if k < len(slots) else (None, None, 0, 0)
+        for c, (slot, new_config) in enumerate(clocks):
+            if new_config is not None:
+                ctx.set(dut.config.as_value(),
+                        pack(config_layout(config.build), new_config.registers()))
+            arr, dep, p, u = slot if slot else (None, None, 0, 0)
             ctx.set(dut.valid, arr is not None)
             if arr:
                 ctx.set(dut.p, p)
@@ -93,8 +108,8 @@ def simulate(config, slots, model, optimise="speed"):
             ctx.set(dut.dep_valid, dep is not None)
             # the fields at cycle ``fields_at`` (1 with optimise="area"); between slots they
             # keep the last slot's values, as a RAM delay line's output would
-            j = k - dut.fields_at
-            arr, dep = slots[j][:2] if 0 <= j < len(slots) else (None, None)
+            j = c - dut.fields_at
+            arr, dep = clocks[j][0][:2] if j >= 0 and clocks[j][0] else (None, None)
             if arr:
                 ctx.set(dut.ecn, arr.ecn)
                 ctx.set(dut.length, arr.length)
@@ -111,6 +126,50 @@ def simulate(config, slots, model, optimise="speed"):
     sim.add_testbench(bench)
     sim.run()
     return got
+
+
+@OPTIMISE
+def test_decision_limits_lowered_below_the_queue(optimise, monkeypatch):
+    """Drop-tail limits rewritten while packets are queued, to below the queue (the
+    occupancy then sits above the limit until departures bring it down), and back up; with
+    byte limits of one packet, short departures (more bytes than queued) are followed in
+    the same slot by arrivals of exactly the limit and one byte more."""
+    rnd = random.Random(11)
+    build = BUILD
+    high = Config(build=build, mode="droptail", limit_pkts=40, limit_bytes=100_000)
+    phases = [high, Config(build=build, mode="droptail", limit_pkts=3, limit_bytes=1500)]
+    slots, commits, t = [], {}, 0
+    for k in range(8):
+        if k:
+            commits[len(slots)] = phases[k % 2]
+        for _ in range(300):
+            t += rnd.randint(0, 2)
+            p_arr, p_dep = (0.9, 0.3) if k % 2 == 0 else (0.5, 0.6)
+            arr = Arrival(t, 0, rnd.choice((40, 1500, 1501)), False) \
+                if rnd.random() < p_arr else None
+            dep = Departure(t, rnd.choice((40, 1500, 3000))) if rnd.random() < p_dep else None
+            slots.append((arr, dep, 0, 0))
+    model = qm.QueueManager(high)
+    monkeypatch.setattr(qm, "probability", lambda *args: 0)
+    model._rand = lambda: 0
+    # the situations this test is for, counted on the model as it runs
+    seen = {"above limit, departure alone": 0, "short, arrival of exactly the limit": 0}
+    want = []
+    probe = copy.deepcopy(model)
+    for k, (arr, dep, _, _) in enumerate(slots):
+        if k in commits:
+            probe.configure(commits[k])
+        lim_p, lim_b = probe._limit_pkts, probe._limit_bytes
+        if dep and not arr and probe.occ_pkts > lim_p:
+            seen["above limit, departure alone"] += 1
+        if dep and arr and probe.occ_pkts and dep.length > probe.occ_bytes \
+                and arr.length == lim_b:
+            seen["short, arrival of exactly the limit"] += 1
+        want += model_outputs(probe, [slots[k]])
+    assert min(seen.values()) >= 5, seen
+    assert want == model_outputs(model, slots, commits)
+    got = simulate(high, slots, model, optimise, commits)
+    assert got == want
 
 
 @OPTIMISE
