@@ -69,7 +69,9 @@ def _component(name, build):
     from .decision import Decision
     from .queue_averager import QueueAverager
     from .registers import RegisterFile
+    from .loop_bounds import LOOPS
     return {
+        **LOOPS,
         "queue_manager": lambda: QueueManager(build, ram_style="ecp5"),
         "flow_hash": lambda: FlowHash(build, "ecp5"),
         "flow_counter": lambda: FlowCounter(build, _S_SET, ram_style="ecp5"),
@@ -109,7 +111,9 @@ def main(argv=None):
                    help="nextpnr's maximum placement density for the HeAP placer, in (0, 1] "
                         "(lower spreads the design: less congestion, longer wires)")
     p.add_argument("--component", default="queue_manager",
-                   help="queue_manager (default) or one component, e.g. flow_counter")
+                   help="queue_manager (default) or one component, e.g. flow_counter, or "
+                        "a one-clock loop alone (fpq_hdl.loop_bounds: loop_ewma_runtime, "
+                        "loop_ewma_fixed9, loop_occupancy, loop_compare_select)")
     p.add_argument("--fix", action="append", metavar="FIELD=VALUE",
                    help="fix a configuration field at build time (repeatable)")
     args = p.parse_args(argv)

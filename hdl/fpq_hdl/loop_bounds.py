@@ -1,0 +1,116 @@
+"""The queue manager's one-clock recurrences reduced to their arithmetic, to synthesise alone.
+
+Each block here is the least a one-clock recurrence of the queue manager must compute, with
+every operand that does not depend on the recurrence already in a register. Synthesised alone
+(``python -m fpq_hdl.synth --component loop_...``), nothing else competes for placement or
+routing, so the Fmax is an upper bound of what that recurrence reaches on the device with
+this flow, whatever surrounds it (docs/BENCHMARKS.md, "Bounds of the one-clock loops"). They
+are measurement fixtures, not parts of the queue manager.
+
+* ``EwmaLoop(wq_shift=None)``: the averager's EWMA ``A += ((q << 16) - A) >> s`` written as
+  ``QueueAverager`` writes it (``A - ceil(A / 2**s) + (q << 16 >> s)``, one carry-save level
+  and one adder), with ``s`` a runtime one-hot register (0..16), or a build-time constant.
+* ``OccupancyLoop``: the byte occupancy of ``Decision(optimise="speed")`` alone (short
+  departure, byte threshold, two sums, select).
+* ``CompareSelectLoop``: a 48-bit time compared with a schedule register that, when reached,
+  steps to a second register (``due``, ``due + period``): the least of the clear schedule.
+"""
+
+from amaranth import *
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from fpq.formats import QAVG, QBYTES_BITS, LENGTH_BITS, TIME_BITS
+
+__all__ = ["EwmaLoop", "OccupancyLoop", "CompareSelectLoop", "LOOPS"]
+
+
+def _select(a, one_hot):
+    out = 0
+    for k in range(len(one_hot)):
+        out = out | Mux(one_hot[k], a >> k, 0)
+    return out
+
+
+class EwmaLoop(wiring.Component):
+    """``avg`` steps to ``A - ceil(A / 2**s) + qs`` when ``valid`` (inputs registered here).
+
+    ``qs`` is the caller's ``(q << 16) >> s``. Latency: ``avg`` one clock after the inputs'
+    register. Parameters: ``wq_shift`` None (runtime, port ``wq`` one-hot) or 0..16."""
+
+    def __init__(self, wq_shift=None):
+        self.wq_shift = wq_shift
+        super().__init__({"wq": In(17), "qs": In(QAVG.width), "valid": In(1),
+                          "avg": Out(QAVG.width)})
+
+    def elaborate(self, platform):
+        m = Module()
+        w = QAVG.width
+        qs, v = Signal(w), Signal()
+        m.d.sync += [qs.eq(self.qs), v.eq(self.valid)]
+        a = self.avg
+        if self.wq_shift is None:
+            wq, mask = Signal(17), Signal(w)
+            m.d.sync += [wq.eq(self.wq),
+                         mask.eq(Cat(*(self.wq[k + 1:].any() for k in range(16))))]
+            shifted, c = _select(a, wq), (a & mask) != 0
+        else:
+            s = self.wq_shift
+            shifted, c = a >> s, (a[:s] != 0) if s else Const(0)
+        x, y, z = a, ~shifted, qs
+        total = (x ^ y ^ z) + Cat(~c, ((x & y) | (x & z) | (y & z))[:w - 1])
+        with m.If(v):
+            m.d.sync += a.eq(total[:w])
+        return m
+
+
+class OccupancyLoop(wiring.Component):
+    """The byte occupancy: ``dep`` (0 without a departure), threshold ``k``, ``grow`` =
+    length - dep, ``fits``, ``kill`` (no enqueue whatever the bytes) registered here."""
+
+    def __init__(self):
+        super().__init__({"k": In(signed(QBYTES_BITS + 2)), "dep": In(LENGTH_BITS),
+                          "grow": In(signed(LENGTH_BITS + 1)), "length": In(LENGTH_BITS),
+                          "fits": In(1), "kill": In(1), "occ": Out(QBYTES_BITS)})
+
+    def elaborate(self, platform):
+        m = Module()
+        regs = {n: Signal.like(getattr(self, n)) for n in
+                ("k", "dep", "grow", "length", "fits", "kill")}
+        m.d.sync += [r.eq(getattr(self, n)) for n, r in regs.items()]
+        k, dep, grow, length, fits, kill = regs.values()
+        o = self.occ
+        short = dep > o
+        with m.If(short):
+            m.d.sync += o.eq(Mux(kill | ~fits, 0, length))
+        with m.Elif(kill | (o > k)):
+            m.d.sync += o.eq(o - dep)
+        with m.Else():
+            m.d.sync += o.eq(o + grow)
+        return m
+
+
+class CompareSelectLoop(wiring.Component):
+    """``due`` steps to the register ``due + period`` when ``ts >= due`` (48 bits)."""
+
+    def __init__(self):
+        super().__init__({"ts": In(TIME_BITS), "period": In(TIME_BITS), "valid": In(1),
+                          "due": Out(TIME_BITS)})
+
+    def elaborate(self, platform):
+        m = Module()
+        ts, period, v = Signal(TIME_BITS), Signal(TIME_BITS), Signal()
+        nxt = Signal(TIME_BITS)
+        m.d.sync += [ts.eq(self.ts), period.eq(self.period), v.eq(self.valid)]
+        with m.If(v & (ts >= self.due)):
+            m.d.sync += [self.due.eq(nxt), nxt.eq(nxt + period)]
+        return m
+
+
+#: ``--component`` names of ``fpq_hdl.synth`` -> factory
+LOOPS = {
+    "loop_ewma_runtime": lambda: EwmaLoop(),
+    "loop_ewma_fixed9": lambda: EwmaLoop(9),
+    "loop_occupancy": OccupancyLoop,
+    "loop_compare_select": CompareSelectLoop,
+}
