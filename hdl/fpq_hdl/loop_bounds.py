@@ -22,14 +22,9 @@ from amaranth.lib.wiring import In, Out
 
 from fpq.formats import QAVG, QBYTES_BITS, LENGTH_BITS, TIME_BITS
 
+from .queue_averager import _select          # the averager's own one-hot shift
+
 __all__ = ["EwmaLoop", "OccupancyLoop", "CompareSelectLoop", "LOOPS"]
-
-
-def _select(a, one_hot):
-    out = 0
-    for k in range(len(one_hot)):
-        out = out | Mux(one_hot[k], a >> k, 0)
-    return out
 
 
 class EwmaLoop(wiring.Component):
