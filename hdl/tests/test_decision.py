@@ -82,7 +82,6 @@ def simulate(config, slots, model, optimise="speed", commits=None):
     ``commits`` maps a slot index to a configuration written before that slot, as the queue
     manager's commit does: with the pipeline drained (three clocks without a slot), then a
     clock before the slot."""
-    regs = config.registers()
     dut = Decision(config.build, optimise)
     sim = Simulator(dut)
     sim.add_clock(1e-8)
