@@ -58,8 +58,9 @@ class BoardSpec:
 #: The iCEBreaker's sizes: the vector and the r(N) table the UP5K's block RAM holds.
 ICEBREAKER_SIZES = Build(vec_bits=1024, table_depth=256)
 #: The iCEBreaker's clock: the UP5K design routes at 17.5-17.9 MHz (nextpnr seeds 1 and 2,
-#: 2026-11-24; the area-style decision's occupancy, three carry chains in series, is the
-#: path), so the PLL makes 16.5 MHz, above the 14.88 Mpkt/s of 10 GbE minimum frames.
+#: 2026-11-24; 18.24 MHz on 9d8bde4, seed 1; the area-style decision's occupancy, three
+#: carry chains in series, is the path), so the PLL makes 16.5 MHz, above the 14.88 Mpkt/s
+#: of 10 GbE minimum frames.
 ICEBREAKER_MHZ = 16.5
 ICEBREAKER_FIXED = {name: value for name, value in Config(
     build=ICEBREAKER_SIZES, tick_hz=ICEBREAKER_MHZ * 1e6).values.items()
