@@ -15,11 +15,11 @@ from .hdl_harness import pack
 SET_DELAY = 3
 
 
-def run(config, events, optimise):
+def run(config, events, optimise, regs=None):
     """``events``: (ts, hash) per arrival. Returns the DUT's N after each arrival and the
-    number of clocks the port stalled."""
+    number of clocks the port stalled. ``regs`` overrides ``config.registers()``."""
     build = config.build
-    regs = config.registers()
+    regs = regs or config.registers()
     dut = FlowCounter(build, SET_DELAY, optimise=optimise)
     sim = Simulator(dut)
     sim.add_clock(1e-8)
@@ -37,14 +37,20 @@ def run(config, events, optimise):
         # out of reset the vector is wiped (memories keep their contents across a reset)
         assert ctx.get(dut.busy) and not ctx.get(dut.ready)
         wiped = 0
-        while ctx.get(dut.busy):
+        # bounded, so a schedule that never leaves busy fails instead of hanging the suite
+        while ctx.get(dut.busy) and wiped <= build.vec_bits + 2:
             await ctx.tick()
             wiped += 1
         assert wiped == build.vec_bits + 2
         accepted = {}          # cycle -> index
         reads = {}             # cycle -> arrival number
         i, cycle = 0, 0
+        # a clear takes a clock and a wipe vec_bits + 2: past every clear the span can owe
+        # (clear_period is in ticks with 16 fraction bits) plus a wipe per arrival, it hangs
+        clears = ((events[-1][0] + 1) << 16) // regs["clear_period"] + 1 if events else 0
+        max_cycles = clears + (len(events) + 1) * (build.vec_bits + 18) + 1000
         while len(got) < len(events):
+            assert cycle < max_cycles, f"only {len(got)} of {len(events)} arrivals done by clock {cycle}"
             if i < len(events):
                 ctx.set(dut.arrival_valid, 1)
                 ctx.set(dut.ts, events[i][0])
@@ -70,8 +76,8 @@ def run(config, events, optimise):
     return got, stalls[0]
 
 
-def expected(config, events):
-    regs = config.registers()
+def expected(config, events, regs=None):
+    regs = regs or config.registers()
     m = Model(config.build.vec_bits, regs["v_max"], regs["clear_period"], regs["flush_after"],
               regs["clear_literal"], regs["rng_clear_state"])
     out = []
@@ -130,6 +136,24 @@ def test_flush_wipes_like_the_model(optimise):
     want, model = expected(config, events)
     got, _ = run(config, events, optimise)
     assert got == want and model.wipes > 10
+
+
+@OPTIMISE
+def test_flush_after_with_its_top_bit_set_never_flushes(optimise):
+    """The register allows any 64-bit ``flush_after``; the backlog is a signed 64-bit
+    difference, so a threshold of 2**63 or more is never reached: gaps of 5000 ticks (500
+    clears owed each) are worked off clear by clear, with no wipe, as in the model. The
+    threshold is 2**63 plus the usual one: modulo 2**64, backlogs below the usual threshold
+    are "past" it, so hardware that ignores the top bit wipes on nearly every clear."""
+    build = Build(vec_bits=64, table_depth=16)
+    config = Config(build=build, v_max=50, tick_hz=1e6, t_clear_s=500e-6, n_cap=15)
+    regs = config.registers()
+    regs = dict(regs, flush_after=(1 << 63) + regs["flush_after"])
+    events = make_events(3, 200, 40, (0, 1, 2, 3, 5000))
+    want, model = expected(config, events, regs)
+    got, stalls = run(config, events, optimise, regs)
+    assert got == want
+    assert model.wipes == 0 and model.clears > 5000 and stalls > 5000
 
 
 @OPTIMISE
