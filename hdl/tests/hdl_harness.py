@@ -105,8 +105,10 @@ async def configure(ctx, dut, config):
 
 def run(config, steps, n_arrivals, ready_pattern=None, max_cycles=None, result=None,
         dut=None, configure_fn=None, top=None):
-    """Simulate; returns a dict with ``verdicts`` (dicts), ``cycles`` (from the first
-    presented event to the last verdict), ``first_accept`` and the DUT. ``dut`` and
+    """Simulate; returns a dict with ``verdicts`` (dicts), the cycles (counted from the first
+    presented event) ``first_accept`` and ``last_verdict``, ``accepts_at`` and
+    ``verdicts_at`` (cycle -> arrivals accepted / verdicts taken up to and including it, for
+    the cycles with one) and the DUT. ``dut`` and
     ``configure_fn(ctx, dut, config)`` replace the bare QueueManager and its loading;
     ``top`` (containing ``dut``) is simulated instead of ``dut`` if given."""
     dut = dut or QueueManager(config.build)
@@ -156,10 +158,13 @@ def run(config, steps, n_arrivals, ready_pattern=None, max_cycles=None, result=N
             if cur is not None and a_ready:
                 if "first_accept" not in result:
                     result["first_accept"] = cycle
+                result["accepts"] = result.get("accepts", 0) + 1
+                result.setdefault("accepts_at", {})[cycle] = result["accepts"]
                 cur = None
             if v_valid and r:
                 out.append(v_word)
                 result["last_verdict"] = cycle
+                result.setdefault("verdicts_at", {})[cycle] = len(out)
             cycle += 1
             assert cycle < limit, f"stuck: {len(out)} of {n_arrivals} verdicts"
         ctx.set(arr_valid, 0)
