@@ -50,7 +50,8 @@ def run(config, events, optimise, regs=None):
         clears = ((events[-1][0] + 1) << 16) // regs["clear_period"] + 1 if events else 0
         max_cycles = clears + (len(events) + 1) * (build.vec_bits + 18) + 1000
         while len(got) < len(events):
-            assert cycle < max_cycles, f"only {len(got)} of {len(events)} arrivals done by clock {cycle}"
+            assert cycle < max_cycles, \
+                f"only {len(got)} of {len(events)} arrivals done by clock {cycle}"
             if i < len(events):
                 ctx.set(dut.arrival_valid, 1)
                 ctx.set(dut.ts, events[i][0])

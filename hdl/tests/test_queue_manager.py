@@ -10,8 +10,8 @@ from fpq import Config, Build
 from fpq.config import ConfigError
 from fpq.queue_manager import Arrival, Departure, QueueManager as Model
 
-from fpq_hdl.queue_manager import (QueueManager, FIFO_DEPTH, LATENCY, MIN_AVG_LAG, MIN_COUNTER_BITS,
-                                    VERDICT_FIFOS, OPTIMISE)
+from fpq_hdl.queue_manager import (QueueManager, FIFO_DEPTH, LATENCY, MIN_AVG_LAG,
+                                    MIN_COUNTER_BITS, VERDICT_FIFOS, OPTIMISE)
 from .hdl_harness import traffic, run, compare, configure, commit, drive
 
 #: The bit-exact runs use a small r(N) table so that loading it takes few simulated clocks.
