@@ -106,9 +106,9 @@ async def configure(ctx, dut, config):
 def run(config, steps, n_arrivals, ready_pattern=None, max_cycles=None, result=None,
         dut=None, configure_fn=None, top=None):
     """Simulate; returns a dict with ``verdicts`` (dicts), the cycles (counted from the first
-    presented event) ``first_accept`` and ``last_verdict``, ``accepts_at`` and
-    ``verdicts_at`` (cycle -> arrivals accepted / verdicts taken up to and including it, for
-    the cycles with one) and the DUT. ``dut`` and
+    presented event) ``first_accept`` and ``last_verdict``, ``accept_cycles`` and
+    ``verdict_cycles`` (the cycle of every accepted arrival / taken verdict, ascending) and
+    the DUT. ``dut`` and
     ``configure_fn(ctx, dut, config)`` replace the bare QueueManager and its loading;
     ``top`` (containing ``dut``) is simulated instead of ``dut`` if given."""
     dut = dut or QueueManager(config.build)
@@ -126,6 +126,8 @@ def run(config, steps, n_arrivals, ready_pattern=None, max_cycles=None, result=N
     async def bench(ctx):
         await configure_fn(ctx, dut, config)
         out = []
+        accept_cycles = result["accept_cycles"] = []
+        verdict_cycles = result["verdict_cycles"] = []
         idx, cur = 0, None
         dep_on = arr_on = False
         ready_on = None
@@ -158,13 +160,12 @@ def run(config, steps, n_arrivals, ready_pattern=None, max_cycles=None, result=N
             if cur is not None and a_ready:
                 if "first_accept" not in result:
                     result["first_accept"] = cycle
-                result["accepts"] = result.get("accepts", 0) + 1
-                result.setdefault("accepts_at", {})[cycle] = result["accepts"]
+                accept_cycles.append(cycle)
                 cur = None
             if v_valid and r:
                 out.append(v_word)
                 result["last_verdict"] = cycle
-                result.setdefault("verdicts_at", {})[cycle] = len(out)
+                verdict_cycles.append(cycle)
             cycle += 1
             assert cycle < limit, f"stuck: {len(out)} of {n_arrivals} verdicts"
         ctx.set(arr_valid, 0)
