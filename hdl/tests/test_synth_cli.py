@@ -9,6 +9,7 @@ from fpq_hdl.synth import main
     (["--placer-heap-beta", "0"], "--placer-heap-beta: 0.0 must be in (0, 1]"),
     (["--placer-heap-beta", "1.5"], "--placer-heap-beta: 1.5 must be in (0, 1]"),
     (["--router", "router3"], "argument --router: invalid choice: 'router3'"),
+    (["--speed", "5"], "argument --speed: invalid choice: 5 (choose from 6, 7, 8)"),
     (["--fix", "wq_shift=40"], "fixed: wq_shift: 40 is out of range [0, 16]"),
     (["--fix", "hash_key=zz"], "--fix hash_key: 'zz' is not hex bytes"),
 ])
