@@ -106,9 +106,9 @@ async def configure(ctx, dut, config):
 def run(config, steps, n_arrivals, ready_pattern=None, max_cycles=None, result=None,
         dut=None, configure_fn=None, top=None):
     """Simulate; returns a dict with ``verdicts`` (dicts), the cycles (counted from the first
-    presented event) ``first_accept`` and ``last_verdict``, ``accept_cycles`` and
-    ``verdict_cycles`` (the cycle of every accepted arrival / taken verdict, ascending) and
-    the DUT. ``dut`` and
+    presented event) ``first_accept`` and ``last_verdict``, ``accept_cycles``,
+    ``refused_cycles`` and ``verdict_cycles`` (the cycles, ascending, in which an arrival was
+    accepted / presented and not accepted / a verdict was taken) and the DUT. ``dut`` and
     ``configure_fn(ctx, dut, config)`` replace the bare QueueManager and its loading;
     ``top`` (containing ``dut``) is simulated instead of ``dut`` if given."""
     dut = dut or QueueManager(config.build)
@@ -128,6 +128,7 @@ def run(config, steps, n_arrivals, ready_pattern=None, max_cycles=None, result=N
         out = []
         accept_cycles = result["accept_cycles"] = []
         verdict_cycles = result["verdict_cycles"] = []
+        refused_cycles = result["refused_cycles"] = []
         idx, cur = 0, None
         dep_on = arr_on = False
         ready_on = None
@@ -162,6 +163,8 @@ def run(config, steps, n_arrivals, ready_pattern=None, max_cycles=None, result=N
                     result["first_accept"] = cycle
                 accept_cycles.append(cycle)
                 cur = None
+            elif cur is not None:
+                refused_cycles.append(cycle)
             if v_valid and r:
                 out.append(v_word)
                 result["last_verdict"] = cycle

@@ -140,6 +140,29 @@ def test_long_verdict_stalls_fill_the_fifo_exactly(verdict_fifo, optimise):
     assert max(held) == FIFO_DEPTH, held
 
 
+@pytest.mark.parametrize("verdict_fifo, optimise",
+                         [("distributed", "speed"), ("block", "area")])   # ULX3S, iCEBreaker
+def test_credit_refuses_arrivals_exactly_while_the_fifo_holds_its_reserve(verdict_fifo,
+                                                                            optimise):
+    """Clock for clock, in both directions: after the reset's wipe, with clears too slow to
+    be owed at all, an arrival is refused exactly when ``outstanding >= FIFO_DEPTH - 1``,
+    ``outstanding`` being the arrivals accepted up to two clocks before less the verdicts
+    taken up to the clock before (the documented credit). The sink stalls 120 clocks in
+    every 200, so the FIFO fills and drains 20 times. A credit given back a clock late after
+    a stall loses no verdict and keeps the order; only this test sees it."""
+    config = MODES["red"].replace(t_clear_s=100)   # 20,000 ticks per clear: none is due
+    dut = QueueManager(config.build, verdict_fifo=verdict_fifo, optimise=optimise)
+    res, _ = check(config, 3000, seed=14, dut=dut, ready_pattern=lambda c: int(c % 200 >= 120))
+    accepts, reads = res["accept_cycles"], res["verdict_cycles"]
+
+    def credit(c):
+        return bisect_right(accepts, c - 2) - bisect_right(reads, c - 1) < FIFO_DEPTH - 1
+    refused = [c for c in res["refused_cycles"] if c > res["first_accept"]]
+    assert len(refused) > 1000          # the credit, not the traffic, held arrivals back
+    assert [c for c in refused if credit(c)] == []
+    assert [c for c in accepts if not credit(c)] == []
+
+
 @pytest.mark.parametrize("verdict_fifo", VERDICT_FIFOS)
 def test_throughput_one_verdict_per_clock(verdict_fifo):
     # 10k back-to-back arrivals, one clear due on every clock (period exactly one tick), the
