@@ -147,7 +147,9 @@ COMPONENT_FAULTS = {
     "qa-ewma-floor": ("averager: the EWMA's rounding term lost (A - floor(A / 2**s) instead of "
                       "A - ceil(A / 2**s))", "QueueAverager",
                       lambda: mutate(qa_mod.QueueAverager, "elaborate",
-                                     [("Cat(~c, maj[:w - 1])", "Cat(Const(1, 1), maj[:w - 1])")])),
+                                     # c = 0: the adder's carry-in is always 1
+                                     [('rounding = {"c": (a & mask) != 0}',
+                                       'rounding = {"c": Const(0, 1)}')])),
     "qa-decay-clamp": ("averager: idle cells clamped at 254 instead of 255", "QueueAverager",
                        lambda: mutate(qa_mod.QueueAverager, "elaborate",
                                       [("DECAY_TABLE_DEPTH - 1, shifted",

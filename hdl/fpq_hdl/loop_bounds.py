@@ -7,9 +7,12 @@ routing, so the Fmax is an upper bound of what that recurrence reaches on the de
 this flow, whatever surrounds it (docs/BENCHMARKS.md, "Bounds of the one-clock loops"). They
 are measurement fixtures, not parts of the queue manager.
 
-* ``EwmaLoop(wq_shift=None)``: the averager's EWMA ``A += ((q << 16) - A) >> s`` written as
-  ``QueueAverager`` writes it (``A - ceil(A / 2**s) + (q << 16 >> s)``, one carry-save level
-  and one adder), with ``s`` a runtime one-hot register (0..16), or a build-time constant.
+* ``EwmaLoop(wq_shift=None, decay=False)``: the averager's EWMA ``A += ((q << 16) - A) >> s``
+  written as ``QueueAverager`` writes it (``A - ceil(A / 2**s) + (q << 16 >> s)``, one
+  carry-save level and one adder, its rounding as the averager's: an OR tree with a runtime
+  ``s``, carry-chain bits with a build-time one), with ``s`` a runtime one-hot register
+  (0..16), or a build-time constant; with ``decay``, RED's idle decay as well (``A >> d`` for an arrival
+  that finds the queue idle, ``d`` a one-hot register): the averager's whole recurrence.
 * ``OccupancyLoop``: the byte occupancy of ``Decision(optimise="speed")`` alone (short
   departure, byte threshold, two sums, select).
 * ``CompareSelectLoop``: a 48-bit time compared with a schedule register that, when reached,
@@ -22,7 +25,7 @@ from amaranth.lib.wiring import In, Out
 
 from fpq.formats import QAVG, QBYTES_BITS, LENGTH_BITS, TIME_BITS
 
-from .queue_averager import _select          # the averager's own one-hot shift
+from .queue_averager import _select, ewma_step    # the averager's own shift and step
 
 __all__ = ["EwmaLoop", "OccupancyLoop", "CompareSelectLoop", "LOOPS"]
 
@@ -30,13 +33,17 @@ __all__ = ["EwmaLoop", "OccupancyLoop", "CompareSelectLoop", "LOOPS"]
 class EwmaLoop(wiring.Component):
     """``avg`` steps to ``A - ceil(A / 2**s) + qs`` when ``valid`` (inputs registered here).
 
-    ``qs`` is the caller's ``(q << 16) >> s``. Latency: ``avg`` one clock after the inputs'
-    register. Parameters: ``wq_shift`` None (runtime, port ``wq`` one-hot) or 0..16."""
+    ``qs`` is the caller's ``(q << 16) >> s``. With ``decay``, an arrival with ``idle`` set
+    steps to ``A >> d`` instead, ``d`` the set bit of the one-hot ``dsel`` (0 if none: a shift
+    of the width or more), as ``QueueAverager(optimise="speed")`` does. Latency: ``avg`` one
+    clock after the inputs' register. Parameters: ``wq_shift`` None (runtime, port ``wq``
+    one-hot) or 0..16; ``decay`` bool."""
 
-    def __init__(self, wq_shift=None):
+    def __init__(self, wq_shift=None, decay=False):
         self.wq_shift = wq_shift
+        self.decay = decay
         super().__init__({"wq": In(17), "qs": In(QAVG.width), "valid": In(1),
-                          "avg": Out(QAVG.width)})
+                          "idle": In(1), "dsel": In(QAVG.width), "avg": Out(QAVG.width)})
 
     def elaborate(self, platform):
         m = Module()
@@ -48,14 +55,16 @@ class EwmaLoop(wiring.Component):
             wq, mask = Signal(17), Signal(w)
             m.d.sync += [wq.eq(self.wq),
                          mask.eq(Cat(*(self.wq[k + 1:].any() for k in range(16))))]
-            shifted, c = _select(a, wq), (a & mask) != 0
+            step = ewma_step(m, a, _select(a, wq), qs, c=(a & mask) != 0)
         else:
             s = self.wq_shift
-            shifted, c = a >> s, (a[:s] != 0) if s else Const(0)
-        x, y, z = a, ~shifted, qs
-        total = (x ^ y ^ z) + Cat(~c, ((x & y) | (x & z) | (y & z))[:w - 1])
+            step = ewma_step(m, a, a >> s, qs, low=~a[:s])
+        if self.decay:
+            idle, dsel = Signal(), Signal(w)
+            m.d.sync += [idle.eq(self.idle), dsel.eq(self.dsel)]
+            step = Mux(idle, _select(a, dsel), step)
         with m.If(v):
-            m.d.sync += a.eq(total[:w])
+            m.d.sync += a.eq(step)
         return m
 
 
@@ -106,6 +115,8 @@ class CompareSelectLoop(wiring.Component):
 LOOPS = {
     "loop_ewma_runtime": lambda: EwmaLoop(),
     "loop_ewma_fixed9": lambda: EwmaLoop(9),
+    "loop_ewma_runtime_decay": lambda: EwmaLoop(decay=True),
+    "loop_ewma_fixed9_decay": lambda: EwmaLoop(9, decay=True),
     "loop_occupancy": OccupancyLoop,
     "loop_compare_select": CompareSelectLoop,
 }

@@ -7,9 +7,9 @@ from amaranth.lib.wiring import In, Out
 from fpq.formats import QAVG, QPKTS_BITS, TIME_BITS, DECAY_SHIFT_BITS
 from fpq.config import DECAY_TABLE_DEPTH
 
-from .layouts import config_layout, check_optimise
+from .layouts import config_layout, check_optimise, fixed_registers
 
-__all__ = ["QueueAverager"]
+__all__ = ["QueueAverager", "ewma_step"]
 
 _FX = QAVG.frac_bits
 
@@ -22,13 +22,45 @@ def _select(a, one_hot):
     return out
 
 
+def ewma_step(m, a, shifted, qs, *, low=None, c=None):
+    """``A - ceil(A / 2**s) + qs`` (QAVG, modulo its width) from ``shifted`` = ``A >> s``.
+
+    One carry-save step and one adder: ``A + ~(A >> s) + qs + (1 - c)``, ``c = (A mod 2**s !=
+    0)``, the rounding of ``ceil``, given in one of two forms:
+
+    * ``low`` = ``~(A mod 2**s)`` over the bits that may round (``s`` of them, or 16 masked):
+      ``1 - c`` is then the carry out of ``low + 1`` (all ones, so carrying, exactly when ``A
+      mod 2**s`` is 0), bits under the sum's own in the same carry chain (a bit of ``1 + 1``
+      below them supplies the ``+ 1``). The rounding costs chain bits and no LUT levels: with
+      a build-time ``w_q`` this takes the recurrence with the idle decay from 141.7-144.7 to
+      155-159 MHz alone (docs/BENCHMARKS.md).
+    * ``c`` itself (an OR tree over the masked low bits), into the adder's free carry-in
+      position. With a runtime ``w_q`` it is as fast (the shift's AND-OR is the longer of the
+      two paths in front of the chain), and the top routed 3-4 % faster with it at two seeds
+      (docs/BENCHMARKS.md), so the runtime build keeps it.
+    """
+    w = QAVG.width + 1
+    x, y, z = a, Signal(w, name="y"), qs
+    m.d.comb += y.eq(~shifted)
+    sum_ = x ^ y ^ z
+    maj = (x & y) | (x & z) | (y & z)
+    if c is not None:
+        return (sum_ + Cat(~c, maj[:w - 1]))[:QAVG.width]
+    n = len(low)
+    wide = Cat(Const(1, 1), low, sum_) + Cat(Const(1, 1), Const(0, n + 1), maj[:w - 1])
+    return wide[n + 1:n + 1 + QAVG.width]
+
+
 class QueueAverager(wiring.Component):
     """Bit-exact ``fpq.queue_averager.QueueAverager``.
 
     The model's ``A += ((q << 16) - A) >> s`` (arithmetic shift) equals, for ``s <= 16``,
     ``A - ceil(A / 2**s) + (q << (16 - s))`` because ``q << 16`` is a multiple of ``2**s``.
     The last term does not depend on ``A`` and is formed a clock earlier, so the one-clock
-    recurrence is a shift of ``A`` by a register value and a three-input add. After an idle
+    recurrence is a shift of ``A`` by a register value and a three-input add. When the build
+    fixes ``wq_shift`` (``Build.fixed``) the shift is wiring, and the rounding term of
+    ``ceil`` (``A mod 2**s != 0``) is the carry out of ``s`` extra bits at the bottom of the
+    adder's carry chain instead of an OR tree in front of it (``ewma_step``). After an idle
     period the update is ``A >> decay[cells]`` instead, with ``cells`` and the decay-table read
     (a power-of-two decay, as Linux RED's ``Stab``) also a clock earlier.
 
@@ -71,6 +103,7 @@ class QueueAverager(wiring.Component):
 
     def __init__(self, build, optimise="speed"):
         self.optimise = check_optimise(optimise)
+        self._build = build
         super().__init__({
             "valid": In(1), "q": In(QPKTS_BITS), "idle": In(1), "idle_diff": In(signed(TIME_BITS)),
             "config": In(config_layout(build)),
@@ -81,6 +114,10 @@ class QueueAverager(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         self.wq_shift, self.idle_cell_log = self.config.wq_shift, self.config.idle_cell_log
+        # a w_q the build fixes (Build.fixed) is a Python int here, whatever the port carries
+        fixed_wq = fixed_registers(self._build).get("wq_shift")
+        if fixed_wq is not None:
+            self.wq_shift = fixed_wq.value
         m.submodules.decay = decay = memory.Memory(shape=DECAY_SHIFT_BITS,
                                                     depth=2 * DECAY_TABLE_DEPTH, init=[],
                                                     attrs={"ram_style": "distributed"})
@@ -122,29 +159,25 @@ class QueueAverager(wiring.Component):
         else:
             decay_s3 = Signal(DECAY_SHIFT_BITS)
             m.d.sync += decay_s3.eq(decay_s)
-        # the mask 2**s - 1 is a function of the configuration only: registered
-        s = self.wq_shift
-        mask = Signal(QAVG.width)
-        m.d.sync += mask.eq((Const(1, QAVG.width + 1) << s) - 1)
-        # and s as a one-hot register: the shift below is an AND-OR of 17 terms per bit, and
-        # no configuration bit fans out to all of them
-        wq_sel = Signal(17)
-        m.d.sync += wq_sel.eq(Cat(s == k for k in range(17)))
-        # cycle 3: the one-clock recurrence
         a = self.avg
-        # A - (A >> s) - c + qs with c = (A mod 2**s != 0), as one carry-save step and one
-        # adder: A + ~(A >> s) + qs + (1 - c) modulo 2**37, the "+ (1 - c)" in the free
-        # carry-in position (bit 0 of the shifted majority vector). The shifts are written as
-        # multiplexers over the few legal amounts (s <= 16; decay shifts >= 36 give zero).
-        w = QAVG.width + 1
-        x = a
-        y = Signal(w)
-        m.d.comb += y.eq(~_select(a, wq_sel))
-        z = qs
-        c = (a & mask) != 0
-        sum_ = x ^ y ^ z
-        maj = (x & y) | (x & z) | (y & z)
-        ewma = (sum_ + Cat(~c, maj[:w - 1]))[:QAVG.width]
+        if fixed_wq is not None:
+            # fixed at build time: the shift is wiring, and only the s bits below it round
+            s = self.wq_shift
+            rounding = {"low": ~a[:s]}
+            shifted = a >> s
+        else:
+            # the mask 2**s - 1 is a function of the configuration only: registered
+            s = self.wq_shift
+            mask = Signal(QAVG.width)
+            m.d.sync += mask.eq((Const(1, QAVG.width + 1) << s) - 1)
+            # and s as a one-hot register: the shift below is an AND-OR of 17 terms per bit,
+            # and no configuration bit fans out to all of them
+            wq_sel = Signal(17)
+            m.d.sync += wq_sel.eq(Cat(s == k for k in range(17)))
+            shifted = _select(a, wq_sel)
+            rounding = {"c": (a & mask) != 0}
+        # cycle 3: the one-clock recurrence
+        ewma = ewma_step(m, a, shifted, qs, **rounding)
         if self.optimise == "speed":
             decayed = _select(a, decay_sel)
         else:

@@ -119,7 +119,8 @@ def main(argv=None):
     p.add_argument("--component", default="queue_manager",
                    help="queue_manager (default) or one component, e.g. flow_counter, or "
                         "a one-clock loop alone (fpq_hdl.loop_bounds: loop_ewma_runtime, "
-                        "loop_ewma_fixed9, loop_occupancy, loop_compare_select)")
+                        "loop_ewma_fixed9, loop_ewma_runtime_decay, loop_ewma_fixed9_decay, "
+                        "loop_occupancy, loop_compare_select)")
     p.add_argument("--fix", action="append", metavar="FIELD=VALUE",
                    help="fix a configuration field at build time (repeatable)")
     args = p.parse_args(argv)

@@ -14,15 +14,15 @@ from .hdl_harness import pack
 BUILD = Build(table_depth=16)
 
 
-def _run(optimise, regs, table, samples):
+def _run(optimise, regs, table, samples, build=BUILD):
     """The averager's ``avg`` after each valid sample ``(valid, q, idle, idle_diff)``."""
-    dut = QueueAverager(BUILD, optimise)
+    dut = QueueAverager(build, optimise)
     sim = Simulator(dut)
     sim.add_clock(1e-8)
     got = []
 
     async def bench(ctx):
-        ctx.set(dut.config.as_value(), pack(config_layout(BUILD), regs))
+        ctx.set(dut.config.as_value(), pack(config_layout(build), regs))
         for i, w in enumerate(table):
             ctx.set(dut.table_we, 1)
             ctx.set(dut.table_addr, i)
@@ -47,11 +47,15 @@ def _run(optimise, regs, table, samples):
     return got
 
 
+@pytest.mark.parametrize("fixed", [False, True], ids=["runtime", "fixed"])
 @pytest.mark.parametrize("optimise", OPTIMISE)
 @pytest.mark.parametrize("wq_shift", [0, 1, 5, 9, 16])
-def test_average_matches_model(wq_shift, optimise):
+def test_average_matches_model(wq_shift, optimise, fixed):
+    # fixed: the build fixes wq_shift (Build.fixed), so the shift is wiring and the
+    # rounding's chain bits are wq_shift, not 16 masked ones
+    build = Build(table_depth=16, fixed={"wq_shift": wq_shift}) if fixed else BUILD
     rnd = random.Random(wq_shift)
-    config = Config(build=BUILD, wq_shift=wq_shift, tick_hz=1e6, idle_pkt_time_s=1e-4)
+    config = Config(build=build, wq_shift=wq_shift, tick_hz=1e6, idle_pkt_time_s=1e-4)
     regs = config.registers()
     table = config.decay_table()
     model = Model(regs["wq_shift"], regs["idle_cell_log"], table)
@@ -70,7 +74,7 @@ def test_average_matches_model(wq_shift, optimise):
                 model.went_idle(t0)
             want.append(model.update(q, (t0 + diff) % (1 << 48)))
         samples.append((valid, q, idle, diff))
-    got = _run(optimise, regs, table, samples)
+    got = _run(optimise, regs, table, samples, build)
     assert got == want
     assert len(set(want)) > 100
 
