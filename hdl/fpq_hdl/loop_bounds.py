@@ -11,8 +11,9 @@ are measurement fixtures, not parts of the queue manager.
   written as ``QueueAverager`` writes it (``A - ceil(A / 2**s) + (q << 16 >> s)``, one
   carry-save level and one adder, its rounding as the averager's: an OR tree with a runtime
   ``s``, carry-chain bits with a build-time one), with ``s`` a runtime one-hot register
-  (0..16), or a build-time constant; with ``decay``, RED's idle decay as well (``A >> d`` for an arrival
-  that finds the queue idle, ``d`` a one-hot register): the averager's whole recurrence.
+  (0..16), or a build-time constant; with ``decay``, RED's idle decay as well (``A >> d``
+  for an arrival that finds the queue idle, ``d`` a one-hot register): the averager's whole
+  recurrence.
 * ``OccupancyLoop``: the byte occupancy of ``Decision(optimise="speed")`` alone (short
   departure, byte threshold, two sums, select).
 * ``CompareSelectLoop``: a 48-bit time compared with a schedule register that, when reached,

@@ -39,6 +39,8 @@ def ewma_step(m, a, shifted, qs, *, low=None, c=None):
       two paths in front of the chain), and the top routed 3-4 % faster with it at two seeds
       (docs/BENCHMARKS.md), so the runtime build keeps it.
     """
+    if (low is None) == (c is None):
+        raise TypeError("ewma_step: give the rounding as exactly one of low= and c=")
     w = QAVG.width + 1
     x, y, z = a, Signal(w, name="y"), qs
     m.d.comb += y.eq(~shifted)
@@ -160,14 +162,13 @@ class QueueAverager(wiring.Component):
             decay_s3 = Signal(DECAY_SHIFT_BITS)
             m.d.sync += decay_s3.eq(decay_s)
         a = self.avg
+        s = self.wq_shift
         if fixed_wq is not None:
             # fixed at build time: the shift is wiring, and only the s bits below it round
-            s = self.wq_shift
-            rounding = {"low": ~a[:s]}
             shifted = a >> s
+            rounding = {"low": ~a[:s]}
         else:
             # the mask 2**s - 1 is a function of the configuration only: registered
-            s = self.wq_shift
             mask = Signal(QAVG.width)
             m.d.sync += mask.eq((Const(1, QAVG.width + 1) << s) - 1)
             # and s as a one-hot register: the shift below is an AND-OR of 17 terms per bit,
