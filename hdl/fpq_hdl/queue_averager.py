@@ -9,9 +9,12 @@ from fpq.config import DECAY_TABLE_DEPTH
 
 from .layouts import config_layout, check_optimise, fixed_registers
 
-__all__ = ["QueueAverager", "ewma_step"]
+__all__ = ["QueueAverager", "ewma_step", "DECAY_PARTS"]
 
 _FX = QAVG.frac_bits
+#: With ``optimise="speed"`` the idle-decay table is read as this many LUT-RAM memories in
+#: parallel (cycle 1), and one of them is selected a clock later (cycle 2).
+DECAY_PARTS = 4
 
 
 def _select(a, one_hot):
@@ -71,8 +74,11 @@ class QueueAverager(wiring.Component):
 
     Pipeline: cycle 0 idle cells (barrel shift, clamp); cycle 1 decay-table read (LUT RAM);
     cycle 2 the decay shift decoded to one-hot (registered as it is with ``optimise="area"``);
-    cycle 3 the update. ``avg_next`` is
-    combinational at cycle 3 (``NEXT_LATENCY``), ``avg`` registered at cycle 4 (``LATENCY``).
+    cycle 3 the update. With "speed" the clamp's compare and the shift are registered apart
+    at cycle 0, the table is read at cycle 1 as ``DECAY_PARTS`` memories side by side, with
+    entries 0 and 255 (where a clamped count goes) also kept in registers, and the word is
+    selected at cycle 2 (``_read_split``). ``avg_next`` is combinational at cycle 3
+    (``NEXT_LATENCY``), ``avg`` registered at cycle 4 (``LATENCY``).
     Throughput: one arrival per clock.
 
     Parameters
@@ -83,7 +89,9 @@ class QueueAverager(wiring.Component):
         "speed" (default), an AND-OR of a one-hot register (2 LUT levels); "area", a binary
         shifter, a stage per bit of the amount (fewer LUTs, more levels: on the iCEBreaker
         design 337 logic cells fewer, 2026-11-24). The EWMA's shift by ``wq_shift`` stays
-        one-hot: with ``wq_shift`` fixed at build time it is wiring either way.
+        one-hot: with ``wq_shift`` fixed at build time it is wiring either way. "speed" also
+        reads the decay table in parts (above: 55 flip-flops and 30 LUTs more on the ECP5,
+        2026-11-25); "area" reads it as one memory behind the registered clamp.
 
     Attributes
     ----------
@@ -113,6 +121,46 @@ class QueueAverager(wiring.Component):
             "avg_next": Out(QAVG.width), "avg": Out(QAVG.width),
         })
 
+    def _read_split(self, m, parts, low_bits, neg, over, shifted):
+        """The table read of "speed": cycles 0-2, the entry as a combinational value at
+        cycle 2.
+
+        Cycle 0 registers the sign, the clamp's compare and the shift apart (the clamp's
+        select behind the compare's carry chain was the averager's critical path, 7.7 ns).
+        Cycle 1 reads every part at the shift's low bits, with no logic in front of the
+        address; a clamped count (negative, or 255 cells and more) takes entry 0 or 255 from
+        copies of those two entries kept in registers, written with the table. Cycle 2
+        selects one of the ``len(parts) + 1`` words with a one-hot register (an AND-OR).
+        """
+        neg_r, over_r, shifted_r = Signal(), Signal(), Signal(8)
+        m.d.sync += [neg_r.eq(neg), over_r.eq(over), shifted_r.eq(shifted)]
+        # entries 0 and 255 of each bank: reset_less, as the table keeps its contents across
+        # a reset (both start as zeros at configuration)
+        ends = [[Signal(DECAY_SHIFT_BITS, reset_less=True, name=f"decay_{e}_bank{b}")
+                 for b in range(2)] for e in (0, DECAY_TABLE_DEPTH - 1)]
+        for copies, entry in zip(ends, (0, DECAY_TABLE_DEPTH - 1)):
+            for b, copy in enumerate(copies):
+                with m.If(self.table_we & (self.table_addr == entry) & (self.table_bank != b)):
+                    m.d.sync += copy.eq(self.table_data)
+        words = []
+        for j, rp in enumerate(parts):
+            m.d.comb += rp.addr.eq(Cat(shifted_r[:low_bits], self.table_bank))
+            word = Signal(DECAY_SHIFT_BITS, name=f"decay_word{j}")
+            m.d.sync += word.eq(rp.data)
+            words.append(word)
+        clamp_word = Signal(DECAY_SHIFT_BITS)
+        m.d.sync += clamp_word.eq(Mux(neg_r, Array(ends[0])[self.table_bank],
+                                      Array(ends[1])[self.table_bank]))
+        words.append(clamp_word)
+        clamped = neg_r | over_r
+        sel = Signal(len(words))
+        m.d.sync += sel.eq(Cat(*(~clamped & (shifted_r[low_bits:] == j)
+                                 for j in range(len(parts))), clamped))
+        decay_s = 0
+        for j, word in enumerate(words):
+            decay_s = decay_s | Mux(sel[j], word, 0)
+        return decay_s
+
     def elaborate(self, platform):
         m = Module()
         self.wq_shift, self.idle_cell_log = self.config.wq_shift, self.config.idle_cell_log
@@ -120,38 +168,59 @@ class QueueAverager(wiring.Component):
         fixed_wq = fixed_registers(self._build).get("wq_shift")
         if fixed_wq is not None:
             self.wq_shift = fixed_wq.value
-        m.submodules.decay = decay = memory.Memory(shape=DECAY_SHIFT_BITS,
-                                                    depth=2 * DECAY_TABLE_DEPTH, init=[],
-                                                    attrs={"ram_style": "distributed"})
-        # small: LUT RAM with an asynchronous read, registered here (a block RAM's
-        # clock-to-out would sit in front of the averager's one-clock recurrence)
-        wp, rp = decay.write_port(), decay.read_port(domain="comb")
-        # (the address mux below, after the cells register)
-        m.d.comb += [wp.en.eq(self.table_we), wp.addr.eq(Cat(self.table_addr, ~self.table_bank)),
-                     wp.data.eq(self.table_data)]
+        # The table (two banks of DECAY_TABLE_DEPTH shifts) is small: LUT RAM with an
+        # asynchronous read (a block RAM's clock-to-out would cost a clock). With "speed" it
+        # is ``DECAY_PARTS`` memories, one per range of the cell count's top bits, all read
+        # at cycle 1 and registered; the part is selected at cycle 2, in front of the
+        # one-hot decode. Read as one memory, with the clamp's select in front of its
+        # address, cycle 1 took 8.2 ns on the ECP5 (docs/BENCHMARKS.md, 2026-11-25)
+        n_parts = DECAY_PARTS if self.optimise == "speed" else 1
+        part_bits = (n_parts - 1).bit_length()
+        low_bits = (DECAY_TABLE_DEPTH - 1).bit_length() - part_bits
+        parts = []
+        for j in range(n_parts):
+            mem = m.submodules[f"decay{j}" if n_parts > 1 else "decay"] = memory.Memory(
+                shape=DECAY_SHIFT_BITS, depth=2 << low_bits, init=[],
+                attrs={"ram_style": "distributed"})
+            wp, rp = mem.write_port(), mem.read_port(domain="comb")
+            en = self.table_we & (self.table_addr[low_bits:] == j) if n_parts > 1 else \
+                self.table_we
+            m.d.comb += [wp.en.eq(en),
+                         wp.addr.eq(Cat(self.table_addr[:low_bits], ~self.table_bank)),
+                         wp.data.eq(self.table_data)]
+            parts.append(rp)
         # cycle 0: idle cells = min(idle time >> idle_cell_log, 255) (0 if negative)
         # the clamp compares the time itself with 255.x cells, 256 << idle_cell_log (a
         # register: configuration only), in parallel with the 8 bits of the shift
-        cells = Signal(8)
         full = Signal(TIME_BITS + 9)
         m.d.sync += full.eq(Const(DECAY_TABLE_DEPTH, 9) << self.idle_cell_log)
+        neg = self.idle_diff < 0
+        over = self.idle_diff.as_unsigned() >= full
         shifted = (self.idle_diff.as_unsigned() >> self.idle_cell_log)[:8]
-        m.d.sync += cells.eq(Mux(self.idle_diff < 0, 0,
-                                 Mux(self.idle_diff.as_unsigned() >= full,
-                                     DECAY_TABLE_DEPTH - 1, shifted)))
+        speed = self.optimise == "speed"
+        if speed:
+            # cycles 0-2, the entry at cycle 2
+            decay_s = self._read_split(m, parts, low_bits, neg, over, shifted)
+        else:
+            cells = Signal(8)
+            m.d.sync += cells.eq(Mux(neg, 0, Mux(over, DECAY_TABLE_DEPTH - 1, shifted)))
         v1, idle1 = Signal(), Signal()
         qs1 = Signal(QAVG.width)
         m.d.sync += [v1.eq(self.valid), idle1.eq(self.idle),
                      qs1.eq((self.q << _FX) >> self.wq_shift)]
-        # cycle 1: the decay-table read (LUT RAM, asynchronous, registered here)
-        m.d.comb += rp.addr.eq(Cat(cells, self.table_bank))
+        # cycle 1: (area) the decay-table read (LUT RAM, asynchronous, registered here)
+        if not speed:
+            (rp,) = parts
+            m.d.comb += rp.addr.eq(Cat(cells, self.table_bank))
         v2, idle2 = Signal(), Signal()
         qs2 = Signal(QAVG.width)
-        decay_s = Signal(DECAY_SHIFT_BITS)
-        m.d.sync += [v2.eq(v1), idle2.eq(idle1), qs2.eq(qs1), decay_s.eq(rp.data)]
+        if not speed:
+            decay_s = Signal(DECAY_SHIFT_BITS)
+        m.d.sync += [v2.eq(v1), idle2.eq(idle1), qs2.eq(qs1)]
+        if not speed:
+            m.d.sync += decay_s.eq(rp.data)
         # cycle 2: the decay shift as a one-hot register (shifts of 36 and more give zero: no
-        # bit set); a clock of its own, as the table read (a 32:1 mux of LUT RAMs) and the
-        # decode together do not fit one
+        # bit set), or (area) registered as it is
         v3, idle3 = Signal(), Signal()
         qs = Signal(QAVG.width)
         m.d.sync += [v3.eq(v2), idle3.eq(idle2), qs.eq(qs2)]

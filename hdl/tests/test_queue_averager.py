@@ -103,3 +103,90 @@ def test_idle_decay_by_every_table_shift(optimise):
         samples.append((True, q, idle, diff))
     assert seen == set(range(64))
     assert _run(optimise, regs, shifts, samples) == want
+
+
+@pytest.mark.parametrize("cell_log", [None, 41], ids=["derived", "41"])
+@pytest.mark.parametrize("optimise", OPTIMISE)
+def test_clamped_cells_read_the_active_banks_ends(optimise, cell_log):
+    """Idle times that clamp (negative: entry 0; 255 cells and more: entry 255) next to
+    ones that do not, through random tables in both banks: each next table is written into
+    the inactive bank while the arrivals run, then the banks flip (speed keeps entries 0 and
+    255 in registers beside the table, so they must follow the writes and the flips).
+    With cells of 2**41 ticks no positive idle time reaches 255 cells, and a negative one,
+    read as unsigned, is below the 255-cell bound: only its sign clamps it."""
+    config = Config(build=BUILD, wq_shift=3, tick_hz=1e6, idle_pkt_time_s=1e-4)
+    regs = config.registers()
+    if cell_log is not None:
+        regs["idle_cell_log"] = cell_log
+    cl = regs["idle_cell_log"]
+    rnd = random.Random(11)
+    tables = [[rnd.randrange(64) for _ in range(256)] for _ in range(5)]
+    for t in tables:            # the ends differ from each other and from their neighbours
+        t[0], t[1], t[254], t[255] = rnd.sample(range(1, 40), 4)
+    model = Model(regs["wq_shift"], cl, tables[0])
+    dut = QueueAverager(BUILD, optimise)
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    got, want, kinds = [], [], set()
+
+    # each kind of idle time, and the smallest it can be (kinds that do not fit a positive
+    # 48-bit time are left out)
+    every = {"neg": lambda: -rnd.randint(1, 1 << 40), "zero": lambda: rnd.randrange(1 << cl),
+             "low": lambda: rnd.randrange(min(1 << (cl + 8), 1 << 47)),
+             "254": lambda: (254 << cl) + rnd.randrange(1 << cl),
+             "255": lambda: (255 << cl) + rnd.randrange(1 << cl),
+             "over": lambda: (256 << cl) + rnd.randrange(1 << (cl + 2)),
+             "huge": lambda: rnd.randrange(1 << 46, 1 << 47), "busy": lambda: 0}
+    least = {"254": 255 << cl, "255": 256 << cl, "over": 260 << cl}
+    kinds_used = [k for k in every if least.get(k, 0) <= 1 << 47]
+
+    def sample():
+        kind = rnd.choice(kinds_used)
+        kinds.add(kind)
+        return rnd.randrange(1 << 16), kind != "busy", every[kind]()
+
+    async def bench(ctx):
+        ctx.set(dut.config.as_value(), pack(config_layout(BUILD), regs))
+        bank = 0
+        for i, w in enumerate(tables[0]):                 # the first table, then active
+            ctx.set(dut.table_we, 1)
+            ctx.set(dut.table_addr, i)
+            ctx.set(dut.table_data, w)
+            await ctx.tick()
+        ctx.set(dut.table_we, 0)
+        bank = 1
+        ctx.set(dut.table_bank, bank)
+        for phase, table in enumerate(tables):
+            model.configure(regs["wq_shift"], cl, table)
+            following = tables[phase + 1] if phase + 1 < len(tables) else []
+            pending = []
+            for k in range(300 + QueueAverager.LATENCY):
+                if k < 300 and rnd.random() < 0.85:
+                    q, idle, diff = sample()
+                    t0 = rnd.randrange(1 << 48)
+                    if idle:
+                        model.went_idle(t0)
+                    want.append(model.update(q, (t0 + diff) % (1 << 48)))
+                    ctx.set(dut.valid, 1)
+                    ctx.set(dut.q, q)
+                    ctx.set(dut.idle, idle)
+                    ctx.set(dut.idle_diff, diff)
+                else:
+                    ctx.set(dut.valid, 0)
+                # the next table into the inactive bank meanwhile
+                ctx.set(dut.table_we, k < len(following))
+                if k < len(following):
+                    ctx.set(dut.table_addr, k)
+                    ctx.set(dut.table_data, following[k])
+                pending.append(ctx.get(dut.valid))
+                _, _, avg = await ctx.tick().sample(dut.avg)
+                if len(pending) > QueueAverager.LATENCY and pending[-1 - QueueAverager.LATENCY]:
+                    got.append(avg)
+            ctx.set(dut.table_we, 0)
+            bank ^= 1
+            ctx.set(dut.table_bank, bank)
+
+    sim.add_testbench(bench)
+    sim.run()
+    assert kinds == set(kinds_used) and len(kinds) >= 5
+    assert got == want
