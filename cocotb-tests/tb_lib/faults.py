@@ -154,8 +154,8 @@ COMPONENT_FAULTS = {
                        # (speed, the benches' build: a clamped count reads a copy of entry
                        # 255 kept beside the table; the copy follows entry 254 instead)
                        lambda: mutate(qa_mod.QueueAverager, "_read_split",
-                                      [("zip(ends, (0, DECAY_TABLE_DEPTH - 1))",
-                                        "zip(ends, (0, DECAY_TABLE_DEPTH - 2))")])),
+                                      [("ends_at = (0, DECAY_TABLE_DEPTH - 1)",
+                                        "ends_at = (0, DECAY_TABLE_DEPTH - 2)")])),
     "dc-limit-off-by-one": ("decision: hard packet limit one too high", "Decision",
                             lambda: wrap(dc_mod.Decision, _limit_off_by_one)),
     "dc-byte-limit-with-departure": (

@@ -147,8 +147,7 @@ def test_clamped_cells_read_the_active_banks_ends(optimise, cell_log):
 
     async def bench(ctx):
         ctx.set(dut.config.as_value(), pack(config_layout(BUILD), regs))
-        bank = 0
-        for i, w in enumerate(tables[0]):                 # the first table, then active
+        for i, w in enumerate(tables[0]):   # the first table into bank 1, then active
             ctx.set(dut.table_we, 1)
             ctx.set(dut.table_addr, i)
             ctx.set(dut.table_data, w)
