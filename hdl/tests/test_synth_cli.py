@@ -1,8 +1,11 @@
-"""Argument checks of ``python -m fpq_hdl.synth`` (no tools run: they fail before)."""
+"""``python -m fpq_hdl.synth``: argument checks (no tools run: they fail before) and, marked
+``long``, the per-seed runs on a small component."""
+
+import json
 
 import pytest
 
-from fpq_hdl.synth import main
+from fpq_hdl.synth import main, parse_seeds, _summary, critical_path_lines
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -20,3 +23,90 @@ def test_bad_arguments_are_refused_before_any_tool_runs(tmp_path, capsys, argv, 
     assert exc.value.code == 2
     assert message in capsys.readouterr().err
     assert not out.exists()        # nothing written
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--seeds", "1,x"], "--seeds: 'x' is not an integer; give seeds in [1, 2147483647]"),
+    (["--seeds", "1,0"], "--seeds: 0 is out of range [1, 2147483647]"),
+    (["--seeds", "2,3,2"], "--seeds: 2 is given twice"),
+    (["--seeds", "1,2", "--seed", "3"], "argument --seed: not allowed with argument --seeds"),
+    (["--seed", "0"], "--seed: 0 is out of range [1, 2147483647]"),
+    (["--time-limit", "0"], "--time-limit: 0.0 must be above 0 seconds"),
+])
+def test_bad_seeds_and_time_limits_are_refused_before_any_tool_runs(tmp_path, capsys, argv,
+                                                                     message):
+    out = tmp_path / "out"
+    with pytest.raises(SystemExit) as exc:
+        main(argv + ["--out", str(out)])
+    assert exc.value.code == 2
+    assert message in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_seeds_parse_in_the_order_given():
+    assert parse_seeds("3,1, 2") == [3, 1, 2]
+
+
+@pytest.mark.parametrize("fmax, expected", [
+    ({1: 90.0, 2: 80.0, 3: 95.0}, {"min": 80.0, "median": 90.0, "max": 95.0}),
+    # even count: the mean of the middle two; a run stopped by --time-limit is left out
+    ({1: 90.0, 2: None, 3: 80.0, 4: 96.0, 5: 94.0},
+     {"min": 80.0, "median": 92.0, "max": 96.0}),
+])
+def test_summary_of_the_routed_seeds(fmax, expected):
+    summary = _summary(fmax)
+    assert {k: summary[k] for k in expected} == expected
+    assert summary["routed"] == sum(v is not None for v in fmax.values())
+    assert summary["runs"] == len(fmax)
+
+
+def test_summary_when_no_seed_routed():
+    assert _summary({1: None, 2: None}) is None
+
+
+def test_critical_path_folds_carry_chains_only():
+    def step(kind, delay, a, b):
+        return {"type": kind, "delay": delay, "from": {"cell": a}, "to": {"cell": b}}
+    c1, c2, c3 = "x_CCU2C_1", "x_CCU2C_2", "x_CCU2C_3"
+    steps = [step("clk-to-q", 0.5, "ff", "ff"), step("routing", 1.0, "ff", c1),
+             step("logic", 0.25, c1, c1), step("routing", 0.0, c1, c2),
+             step("logic", 0.0625, c2, c2), step("routing", 0.0, c2, c3),
+             step("logic", 0.375, c3, c3),
+             # real routing between two cells named after a chain is not folded, nor a run
+             # of fewer than three steps
+             step("routing", 1.25, c3, c1), step("logic", 0.25, c1, c1),
+             step("routing", 0.5, c1, "lut"), step("setup", 0.0, "lut", "lut")]
+    lines = critical_path_lines(steps)
+    assert [(kind, delay) for kind, delay, *_ in lines] == [
+        ("clk-to-q", 0.5), ("routing", 1.0), ("carry", 0.6875), ("routing", 1.25),
+        ("logic", 0.25), ("routing", 0.5), ("setup", 0.0)]
+    assert lines[2][2:] == (2.1875, c1, c3)        # running total, first and last cell
+    assert lines[-1][2] == sum(s["delay"] for s in steps)
+
+
+@pytest.mark.long
+def test_seeds_place_and_route_the_one_netlist_once_each(tmp_path, capsys):
+    # a small component (one loop), so that the two runs take seconds; the tools' first
+    # use compiles them (1-2.5 min)
+    out = tmp_path / "out"
+    assert main(["--component", "loop_compare_select", "--seeds", "2,1", "--out",
+                 str(out)]) == 0
+    summary = json.loads((out / "seeds.json").read_text())
+    fmax = summary["seeds"]
+    assert list(fmax) == ["2", "1"]
+    for seed in (1, 2):
+        report = json.loads((out / f"seed{seed}" / "report.json").read_text())
+        assert fmax[str(seed)] == min(v["achieved"] for v in report["fmax"].values())
+    assert summary["fmax_mhz"]["min"] == min(fmax.values())
+    assert summary["fmax_mhz"]["max"] == max(fmax.values())
+    assert "min / median / max:" in capsys.readouterr().out
+
+
+@pytest.mark.long
+def test_a_run_past_the_time_limit_is_reported_not_routed(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(["--component", "loop_compare_select", "--seeds", "1", "--time-limit",
+                 "0.01", "--out", str(out)]) == 1
+    summary = json.loads((out / "seeds.json").read_text())
+    assert summary["seeds"] == {"1": None} and summary["fmax_mhz"] is None
+    assert "seed 1: not routed within 0.01 s" in capsys.readouterr().out
