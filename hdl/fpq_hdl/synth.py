@@ -3,7 +3,7 @@
 ``python -m fpq_hdl.synth --vec-bits 8192 --out build/synth_ecp5`` writes the netlist, logs and
 ``report.json`` there and prints LUT / FF / BRAM / DSP, Fmax and the critical path.
 
-The top's Fmax moves by up to 15 % from one placement seed to another (docs/BENCHMARKS.md),
+The top's Fmax moves by up to 10 % from one placement seed to another (docs/BENCHMARKS.md),
 more than most single changes gain, so ``--seeds 1,2,3`` places and routes the one netlist once
 per seed (``OUT/seed<N>/``, one after another) and prints each Fmax with their minimum, median
 and maximum (also in ``OUT/seeds.json``). ``--time-limit`` bounds each nextpnr run: router1
