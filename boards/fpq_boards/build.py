@@ -12,12 +12,11 @@ import datetime
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 import time
 
-from fpq_hdl.synth import ROUTERS
+from fpq_hdl.synth import ROUTERS, run_tools
 
 from .platforms import BOARDS, BoardTop
 
@@ -171,27 +170,13 @@ def wait_for_idle_toolchain(poll=10.0, limit=1800.0, log=print):
 
 
 def _run_script(build_dir, script, env, time_limit):
-    """Run the build script in its own process group; past ``time_limit`` seconds (None: no
-    limit) kill the whole group (the YoWASP launchers start nextpnr as a child) and raise."""
-    proc = subprocess.Popen(["sh", f"{script}.sh"], cwd=build_dir, env=env,
-                            start_new_session=True)
+    """Run the build script; past ``time_limit`` seconds (None: no limit) stop it, tools
+    included (``run_tools`` kills its process group), and raise ``TimeoutError``."""
     try:
-        rc = proc.wait(timeout=time_limit)
-    except BaseException as exc:           # the time limit, or Ctrl-C: no tool left running
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-        # the tools are the shell's children: wait (up to 10 s) until the group is gone
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            try:
-                os.killpg(proc.pid, 0)
-            except ProcessLookupError:
-                break
-            time.sleep(0.05)
-        if isinstance(exc, subprocess.TimeoutExpired):
-            raise TimeoutError(f"time_limit: the toolchain did not finish within "
-                               f"{time_limit:g} s (stopped); see {build_dir}/top.tim") from None
-        raise
+        rc = run_tools(["sh", f"{script}.sh"], build_dir, time_limit, env=env)
+    except subprocess.TimeoutExpired:
+        raise TimeoutError(f"time_limit: the toolchain did not finish within "
+                           f"{time_limit:g} s (stopped); see {build_dir}/top.tim") from None
     if rc:
         raise subprocess.CalledProcessError(rc, ["sh", f"{script}.sh"])
 

@@ -22,8 +22,11 @@ import argparse
 import json
 import os
 import re
+import signal
+import statistics
 import subprocess
 import sys
+import time
 
 from amaranth import *
 from amaranth.lib import wiring
@@ -99,33 +102,58 @@ def _tool(name):
     return local if os.path.exists(local) else name
 
 
+def run_tools(cmd, cwd, time_limit=None, **popen_args):
+    """Run ``cmd`` in ``cwd`` in a process group of its own and return its exit code. Past
+    ``time_limit`` seconds (None: no limit), or on Ctrl-C, the whole group is killed (a
+    YoWASP launcher or a build script runs the tools as its children), waited for until it
+    is gone (10 s at most), and the exception (``subprocess.TimeoutExpired``) is raised.
+    Shared with the board build (``fpq_boards.build``)."""
+    proc = subprocess.Popen(cmd, cwd=cwd, start_new_session=True, **popen_args)
+    try:
+        return proc.wait(timeout=time_limit)
+    except BaseException:                  # the time limit, or Ctrl-C: no tool left running
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                os.killpg(proc.pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.05)
+        raise
+
+
 def _run(cmd, cwd, log, timeout=None):
     """Run a YoWASP tool in ``cwd`` (the tools see only files under it), output to ``log``.
     Returns False if ``timeout`` seconds pass first (the tool is stopped), True if it ends."""
     cmd = [_tool(cmd[0])] + cmd[1:]
     with open(os.path.join(cwd, log), "w") as f:
         try:
-            res = subprocess.run(cmd, cwd=cwd, stdout=f, stderr=subprocess.STDOUT,
-                                 timeout=timeout)
+            rc = run_tools(cmd, cwd, timeout, stdout=f, stderr=subprocess.STDOUT)
         except subprocess.TimeoutExpired:
             return False
-    if res.returncode:
+    if rc:
         raise SystemExit(f"{cmd[0]} failed, see {os.path.join(cwd, log)}")
     return True
 
 
+#: nextpnr's seeds: 1 .. 2**31 - 1
+MAX_SEED = 2**31 - 1
+
+
 def parse_seeds(text):
-    """``"1,2,3"`` -> [1, 2, 3]: distinct nextpnr seeds in [1, 2**31 - 1]; ValueError names
-    the field and the range."""
+    """``"1,2,3"`` -> [1, 2, 3]: distinct nextpnr seeds in [1, ``MAX_SEED``]; ValueError
+    names the field and the range."""
     seeds = []
     for item in text.split(","):
         try:
             seed = int(item)
         except ValueError:
             raise ValueError(f"--seeds: {item.strip()!r} is not an integer; give seeds in "
-                             f"[1, {2**31 - 1}] separated by commas") from None
-        if not 1 <= seed <= 2**31 - 1:
-            raise ValueError(f"--seeds: {seed} is out of range [1, {2**31 - 1}]")
+                             f"[1, {MAX_SEED}] separated by commas") from None
+        if not 1 <= seed <= MAX_SEED:
+            raise ValueError(f"--seeds: {seed} is out of range [1, {MAX_SEED}]")
         if seed in seeds:
             raise ValueError(f"--seeds: {seed} is given twice")
         seeds.append(seed)
@@ -134,13 +162,11 @@ def parse_seeds(text):
 
 def _summary(fmax):
     """Minimum, median and maximum of the routed runs' Fmax (MHz), ``None`` if none routed."""
-    done = sorted(f for f in fmax.values() if f is not None)
+    done = [f for f in fmax.values() if f is not None]
     if not done:
         return None
-    mid = len(done) // 2
-    median = done[mid] if len(done) % 2 else (done[mid - 1] + done[mid]) / 2
-    return {"min": done[0], "median": median, "max": done[-1], "routed": len(done),
-            "runs": len(fmax)}
+    return {"min": min(done), "median": statistics.median(done), "max": max(done),
+            "routed": len(done), "runs": len(fmax)}
 
 
 def _print_report(report):
@@ -217,8 +243,8 @@ def main(argv=None):
         p.error(f"--placer-heap-beta: {beta} must be in (0, 1]")
     if args.time_limit is not None and not args.time_limit > 0:
         p.error(f"--time-limit: {args.time_limit} must be above 0 seconds")
-    if not 1 <= args.seed <= 2**31 - 1:
-        p.error(f"--seed: {args.seed} is out of range [1, {2**31 - 1}]")
+    if not 1 <= args.seed <= MAX_SEED:
+        p.error(f"--seed: {args.seed} is out of range [1, {MAX_SEED}]")
     if args.seeds is None:
         seeds = None
     else:
