@@ -53,7 +53,8 @@ class Simulator:
 
 class Packet:
     """A TCP segment or ACK. ``seq`` counts packets from 0 within a transfer (``epoch``);
-    an ACK carries ``ack`` = the next packet the receiver expects."""
+    an ACK carries ``ack`` = the next packet the receiver expects. ``retx`` of a data packet:
+    0 first transmission, 1 retransmission, 2 fast retransmission (``fpq_sim.tcp``)."""
     __slots__ = ("conn", "seq", "ack", "epoch", "size", "is_ack", "retx")
 
     def __init__(self, conn, seq, ack, epoch, size, is_ack, retx=False):

@@ -70,6 +70,11 @@ class Network:
         self.transfers = []          # (flow index, start, end)
         self.senders, self.receivers, self.groups = [], [], []
         total = sum(g["count"] for g in sc["flows"])
+        # random streams of their own, so that adding them left every other draw unchanged:
+        # the phases of the hosts' tick clocks, and the senders' overhead and telnet delays
+        self.clock_rng = random.Random(run["seed"] ^ 0xB0071)
+        self.send_rng = random.Random(run["seed"] ^ 0x5E4D)
+        pkt_time = b["packet_bytes"] * 8.0 / b["bandwidth_bps"]
         index = 0
         for gi, g in enumerate(sc["flows"]):
             pkt = b["packet_bytes"]
@@ -81,12 +86,16 @@ class Network:
                 delack_timeout=g["delack_timeout_s"], delack_tick=g["delack_tick"],
                 ack_every=g["ack_every"],
                 transfer_pkts=g["transfer_pkts"] if g["workload"] == "transfers" else None,
-                think_time=g["think_s"], packet_bytes=pkt, ack_bytes=b["ack_bytes"])
+                think_time=g["think_s"], packet_bytes=pkt, ack_bytes=b["ack_bytes"],
+                limited_transmit=g["limited_transmit"], rtt_timestamps=g["rtt_timestamps"],
+                send_overhead=g["send_overhead_pkt_times"] * pkt_time)
+            app = g["telnet_interval_s"] if g["workload"] == "telnet" else None
             for _ in range(g["count"]):
                 bw = (g["access_bw_total_bps"] / total if g["access_bw_total_bps"]
                       else _draw(self.rng, g["access_bw_bps"]))
                 delay = _draw(self.rng, g["access_delay_s"])
-                self._add_flow(index, gi, params, bw, delay, log)
+                boot = self.clock_rng.uniform(0.0, params.tick)
+                self._add_flow(index, gi, params, bw, delay, log, boot, app)
                 start = g["start_s"] + self.rng.uniform(0.0, g["start_jitter_s"])
                 sim.at(start, self.senders[-1].start, None)
                 index += 1
@@ -97,7 +106,7 @@ class Network:
             sim.at(self.warmup, self._end_warmup, None)
         self.wall = 0.0
 
-    def _add_flow(self, index, group, params, bw, delay, log):
+    def _add_flow(self, index, group, params, bw, delay, log, boot_time=0.0, app=None):
         sim = self.sim
         fwd, back = Link(bw, delay), Link(bw, delay)
         port_arrive, reverse = self.port.arrive, self.reverse
@@ -110,7 +119,7 @@ class Network:
             at(fwd.pass_through(sim.now, pkt.size), port_arrive, pkt)
 
         sender = Sender(sim, params, index, send_data, self.counters, self._transfer_done,
-                        key, log)
+                        key, log, rng=self.send_rng, boot_time=boot_time, app_interval=app)
 
         def send_ack(pkt, on_ack=sender.on_ack):
             size = pkt.size

@@ -16,6 +16,8 @@ import tomllib
 import fpq
 from fpq.config import FIELD_BY_NAME
 
+from .tcp import VARIANTS
+
 __all__ = ["ScenarioError", "SCHEMA", "load", "validate", "apply_set", "schema_markdown"]
 
 
@@ -71,7 +73,7 @@ SCHEMA = {
     ],
     "flows": [
         Key("count", "int", REQUIRED, "Number of flows in this group.", 1, 100000),
-        Key("tcp", "str", "tahoe", "TCP variant.", choices=("tahoe", "reno", "newreno")),
+        Key("tcp", "str", "tahoe", "TCP variant.", choices=VARIANTS),
         Key("access_bw_bps", "float", 0.0, "Each flow's access-link bandwidth (or [lo, hi]). "
             "Exactly one of access_bw_bps and access_bw_total_bps.", 1e3, 1e12, ranged=True),
         Key("access_bw_total_bps", "float", 0.0, "Access bandwidth shared out: each flow gets "
@@ -79,8 +81,13 @@ SCHEMA = {
         Key("access_delay_s", "float", 0.0, "Access-link propagation delay (or [lo, hi]).",
             0.0, 10.0, ranged=True),
         Key("workload", "str", "bulk", "bulk: one unlimited transfer; transfers: repeated "
-            "transfers of transfer_pkts packets, TCP state re-initialised after each.",
-            choices=("bulk", "transfers")),
+            "transfers of transfer_pkts packets, TCP state re-initialised after each; telnet: "
+            "an interactive session whose application writes one packet every "
+            "telnet_interval_s on average (exponential; ns-2 Application/Telnet), the "
+            "1997 paper's remedy against phase effects.",
+            choices=("bulk", "transfers", "telnet")),
+        Key("telnet_interval_s", "float", 1.0, "Mean time between a telnet session's packets "
+            "(ns-2 Application/Telnet interval_ default 1 s).", 1e-3, 1e4),
         Key("transfer_pkts", "int", 10, "Packets per transfer (workload = transfers).",
             1, 10**9),
         Key("think_s", "float", 0.0, "Pause between transfers.", 0.0, 1e6),
@@ -106,6 +113,15 @@ SCHEMA = {
         Key("max_backoff", "int", 64, "Cap of the exponential backoff multiplier.", 1, 2**20),
         Key("dupack_threshold", "int", 3, "Duplicate ACKs that trigger fast retransmit.",
             1, 1000),
+        Key("limited_transmit", "bool", False, "RFC 3042 limited transmit: the first two "
+            "duplicate ACKs each send one new packet (ns-2.35's default singledup_ = 1; the "
+            "papers' ns-1 had none)."),
+        Key("rtt_timestamps", "bool", False, "RTT samples rounded from the measured time "
+            "(ns timestamps_) instead of counted in ticks of the host's clock, whose phase is "
+            "drawn per flow (ns without timestamps, the default)."),
+        Key("send_overhead_pkt_times", "float", 0.0, "Phase-effect remedy of ns-2 (overhead_): "
+            "a window's worth of sending waits a uniform random delay of up to this many "
+            "bottleneck packet times (0: send at once, as the papers' runs do).", 0.0, 1000.0),
     ],
 }
 _QUEUE_PASSTHROUGH = sorted(set(FIELD_BY_NAME) - {"mode", "limit_pkts", "tick_hz"})

@@ -10,18 +10,48 @@ BSD 4.3/4.4 algorithm counted in packets instead of bytes:
 * loss response ``ssthresh = max(floor(min(cwnd, max_window) / 2), 2)``;
 * Tahoe: on the third duplicate ACK (fast retransmit) or a timeout, ``cwnd = 1`` and go back N:
   resend from the first unacknowledged packet in slow start;
-* Reno: fast retransmit, then fast recovery: ``cwnd = ssthresh + 3``, ``+1`` per further
-  duplicate ACK, and the first new ACK deflates to ``ssthresh`` and ends recovery;
-* NewReno (RFC 6582): as Reno, but a partial ACK (below ``recover``) retransmits the next hole,
-  deflates ``cwnd`` by the amount acknowledged minus one, restarts the timer and stays in
-  recovery; only a full ACK ends it. All three refuse a second fast retransmit for losses in a
-  window already being recovered (ns ``bug_fix_``: the ACK must pass ``recover``);
+* Reno (ns ``tcp-reno.cc``): fast retransmit, then fast recovery with ns's two-part window:
+  ``cwnd = min(cwnd, max_window) / 2`` (ns ``precisionReduce_``: not rounded) plus
+  ``dupwnd = 3``, ``dupwnd += 1`` per further duplicate ACK; the usable window is
+  ``floor(cwnd) + dupwnd``. The first new ACK sets ``dupwnd = 0``, ends recovery and then opens
+  ``cwnd`` as any new ACK does (``+1/cwnd``);
+* NewReno (ns ``tcp-newreno.cc``, RFC 6582): as Reno, but a partial ACK (one that does not pass
+  ``recover``) retransmits the next hole and deflates the window by the amount acknowledged
+  minus one (ns ``partial_window_deflation_``), without opening ``cwnd``; duplicate ACKs keep
+  being counted across it (so they keep inflating ``dupwnd``), and the retransmission timer is
+  restarted only by the first partial ACK of a recovery (ns ``newreno_changes1_``, RFC 6582's
+  "Impatient" variant). Only a full ACK ends recovery;
+* the guard against a second fast retransmit in one window (ns ``bug_fix_``): a fast retransmit
+  happens only if ``highest_ack > recover``, where ``highest_ack = snd_una - 1`` is the last
+  in-order packet and ``recover`` the highest packet sent at the last fast retransmit or
+  timeout; ns's ``bugfix_ss_`` exception also allows it when ``highest_ack == 0``. So duplicate
+  ACKs for ``recover + 1``, which a Tahoe sender's go-back-N resends of packets the receiver
+  already holds produce after a window's last hole is filled, do not trigger one;
+* limited transmit (RFC 3042, ns ``singledup_``; off by default, as in the papers' ns-1): the
+  first and second duplicate ACKs each send one new packet if
+  ``snd_nxt < snd_una + cwnd + dupacks``;
 * retransmission timer: RTT in ticks of ``tick`` seconds (0.5 s in the papers), Jacobson/Karels
   ``srtt`` (x8) and ``rttvar`` (x4) in integer ticks, ``rto = (srtt + 4 rttvar) ticks``,
   at least two ticks and ``rto_min``, times the backoff, capped at ``rto_max``; before the first
-  sample ``rto = rto_init``. One segment is timed at a time; a retransmission cancels the
-  measurement (Karn's rule), and the backoff is kept until a new valid sample. Each timeout
-  doubles the backoff, up to ``max_backoff``. The timer restarts on each new ACK.
+  sample ``rto = rto_init``. A sample counts the boundaries of the sender's tick clock crossed
+  between sending and the ACK, as ns does without timestamps (``rtt_update``):
+  ``floor((rtt + (send_time + boot_time) mod tick) / tick)``, at least 1, where ``boot_time``
+  is the phase of this host's clock (ns draws it uniformly in ``[0, tick)``); with
+  ``rtt_timestamps`` it is ``rtt / tick`` rounded instead (ns ``timestamps_``). One segment is
+  timed at a time; a retransmission cancels the measurement (Karn's rule), and the backoff is
+  kept until a new valid sample. Each timeout doubles the backoff, up to ``max_backoff``; past
+  a backoff of 8 the smoothed RTT is folded into ``rttvar`` and forgotten, so the next sample
+  starts the estimator afresh (ns ``rtt_backoff``, from 4.4BSD). The timer restarts on each new
+  ACK.
+* phase-effect remedy (ns ``overhead_``): with ``send_overhead > 0`` a packet that the window
+  allows is not sent at once but after a uniform random delay in ``[0, send_overhead)``, one
+  packet per delay (ns's ``delsnd_timer_``), as Floyd and Jacobson, "On traffic phase effects
+  in packet-switched gateways", propose for simulations.
+
+Counted per run (``Counters``): ``spurious_fast_retx`` are fast retransmissions that reach a
+receiver which already holds the packet (a copy sent earlier got through; a fast-retransmitted
+copy lost on the way is not classified), and ``duplicate_data`` every data packet that reaches a
+receiver which already holds it (go-back-N resends included).
 
 A sender runs either one unlimited (bulk) transfer, or repeated transfers of ``transfer_pkts``
 packets: when the last packet of a transfer is acknowledged, the transfer time is recorded and
@@ -48,18 +78,23 @@ __all__ = ["TcpParams", "Sender", "Receiver", "VARIANTS"]
 
 VARIANTS = ("tahoe", "reno", "newreno")
 
+# Packet.retx values: the first transmission, a retransmission, a fast retransmission
+FIRST, RETX, FAST_RETX = 0, 1, 2
+
 
 class TcpParams:
     """Per-connection TCP parameters (seconds, packets)."""
     __slots__ = ("variant", "max_window", "tick", "rto_init", "rto_min", "rto_max",
                  "max_backoff", "dupack_threshold", "delayed_ack", "delack_timeout",
                  "ack_every", "transfer_pkts", "think_time", "packet_bytes", "ack_bytes",
-                 "initial_ssthresh", "delack_tick")
+                 "initial_ssthresh", "delack_tick", "limited_transmit", "rtt_timestamps",
+                 "send_overhead")
 
     def __init__(self, variant="tahoe", max_window=113, tick=0.5, rto_init=3.0, rto_min=0.0,
                  rto_max=64.0, max_backoff=64, dupack_threshold=3, delayed_ack=False,
                  delack_timeout=0.2, ack_every=2, transfer_pkts=None, think_time=0.0,
-                 packet_bytes=576, ack_bytes=40, initial_ssthresh=None, delack_tick=False):
+                 packet_bytes=576, ack_bytes=40, initial_ssthresh=None, delack_tick=False,
+                 limited_transmit=False, rtt_timestamps=False, send_overhead=0.0):
         if variant not in VARIANTS:
             raise ValueError(f"variant: {variant!r} must be one of {', '.join(VARIANTS)}")
         self.variant = variant
@@ -80,12 +115,15 @@ class TcpParams:
         self.ack_bytes = int(ack_bytes)
         self.initial_ssthresh = (self.max_window if initial_ssthresh is None
                                  else int(initial_ssthresh))
+        self.limited_transmit = bool(limited_transmit)
+        self.rtt_timestamps = bool(rtt_timestamps)
+        self.send_overhead = float(send_overhead)
 
 
 class Counters:
     """Packet accounting shared by all connections of a network (whole run, no warm-up)."""
     __slots__ = ("data_sent", "data_retx", "data_delivered", "acks_sent", "acks_delivered",
-                 "timeouts", "fast_retx")
+                 "timeouts", "fast_retx", "spurious_fast_retx", "duplicate_data")
 
     def __init__(self):
         for name in self.__slots__:
@@ -97,16 +135,21 @@ class Counters:
 
 class Sender:
     """A TCP sender. ``output(pkt)`` hands a data packet to the network at ``sim.now``;
-    ``on_transfer(sender, start, end)`` is called when a finite transfer completes."""
+    ``on_transfer(sender, start, end)`` is called when a finite transfer completes.
+
+    ``rng`` (a ``random.Random``) draws the ``send_overhead`` delays and, with
+    ``workload="telnet"``, the application's exponential write intervals; ``boot_time`` is the
+    phase of this host's tick clock for RTT sampling (ns draws it in ``[0, tick)``)."""
 
     __slots__ = ("sim", "p", "index", "output", "counters", "on_transfer", "flow_key",
-                 "epoch", "cwnd", "ssthresh", "snd_una", "snd_nxt", "maxseq", "dupacks",
-                 "recover", "in_recovery", "rtt_active", "rtt_seq", "rtt_ts", "srtt",
-                 "rttvar", "rtxcur", "backoff", "timer_deadline", "timer_event_at",
-                 "transfer_start", "limit", "active", "trace", "receiver", "log")
+                 "epoch", "cwnd", "dupwnd", "ssthresh", "snd_una", "snd_nxt", "maxseq",
+                 "dupacks", "recover", "in_recovery", "first_partial", "rtt_active", "rtt_seq",
+                 "rtt_ts", "srtt", "rttvar", "rtxcur", "backoff", "timer_deadline",
+                 "timer_event_at", "transfer_start", "limit", "active", "trace", "receiver",
+                 "log", "rng", "boot_time", "delsnd_pending", "app_interval")
 
     def __init__(self, sim, params, index, output, counters, on_transfer=None, flow_key=0,
-                 log=None):
+                 log=None, rng=None, boot_time=0.0, app_interval=None):
         self.sim = sim
         self.p = params
         self.index = index
@@ -120,19 +163,28 @@ class Sender:
         self.active = False
         self.receiver = None
         self.log = log            # a list to append (time, what, detail) to, for tests
+        self.rng = rng
+        self.boot_time = float(boot_time)
+        self.delsnd_pending = False
+        # telnet-like application: one packet written every Exp(app_interval) seconds
+        self.app_interval = app_interval
+        if (params.send_overhead > 0 or app_interval is not None) and rng is None:
+            raise ValueError("Sender: send_overhead and app_interval need an rng")
         self._reset()
 
     # ---- state ----------------------------------------------------------------------------------
     def _reset(self):
         p = self.p
         self.cwnd = 1.0
+        self.dupwnd = 0           # ns dupwnd_: the fast-recovery inflation, in packets
         self.ssthresh = p.initial_ssthresh
-        self.snd_una = 0          # first unacknowledged packet
-        self.snd_nxt = 0          # next packet to send (go-back-N moves it back)
-        self.maxseq = 0           # one past the highest packet ever sent
+        self.snd_una = 0          # first unacknowledged packet (ns highest_ack_ + 1)
+        self.snd_nxt = 0          # next packet to send (ns t_seqno_; go-back-N moves it back)
+        self.maxseq = 0           # one past the highest packet ever sent (ns maxseq_ + 1)
         self.dupacks = 0
-        self.recover = -1         # highest packet sent when the last loss response happened
+        self.recover = 0          # ns recover_: highest packet sent at the last loss response
         self.in_recovery = False
+        self.first_partial = True
         self.rtt_active = False
         self.rtt_seq = -1
         self.rtt_ts = 0.0
@@ -142,11 +194,23 @@ class Sender:
         self.backoff = 1
         self.timer_deadline = math.inf
         self.limit = p.transfer_pkts if p.transfer_pkts is not None else math.inf
+        if self.app_interval is not None:
+            self.limit = 0        # the application has written nothing yet
 
     def start(self, _=None):
         """Begin the first transfer (scheduled at the flow's start time)."""
         self.active = True
         self._begin_transfer()
+        if self.app_interval is not None:
+            self.sim.at(self.sim.now + self.rng.expovariate(1.0 / self.app_interval),
+                        self._app_write, None)
+
+    def _app_write(self, _):
+        """The telnet-like application writes one packet (ns Application/Telnet)."""
+        self.limit += 1
+        self._send_much()
+        self.sim.at(self.sim.now + self.rng.expovariate(1.0 / self.app_interval),
+                    self._app_write, None)
 
     def _begin_transfer(self, _=None):
         self.epoch += 1
@@ -155,7 +219,9 @@ class Sender:
         self._send_much()
 
     def window(self):
-        w = int(self.cwnd)
+        """The usable window: ``floor(cwnd) + dupwnd``, at most ``max_window`` (ns
+        ``RenoTcpAgent::window``; ``dupwnd`` is 0 outside fast recovery)."""
+        w = int(self.cwnd) + self.dupwnd
         return w if w < self.p.max_window else self.p.max_window
 
     def rto(self):
@@ -171,16 +237,33 @@ class Sender:
         return t
 
     # ---- sending --------------------------------------------------------------------------------
-    def _send_much(self):
+    def _send_much(self, force=False):
+        """Send what the window allows (ns ``send_much``). With ``send_overhead`` the sending
+        waits a random delay first (ns ``overhead_`` and ``delsnd_timer_``): a call while that
+        delay runs does nothing, and when it ends everything the window then allows goes."""
         win = self.snd_una + self.window()
         limit = self.limit
         if win > limit:
             win = limit
+        if self.snd_nxt >= win:
+            return
+        if self.p.send_overhead > 0 and not force:
+            if not self.delsnd_pending:
+                self.delsnd_pending = True
+                self.sim.at(self.sim.now + self.rng.uniform(0.0, self.p.send_overhead),
+                            self._delayed_send, self.epoch)
+            return
         while self.snd_nxt < win:
             self._output(self.snd_nxt)
             self.snd_nxt += 1
 
-    def _output(self, seq):
+    def _delayed_send(self, epoch):
+        self.delsnd_pending = False
+        if self.active and epoch == self.epoch:
+            self._send_much(force=True)
+
+    def _output(self, seq, kind=RETX):
+        """Send packet ``seq``; ``kind`` marks a retransmission as a fast one (FAST_RETX)."""
         c = self.counters
         c.data_sent += 1
         retx = seq < self.maxseq
@@ -189,6 +272,7 @@ class Sender:
             if self.rtt_active and seq <= self.rtt_seq:
                 self.rtt_active = False        # Karn: the sample would be ambiguous
         else:
+            kind = FIRST
             self.maxseq = seq + 1
             if not self.rtt_active:
                 self.rtt_active = True
@@ -198,7 +282,7 @@ class Sender:
             self._set_timer()
         if self.log is not None:
             self.log.append((self.sim.now, "send", seq))
-        self.output(Packet(self, seq, 0, self.epoch, self.p.packet_bytes, False, retx))
+        self.output(Packet(self, seq, 0, self.epoch, self.p.packet_bytes, False, kind))
 
     # ---- timer ----------------------------------------------------------------------------------
     def _set_timer(self):
@@ -226,25 +310,36 @@ class Sender:
         self._timeout()
 
     def _timeout(self):
+        """Retransmission timeout (ns ``TcpAgent::timeout``, ``RenoTcpAgent::timeout``)."""
         self.counters.timeouts += 1
         if self.log is not None:
             self.log.append((self.sim.now, "timeout", self.snd_una))
+        self.dupwnd = 0                       # before the halving, as ns Reno does
         self._slowdown()
         self.cwnd = 1.0
         if self.backoff < self.p.max_backoff:
             self.backoff *= 2
+        if self.backoff > 8:
+            # backed off this far: fold srtt into rttvar and start the estimator afresh with
+            # the next sample (ns rtt_backoff, 4.4BSD tcp_timers)
+            self.rttvar += self.srtt >> 3
+            self.srtt = 0
         self.in_recovery = False
         self.dupacks = 0
         self.recover = self.maxseq - 1
         self.rtt_active = False
         self.snd_nxt = self.snd_una          # go back N
         self.timer_deadline = math.inf
-        self._send_much()                     # restarts the timer with the backed-off RTO
+        self._set_timer()                     # with the backed-off RTO
+        self._send_much()
 
     def _slowdown(self):
-        w = self.cwnd if self.cwnd < self.p.max_window else self.p.max_window
+        w = self.cwnd + self.dupwnd
+        if w > self.p.max_window:
+            w = self.p.max_window
         s = int(w / 2)
         self.ssthresh = s if s > 2 else 2
+        return w
 
     # ---- ACKs -----------------------------------------------------------------------------------
     def on_ack(self, pkt):
@@ -260,7 +355,14 @@ class Sender:
 
     def _rtt_update(self):
         p = self.p
-        t_rtt = int((self.sim.now - self.rtt_ts) / p.tick + 0.5)
+        now = self.sim.now
+        tao = now - self.rtt_ts
+        if p.rtt_timestamps:
+            t_rtt = int(tao / p.tick + 0.5)
+        else:
+            # ticks of this host's clock crossed between sending and now (ns rtt_update)
+            tickoff = math.fmod(self.rtt_ts + self.boot_time, p.tick)
+            t_rtt = int((tao + tickoff) / p.tick)
         if t_rtt < 1:
             t_rtt = 1
         if self.srtt:
@@ -279,71 +381,107 @@ class Sender:
             self.rttvar = t_rtt << 1
         self.rtxcur = (((self.rttvar << 3) + self.srtt) >> 3) * p.tick
 
+    def _open_cwnd(self):
+        """ns ``opencwnd``: slow start below ssthresh, else ``+1/cwnd`` per new ACK."""
+        if self.cwnd < self.ssthresh:
+            self.cwnd += 1.0
+        else:
+            self.cwnd += 1.0 / self.cwnd
+
     def _new_ack(self, ack):
-        p = self.p
         acked = ack - self.snd_una
+        if self.in_recovery and self.p.variant == "newreno" and ack <= self.recover:
+            self._partial_ack(ack, acked)
+            return
         if self.rtt_active and ack > self.rtt_seq:
             self.rtt_active = False
             self.backoff = 1
             self._rtt_update()
-        partial = False
         if self.in_recovery:
-            if p.variant == "newreno" and ack <= self.recover:
-                partial = True
-            else:
-                self.in_recovery = False
-                self.cwnd = float(self.ssthresh)
-        elif self.cwnd < self.ssthresh:
-            self.cwnd += 1.0
-        else:
-            self.cwnd += 1.0 / self.cwnd
+            # Reno's first new ACK, NewReno's full ACK: deflate and leave recovery
+            self.in_recovery = False
+            self.dupwnd = 0
+        self.first_partial = True
+        self._open_cwnd()
         self.dupacks = 0
         self.snd_una = ack
         if self.snd_nxt < ack:
             self.snd_nxt = ack
-        if ack >= self.limit:
+        if ack >= self.limit and self.app_interval is None:
             self._finish()
             return
-        if partial:
-            # NewReno partial ACK: the next hole is lost too; retransmit it now
-            if self.log is not None:
-                self.log.append((self.sim.now, "partial", ack))
-            self.cwnd -= acked - 1
-            if self.cwnd < 1.0:
-                self.cwnd = 1.0
-            self._output(ack)
         if ack < self.maxseq:
             self._set_timer()
         else:
             self._cancel_timer()
         self._send_much()
 
+    def _partial_ack(self, ack, acked):
+        """NewReno partial ACK (ns ``partialnewack_helper``): deflate by ``acked - 1``,
+        retransmit the next hole; the timer restarts only on the first partial ACK."""
+        if self.log is not None:
+            self.log.append((self.sim.now, "partial", ack))
+        if self.first_partial:
+            self.first_partial = False
+            self._set_timer()
+        if self.dupwnd > acked:
+            self.dupwnd -= acked - 1
+        else:
+            self.cwnd -= acked - self.dupwnd
+            self.dupwnd = 1       # ns: stays > 0 to flag fast recovery
+        if self.cwnd < 1.0:
+            self.cwnd = 1.0
+        self.snd_una = ack
+        if self.snd_nxt < ack:
+            self.snd_nxt = ack
+        self._output(ack, FAST_RETX)
+        self._send_much()
+
+    def _fast_retx_allowed(self):
+        """ns ``dupack_action``'s guard: ``highest_ack > recover`` (``bug_fix_``), or
+        ``highest_ack == 0`` (``bugfix_ss_``: the first data packet was lost)."""
+        highest_ack = self.snd_una - 1
+        return highest_ack > self.recover or highest_ack == 0
+
     def _dup_ack(self):
         p = self.p
         self.dupacks += 1
         if self.dupacks == p.dupack_threshold:
-            if self.snd_una <= self.recover:
-                return            # this window's loss is already being recovered (bug_fix_)
+            if not self._fast_retx_allowed():
+                if self.log is not None:
+                    self.log.append((self.sim.now, "fast_retx_refused", self.snd_una))
+                return
             self.counters.fast_retx += 1
             if self.log is not None:
                 self.log.append((self.sim.now, "fast_retx", self.snd_una))
-            self._slowdown()
+            w = self._slowdown()
             self.recover = self.maxseq - 1
             self.rtt_active = False
+            self._set_timer()
             if p.variant == "tahoe":
                 self.cwnd = 1.0
                 self.snd_nxt = self.snd_una
-                self._set_timer()
                 self._send_much()
             else:
                 self.in_recovery = True
-                self._output(self.snd_una)
-                self.cwnd = float(self.ssthresh + p.dupack_threshold)
-                self._set_timer()
+                self.first_partial = True
+                half = w / 2
+                self.cwnd = half if half > 1.0 else 1.0
+                self._output(self.snd_una, FAST_RETX)
+                self.dupwnd = p.dupack_threshold
                 self._send_much()
-        elif self.dupacks > p.dupack_threshold and self.in_recovery:
-            self.cwnd += 1.0
-            self._send_much()
+        elif self.dupacks > p.dupack_threshold:
+            if self.in_recovery:
+                self.dupwnd += 1
+                self._send_much()
+        elif p.limited_transmit:
+            # RFC 3042 / ns send_one: one new packet per early duplicate ACK
+            seq = self.snd_nxt
+            # ns: t_seqno_ <= highest_ack_ + cwnd_ + dupacks_, highest_ack_ = snd_una - 1
+            if (seq < self.snd_una + p.max_window and seq < self.limit
+                    and seq <= self.snd_una - 1 + self.cwnd + self.dupacks):
+                self._output(seq)
+                self.snd_nxt = seq + 1
 
     def _finish(self):
         self._cancel_timer()
@@ -424,8 +562,13 @@ class Receiver:
                         self.delack_pending = True
                         self.sim.at(self.delack_deadline, self._delack_event, None)
         else:
-            if seq > self.next:
+            if seq > self.next and seq not in self.ooo:
                 self.ooo.add(seq)
+            else:                 # the receiver already holds this packet
+                c = self.counters
+                c.duplicate_data += 1
+                if pkt.retx == FAST_RETX:
+                    c.spurious_fast_retx += 1
             self._ack()
 
     def _ack(self):

@@ -9,7 +9,8 @@ from fpq_sim.tcp import TcpParams, Sender, Receiver, Counters
 
 
 class Pair:
-    def __init__(self, variant="tahoe", drop=(), drop_all=False, delay=0.05, **params):
+    def __init__(self, variant="tahoe", drop=(), drop_all=False, delay=0.05, boot_time=0.0,
+                 rng=None, **params):
         self.sim = sim = Simulator()
         self.counters = Counters()
         self.log = []
@@ -20,7 +21,7 @@ class Pair:
         self.tx = Counter()
         self.dropped = 0
         self.sends = []                 # (time, seq, n-th transmission)
-        self.acks = []                  # (time, ack, cwnd, ssthresh) after the sender's update
+        self.acks = []                  # (time, ack, cwnd + dupwnd, ssthresh) after the update
         self.transfers = []
         self.delay = delay
 
@@ -37,14 +38,15 @@ class Pair:
             sim.at(sim.now + delay, self._on_ack, pkt)
 
         self.sender = Sender(sim, self.params, 0, send_data, self.counters,
-                             lambda s, a, b: self.transfers.append((a, b)), 0, self.log)
+                             lambda s, a, b: self.transfers.append((a, b)), 0, self.log,
+                             rng=rng, boot_time=boot_time)
         self.receiver = Receiver(sim, self.params, 0, send_ack, self.counters, self.log)
         self.sender.receiver, self.receiver.sender = self.receiver, self.sender
 
     def _on_ack(self, pkt):
         self.sender.on_ack(pkt)
         s = self.sender
-        self.acks.append((round(self.sim.now, 9), pkt.ack, s.cwnd, s.ssthresh))
+        self.acks.append((round(self.sim.now, 9), pkt.ack, s.cwnd + s.dupwnd, s.ssthresh))
 
     def run(self, until):
         if not self.sender.active:

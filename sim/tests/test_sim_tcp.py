@@ -53,15 +53,15 @@ def test_tahoe_timeout_window_one_and_slow_start():
 def test_reno_fast_recovery():
     # 7 is lost. t=0.4, dup ACK 3: resend 7, ssthresh 4, cwnd 4 + 3 = 7 (una 7: nothing new);
     # dup 4 -> cwnd 8 (window ends at 15 = snd_nxt), dup 5 -> 9: send 15, dup 6 -> 10: 16,
-    # dup 7 -> 11: 17. t=0.5: ACK 15 ends recovery, cwnd = ssthresh = 4: send 18; then the
-    # ACKs of 15, 16, 17 grow cwnd by 1/cwnd each.
+    # dup 7 -> 11: 17. t=0.5: ACK 15 ends recovery: dupwnd 0, cwnd 4 (= 8 / 2), then opened
+    # as by any new ACK (ns opencwnd, cwnd >= ssthresh): 4 + 1/4; window 4: send 18.
     p = Pair("reno", drop={(7, 1)}).run(0.55)
     assert p.events("fast_retx") == [(0.4, 7)]
     assert p.sends_at(0.4) == [(7, 2), (15, 1), (16, 1), (17, 1)]
     at_04 = [a[2] for a in p.acks if a[0] == 0.4]
     assert at_04 == [8, 8, 7, 8, 9, 10, 11]
     at_05 = [a for a in p.acks if a[0] == 0.5]
-    assert at_05[0][1:] == (15, 4.0, 4)
+    assert at_05[0][1:] == (15, 4.25, 4)
     assert p.sends_at(0.5)[0] == (18, 1)
     assert p.counters.timeouts == 0 and not p.sender.in_recovery
 
@@ -76,20 +76,23 @@ def test_reno_two_losses_in_a_window_wait_for_the_timer():
 
 
 def test_newreno_partial_ack():
-    # 7 and 9 lost. t=0.4: 8 -> dup 1, 10 -> dup 2, 11 -> dup 3: resend 7, ssthresh 4, cwnd 7,
-    # recover = 14; 12 -> cwnd 8, 13 -> 9: send 15, 14 -> 10: send 16.
-    # t=0.5: the resent 7 fills one hole: ACK 9 < recover: partial ACK, resend 9 at once,
-    # cwnd = 10 - (9 - 7) + 1 = 9, window ends at 9 + 9 = 18: send 17. 15, 16 -> dup ACKs.
-    # t=0.6: resent 9 -> ACK 17 >= recover: full ACK, cwnd = ssthresh = 4.
+    # 7 and 9 lost. t=0.4: 8 -> dup 1, 10 -> dup 2, 11 -> dup 3: resend 7, ssthresh 4, cwnd
+    # 8 / 2 = 4 and dupwnd 3 (window 7), recover = 14; 12 -> dupwnd 4, 13 -> 5: send 15,
+    # 14 -> 6: send 16.
+    # t=0.5: the resent 7 fills one hole: ACK 9 <= recover: partial ACK, resend 9 at once,
+    # deflate by 2 - 1 (dupwnd 6 -> 5; window 4 + 5 = 9, ends at 18): send 17. The duplicate
+    # ACK count is not reset (ns partialnewack), so 15 and 16's duplicate ACKs keep inflating:
+    # dupwnd 6, 7: send 18, 19.
+    # t=0.6: resent 9 -> ACK 17 > recover: full ACK, dupwnd 0, cwnd 4 opened by 1/4.
     p = Pair("newreno", drop={(7, 1), (9, 1)}).run(0.65)
     assert p.events("fast_retx") == [(0.4, 7)]
     assert p.sends_at(0.4) == [(7, 2), (15, 1), (16, 1)]
     assert p.events("partial") == [(0.5, 9)]
-    assert p.sends_at(0.5) == [(9, 2), (17, 1)]
-    first_05 = [a for a in p.acks if a[0] == 0.5][0]
-    assert first_05[1:3] == (9, 9.0)
+    assert p.sends_at(0.5) == [(9, 2), (17, 1), (18, 1), (19, 1)]
+    at_05 = [a[1:3] for a in p.acks if a[0] == 0.5]
+    assert at_05 == [(9, 9.0), (9, 10.0), (9, 11.0)]
     first_06 = [a for a in p.acks if a[0] == 0.6][0]
-    assert first_06[1:3] == (17, 4.0)
+    assert first_06[1:3] == (17, 4.25)
     assert p.counters.timeouts == 0 and not p.sender.in_recovery
 
 
@@ -173,17 +176,43 @@ def test_stale_packets_of_a_finished_transfer_are_ignored():
 
 
 def test_jacobson_karels_estimates_in_ticks():
-    # One-way delay 0.6 s: every RTT sample is 1.2 s = 2.4 ticks -> rounded to 2 ticks.
-    # First sample (ACK 1 at 1.2 s): srtt = 2 ticks (x8 = 16), rttvar = 1 tick (x4 = 4),
-    # rto = srtt + 4 rttvar = 6 ticks = 3 s. Second (ACK 2 at 2.4 s, timing packet 1):
+    # One-way delay 0.6 s: every RTT is 1.2 s = 2.4 ticks of 0.5 s. Without timestamps a
+    # sample counts the ticks of the host's clock (phase 0 here) crossed in flight (ns).
+    # First sample (packet 0 sent at 0, ACK 1 at 1.2 s): floor(2.4) = 2 ticks: srtt = 2
+    # (x8 = 16), rttvar = 1 (x4 = 4), rto = srtt + 4 rttvar = 6 ticks = 3 s.
+    # Second (packet 1 sent at 1.2 s, 0.2 s into a tick; ACK at 2.4 s): floor(2.8) = 2:
     # delta 0, rttvar += |0| - 4/4 -> 3 (0.75 tick), rto = (3*8 + 16) >> 3 = 5 ticks = 2.5 s.
-    # Third (ACK 4 at 3.6 s, timing packet 3): rttvar += 0 - (3 >> 2 = 0) -> 3, rto 2.5 s.
+    # Third (packet 3 sent at 2.4 s, 0.4 s into a tick; ACK 4 at 3.6 s): floor(3.2) = 3:
+    # delta 1, srtt 17; rttvar += 1 - (3 >> 2 = 0) -> 4; rto = (32 + 17) >> 3 = 6 ticks = 3 s.
     p = Pair("tahoe", delay=0.6)
     rtos = []
     for t in (1.25, 2.45, 3.65):
         p.run(t)
         rtos.append((p.sender.srtt, p.sender.rttvar, p.sender.rto()))
+    assert rtos == [(16, 4, 3.0), (16, 3, 2.5), (17, 4, 3.0)]
+
+
+def test_rtt_samples_with_timestamps_are_rounded():
+    # rtt_timestamps (ns timestamps_): every sample is 2.4 ticks rounded to 2, whatever the
+    # clock's phase: the third sample now gives delta 0, rttvar 3 - 0 -> 3, rto 2.5 s.
+    p = Pair("tahoe", delay=0.6, rtt_timestamps=True)
+    rtos = []
+    for t in (1.25, 2.45, 3.65):
+        p.run(t)
+        rtos.append((p.sender.srtt, p.sender.rttvar, p.sender.rto()))
     assert rtos == [(16, 4, 3.0), (16, 3, 2.5), (16, 3, 2.5)]
+
+
+def test_rtt_sample_depends_on_the_clock_phase():
+    # RTT 0.1 s with 0.5 s ticks: a packet sent 0.45 s into a tick sees one tick boundary
+    # (floor((0.1 + 0.45) / 0.5) = 1), one sent at the start of a tick sees none (0 -> 1 as
+    # well, the floor of 1); with 0.05 s ticks and phase 0.03: floor((0.1 + 0.03) / 0.05) = 2.
+    p = Pair("tahoe", tick=0.05, boot_time=0.03).run(0.15)
+    assert p.sender.srtt == 2 << 3
+    q = Pair("tahoe", tick=0.05, boot_time=0.0).run(0.15)
+    assert q.sender.srtt == 2 << 3            # floor(0.1 / 0.05) = 2 exactly
+    r = Pair("tahoe", tick=0.05, boot_time=0.04, delay=0.06).run(0.15)
+    assert r.sender.srtt == 3 << 3            # floor((0.12 + 0.04) / 0.05) = 3
 
 
 def test_rto_has_a_floor_of_two_ticks_and_rto_min():
