@@ -17,7 +17,9 @@ import fpq
 from fpq.float_model import FloatQueueManager
 from fpq.formats import PROB_ONE
 
+from .codel import CoDel
 from .engine import Simulator, Link
+from .pie import PIE
 from .router import OutputPort
 from .scenario import queue_config
 from .tcp import TcpParams, Sender, Receiver, Counters
@@ -43,6 +45,13 @@ class Network:
         self.counters = Counters()
         self.config = cfg = queue_config(sc)
         p_one = None
+        q = sc["queue"]
+        if qm is None and q["discipline"] == "codel":
+            qm = CoDel(cfg.tick_hz, q["codel_target_s"], q["codel_interval_s"], q["limit_pkts"])
+        elif qm is None and q["discipline"] == "pie":
+            qm = PIE(cfg.tick_hz, cfg.seed_decide, q["pie_qdelay_ref_s"], q["pie_t_update_s"],
+                     q["pie_max_burst_s"], q["pie_alpha"], q["pie_beta"],
+                     q["pie_derandomize"], q["limit_pkts"])
         if qm is None:
             model = sc["queue"]["model"]
             if model == "exact":
@@ -181,7 +190,8 @@ def summarise(net, transfer_times=False):
     out = {
         "scenario": sc["name"],
         "discipline": sc["queue"]["discipline"],
-        "model": sc["queue"]["model"],
+        "model": ("float" if sc["queue"]["discipline"] in ("codel", "pie")
+                  else sc["queue"]["model"]),
         "flows_total": len(net.senders),
         "duration_s": end,
         "warmup_s": net.warmup,
@@ -194,6 +204,7 @@ def summarise(net, transfer_times=False):
         "wire_losses": port.wire_losses,
         "loss_rate": lost / port.arrivals if port.arrivals else 0.0,
         "avg_queue_pkts": port.q_area / span if span > 0 else 0.0,
+        "avg_delay_s": port.delay_sum / port.departures if port.departures else 0.0,
         "avg_flow_count": port.n_sum / port.arrivals if port.arrivals else 0.0,
         "utilisation": port.busy_time / span if span > 0 else 0.0,
         "goodput_pkts_per_s": good / span if span > 0 else 0.0,

@@ -12,6 +12,10 @@ at the same timestamp. Timestamps are ``int(t * tick_hz)``.
 
 Events: one when a packet reaches the port, one when its transmission ends; the receiver's
 arrival is scheduled from there (propagation delay), after the optional uniform random loss.
+
+A discipline that drops at dequeue (CoDel, ``fpq_sim.codel``) has a ``dequeue(ts)`` method
+instead of ``depart``: when the link is free the port asks it how many head packets to drop
+and whether the packet then at the head goes; those drops count as early drops.
 """
 
 from collections import deque
@@ -25,15 +29,17 @@ class OutputPort:
     __slots__ = ("sim", "qm", "bandwidth", "delay", "loss_rate", "rng", "tick_hz", "queue",
                  "busy", "tx_end", "arrivals", "drops", "early_drops", "forced_drops",
                  "wire_losses", "lost_total", "saturated_drops", "p_one", "departures", "q_area",
-                 "q_last", "busy_time", "trace", "n_sum",
-                 "_arrive", "_depart")
+                 "q_last", "busy_time", "trace", "n_sum", "delay_sum", "on_drop",
+                 "_arrive", "_depart", "_dequeue")
 
     def __init__(self, sim, qm, bandwidth, delay, tick_hz, loss_rate=0.0, rng=None, trace=None,
                  p_one=None):
         self.sim = sim
         self.qm = qm
         self._arrive = qm.arrive
-        self._depart = qm.depart
+        self._dequeue = getattr(qm, "dequeue", None)     # drops at dequeue (CoDel)
+        self._depart = qm.depart if self._dequeue is None else None
+        self.on_drop = None       # called with each dropped packet (per-flow loss statistics)
         self.bandwidth = float(bandwidth)
         self.delay = float(delay)
         self.loss_rate = float(loss_rate)
@@ -59,6 +65,7 @@ class OutputPort:
         self.saturated_drops = 0
         self.n_sum = 0            # sum over arrivals of the flow count N the manager used
         self.departures = 0
+        self.delay_sum = 0.0      # queueing delay (arrival at the port to start of sending)
         self.q_area = 0.0
         self.q_last = now
         self.busy_time = (self.tx_end - now) if self.busy else 0.0
@@ -83,11 +90,13 @@ class OutputPort:
                 self.early_drops += 1
             else:
                 self.forced_drops += 1
+            if self.on_drop is not None:
+                self.on_drop(pkt)
             return
         q = self.queue
         self.q_area += len(q) * (now - self.q_last)
         self.q_last = now
-        q.append(pkt)
+        q.append((pkt, now))
         if not self.busy:
             self._start(now)
 
@@ -95,12 +104,27 @@ class OutputPort:
         q = self.queue
         self.q_area += len(q) * (now - self.q_last)
         self.q_last = now
-        pkt = q.popleft()
-        desc = Departure(int(now * self.tick_hz), pkt.size)
-        if self.trace is not None:
-            self.trace.append(desc)
-        self._depart(desc)
+        if self._dequeue is not None:
+            drops, send = self._dequeue(int(now * self.tick_hz))
+            for _ in range(drops):
+                dropped, _t = q.popleft()
+                self.drops += 1
+                self.early_drops += 1
+                self.lost_total += 1
+                if self.on_drop is not None:
+                    self.on_drop(dropped)
+            if not send:
+                self.busy = False
+                return
+            pkt, t_in = q.popleft()
+        else:
+            pkt, t_in = q.popleft()
+            desc = Departure(int(now * self.tick_hz), pkt.size)
+            if self.trace is not None:
+                self.trace.append(desc)
+            self._depart(desc)
         self.departures += 1
+        self.delay_sum += now - t_in
         tx = pkt.size * 8.0 / self.bandwidth
         self.busy = True
         self.busy_time += tx
@@ -128,4 +152,4 @@ class OutputPort:
             self.tx_end = now
 
     def in_queue(self):
-        return list(self.queue)
+        return [pkt for pkt, _ in self.queue]

@@ -59,8 +59,10 @@ SCHEMA = {
             "bandwidth_bps).", 0.0, 1e12),
     ],
     "queue": [
-        Key("discipline", "str", "droptail", "Queue discipline of the bottleneck output queue.",
-            choices=("droptail", "red", "fpq")),
+        Key("discipline", "str", "droptail", "Queue discipline of the bottleneck output queue. "
+            "codel (RFC 8289) and pie (RFC 8033) are float reference models in sim/ "
+            "(fpq_sim.codel, fpq_sim.pie), whatever model says.",
+            choices=("droptail", "red", "fpq", "codel", "pie")),
         Key("model", "str", "exact", "Which queue manager decides: the bit-exact golden model "
             "(fpq.QueueManager), the float model of the paper "
             "(fpq.float_model.FloatQueueManager), or the Verilated RTL "
@@ -70,6 +72,22 @@ SCHEMA = {
         Key("avg_lag", "int", 0, "Build-time pipeline distance (arrivals) between the "
             "averager and the decision of the bit-exact model (fpq.Build.avg_lag); 0: the "
             "build's default.", 0, 64),
+        Key("codel_target_s", "float", 0.005, "CoDel: acceptable standing queue delay "
+            "(RFC 8289 TARGET).", 1e-6, 10.0),
+        Key("codel_interval_s", "float", 0.1, "CoDel: sliding window of the minimum delay "
+            "(RFC 8289 INTERVAL).", 1e-6, 100.0),
+        Key("pie_qdelay_ref_s", "float", 0.015, "PIE: target queueing delay (RFC 8033 "
+            "QDELAY_REF).", 1e-6, 10.0),
+        Key("pie_t_update_s", "float", 0.015, "PIE: period of the drop-probability update "
+            "(RFC 8033 T_UPDATE).", 1e-6, 10.0),
+        Key("pie_max_burst_s", "float", 0.15, "PIE: burst allowance (RFC 8033 MAX_BURST).",
+            0.0, 100.0),
+        Key("pie_alpha", "float", 0.125, "PIE: weight of the delay error, per second "
+            "(RFC 8033 alpha).", 0.0, 100.0),
+        Key("pie_beta", "float", 1.25, "PIE: weight of the delay trend, per second "
+            "(RFC 8033 beta).", 0.0, 100.0),
+        Key("pie_derandomize", "bool", True, "PIE: de-randomised drops (RFC 8033 Section 5.1, "
+            "accu_prob)."),
     ],
     "flows": [
         Key("count", "int", REQUIRED, "Number of flows in this group.", 1, 100000),
@@ -200,6 +218,9 @@ def validate(doc):
         except ValueError:
             raise ScenarioError(f"queue.hash_key: {params['hash_key']!r} is not hex") from None
     out["queue"]["params"] = params
+    if out["queue"]["discipline"] in ("codel", "pie") and out["queue"]["model"] == "rtl":
+        raise ScenarioError(f"queue.model: 'rtl' decides only droptail, red and fpq, not "
+                            f"{out['queue']['discipline']!r} (a float reference model)")
     try:
         queue_config(out)
     except fpq.ConfigError as exc:
@@ -236,7 +257,10 @@ def queue_config(sc):
     if q["limit_pkts"]:
         params["limit_pkts"] = q["limit_pkts"]
     build = fpq.Build(avg_lag=q["avg_lag"]) if q.get("avg_lag") else None
-    return fpq.Config(build=build, mode=q["discipline"], **params)
+    # CoDel and PIE are not modes of the FPQ queue manager: its configuration then only
+    # carries the clock and the buffer limit (mode droptail)
+    mode = q["discipline"] if q["discipline"] in ("droptail", "red", "fpq") else "droptail"
+    return fpq.Config(build=build, mode=mode, **params)
 
 
 def load(path, sets=()):

@@ -47,7 +47,7 @@ def write(tmp_path, text):
      "queue.red_max_p: 2.0 is out of range"),
     (('discipline = "red"', 'discipline = "red"\nred_min_th = 50.0'),
      "queue.red_max_th: 45.0 must be >= red_min_th + 1"),
-    (('discipline = "red"', 'discipline = "codel"'), "queue.discipline: 'codel' must be one of"),
+    (('discipline = "red"', 'discipline = "sfq"'), "queue.discipline: 'sfq' must be one of"),
     (("access_bw_bps = 1e7", "access_delay_s = 0.0"), "flows[0].access_bw_bps: give exactly one"),
     (("access_bw_bps = 1e7", "access_bw_bps = [2e6, 1e6]"), "hi < lo"),
     (("[[flows]]", "[flow]"), "flow: unknown key"),
