@@ -55,9 +55,9 @@ class Packet:
     """A TCP segment or ACK. ``seq`` counts packets from 0 within a transfer (``epoch``);
     an ACK carries ``ack`` = the next packet the receiver expects. ``retx`` of a data packet:
     0 first transmission, 1 retransmission, 2 fast retransmission (``fpq_sim.tcp``)."""
-    __slots__ = ("conn", "seq", "ack", "epoch", "size", "is_ack", "retx")
+    __slots__ = ("conn", "seq", "ack", "epoch", "size", "is_ack", "retx", "sack")
 
-    def __init__(self, conn, seq, ack, epoch, size, is_ack, retx=False):
+    def __init__(self, conn, seq, ack, epoch, size, is_ack, retx=False, sack=None):
         self.conn = conn
         self.seq = seq
         self.ack = ack
@@ -65,6 +65,7 @@ class Packet:
         self.size = size
         self.is_ack = is_ack
         self.retx = retx
+        self.sack = sack          # an ACK's SACK blocks: ((start, end), ...), end exclusive
 
     def __repr__(self):
         kind = f"ack {self.ack}" if self.is_ack else f"seq {self.seq}"

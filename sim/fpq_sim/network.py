@@ -22,7 +22,8 @@ from .engine import Simulator, Link
 from .pie import PIE
 from .router import OutputPort
 from .scenario import queue_config
-from .tcp import TcpParams, Sender, Receiver, Counters
+from .tcp import TcpParams, Receiver, Counters
+from .tcp_sack import sender_class
 
 __all__ = ["Network", "run_scenario", "summarise"]
 
@@ -127,8 +128,9 @@ class Network:
         def send_data(pkt):
             at(fwd.pass_through(sim.now, pkt.size), port_arrive, pkt)
 
-        sender = Sender(sim, params, index, send_data, self.counters, self._transfer_done,
-                        key, log, rng=self.send_rng, boot_time=boot_time, app_interval=app)
+        sender = sender_class(params.variant)(
+            sim, params, index, send_data, self.counters, self._transfer_done, key, log,
+            rng=self.send_rng, boot_time=boot_time, app_interval=app)
 
         def send_ack(pkt, on_ack=sender.on_ack):
             size = pkt.size

@@ -74,9 +74,10 @@ import math
 
 from .engine import Packet
 
-__all__ = ["TcpParams", "Sender", "Receiver", "VARIANTS"]
+__all__ = ["TcpParams", "Sender", "Receiver", "VARIANTS", "SACK_VARIANTS"]
 
-VARIANTS = ("tahoe", "reno", "newreno")
+VARIANTS = ("tahoe", "reno", "newreno", "sack", "cubic")
+SACK_VARIANTS = ("sack", "cubic")      # senders in fpq_sim.tcp_sack; their receivers SACK
 
 # Packet.retx values: the first transmission, a retransmission, a fast retransmission
 FIRST, RETX, FAST_RETX = 0, 1, 2
@@ -88,13 +89,14 @@ class TcpParams:
                  "max_backoff", "dupack_threshold", "delayed_ack", "delack_timeout",
                  "ack_every", "transfer_pkts", "think_time", "packet_bytes", "ack_bytes",
                  "initial_ssthresh", "delack_tick", "limited_transmit", "rtt_timestamps",
-                 "send_overhead")
+                 "send_overhead", "sack_blocks")
 
     def __init__(self, variant="tahoe", max_window=113, tick=0.5, rto_init=3.0, rto_min=0.0,
                  rto_max=64.0, max_backoff=64, dupack_threshold=3, delayed_ack=False,
                  delack_timeout=0.2, ack_every=2, transfer_pkts=None, think_time=0.0,
                  packet_bytes=576, ack_bytes=40, initial_ssthresh=None, delack_tick=False,
-                 limited_transmit=False, rtt_timestamps=False, send_overhead=0.0):
+                 limited_transmit=False, rtt_timestamps=False, send_overhead=0.0,
+                 sack_blocks=3):
         if variant not in VARIANTS:
             raise ValueError(f"variant: {variant!r} must be one of {', '.join(VARIANTS)}")
         self.variant = variant
@@ -118,6 +120,7 @@ class TcpParams:
         self.limited_transmit = bool(limited_transmit)
         self.rtt_timestamps = bool(rtt_timestamps)
         self.send_overhead = float(send_overhead)
+        self.sack_blocks = int(sack_blocks)
 
 
 class Counters:
@@ -505,7 +508,8 @@ class Receiver:
     ``on_deliver(receiver, n)`` counts packets delivered in order (goodput)."""
 
     __slots__ = ("sim", "p", "index", "output", "counters", "epoch", "next", "ooo", "unacked",
-                 "delack_deadline", "delack_pending", "delivered", "log", "sender")
+                 "delack_deadline", "delack_pending", "delivered", "log", "sender", "sack",
+                 "arrivals")
 
     def __init__(self, sim, params, index, output, counters, log=None):
         self.sim = sim
@@ -522,6 +526,8 @@ class Receiver:
         self.delivered = 0        # in-order packets delivered, all transfers
         self.log = log
         self.sender = None
+        self.sack = params.variant in SACK_VARIANTS
+        self.arrivals = {}        # SACK: out-of-order packet -> when it (last) arrived
 
     def on_data(self, pkt):
         """A data packet arrives (event)."""
@@ -532,6 +538,7 @@ class Receiver:
             self.epoch = pkt.epoch  # a new transfer: fresh receiver state
             self.next = 0
             self.ooo.clear()
+            self.arrivals.clear()
             self.unacked = 0
             self.delack_deadline = math.inf
         seq = pkt.seq
@@ -543,6 +550,7 @@ class Receiver:
                 ooo = self.ooo
                 while self.next in ooo:
                     ooo.discard(self.next)
+                    self.arrivals.pop(self.next, None)
                     self.next += 1
                     self.delivered += 1
                 filled = True
@@ -564,6 +572,8 @@ class Receiver:
         else:
             if seq > self.next and seq not in self.ooo:
                 self.ooo.add(seq)
+                if self.sack:
+                    self.arrivals[seq] = self.counters.data_delivered
             else:                 # the receiver already holds this packet
                 c = self.counters
                 c.duplicate_data += 1
@@ -577,7 +587,30 @@ class Receiver:
         self.counters.acks_sent += 1
         if self.log is not None:
             self.log.append((self.sim.now, "ack", self.next))
-        self.output(Packet(self.sender, 0, self.next, self.epoch, self.p.ack_bytes, True))
+        blocks = self._sack_blocks() if self.sack and self.ooo else None
+        self.output(Packet(self.sender, 0, self.next, self.epoch, self.p.ack_bytes, True,
+                           sack=blocks))
+
+    def _sack_blocks(self):
+        """RFC 2018 Section 4: up to ``sack_blocks`` blocks of contiguous out-of-order data,
+        the one holding the most recently received packet first, then the others from the
+        most recently to the least recently changed."""
+        seqs = sorted(self.ooo)
+        arrivals = self.arrivals
+        blocks = []
+        start = prev = seqs[0]
+        latest = arrivals.get(start, 0)
+        for s in seqs[1:]:
+            if s != prev + 1:
+                blocks.append((latest, start, prev + 1))
+                start, latest = s, 0
+            prev = s
+            a = arrivals.get(s, 0)
+            if a > latest:
+                latest = a
+        blocks.append((latest, start, prev + 1))
+        blocks.sort(reverse=True)
+        return tuple((a, b) for _, a, b in blocks[:self.p.sack_blocks])
 
     def _delack_event(self, _):
         self.delack_pending = False

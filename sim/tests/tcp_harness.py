@@ -5,7 +5,8 @@ chooses which transmissions of which packets the channel drops."""
 from collections import Counter
 
 from fpq_sim.engine import Simulator
-from fpq_sim.tcp import TcpParams, Sender, Receiver, Counters
+from fpq_sim.tcp import TcpParams, Receiver, Counters
+from fpq_sim.tcp_sack import sender_class
 
 
 class Pair:
@@ -37,7 +38,7 @@ class Pair:
         def send_ack(pkt):
             sim.at(sim.now + delay, self._on_ack, pkt)
 
-        self.sender = Sender(sim, self.params, 0, send_data, self.counters,
+        self.sender = sender_class(variant)(sim, self.params, 0, send_data, self.counters,
                              lambda s, a, b: self.transfers.append((a, b)), 0, self.log,
                              rng=rng, boot_time=boot_time)
         self.receiver = Receiver(sim, self.params, 0, send_ack, self.counters, self.log)
