@@ -3,7 +3,7 @@
 * events per second of single runs (one process): the FPQ paper's network at N = 75, both
   routers, with the bit-exact and the float queue manager; the 1997 network with 1500 flows;
 * the wall time of the whole Figs. 10-13 sweep (the ``sweep`` jobs of ``fpq figures``: N = 10..150
-  in 10 points, traditional and FPQ, 500 s each), on ``--jobs`` local processes.
+  in 10 points, traditional and FPQ, 10 seeds each), on ``--jobs`` local processes.
 """
 
 import argparse
@@ -35,6 +35,12 @@ def main(argv=None):
             ("FPQ paper, FPQ, N = 75, bit-exact model", "fpq-fpq", []),
             ("FPQ paper, FPQ, N = 75, float model", "fpq-fpq", ["queue.model=float"]),
             ("FPQ paper, FPQ, N = 150, bit-exact model", "fpq-fpq", ["flows.0.count=150"]),
+            ("FPQ paper, FPQ, N = 75, SACK senders, bit-exact model", "fpq-fpq",
+             ["flows.0.tcp=sack"]),
+            ("FPQ paper, FPQ, N = 75, CUBIC senders, bit-exact model", "fpq-fpq",
+             ["flows.0.tcp=cubic"]),
+            ("FPQ paper, CoDel, N = 75, CUBIC senders", "fpq-traditional",
+             ["flows.0.tcp=cubic", "queue.discipline=codel"]),
             ("1997 paper, 1500 bulk flows, 10 Mbit/s", "morris97-1500-flows", [])):
         s = single(name, sets)
         lines.append(f"| {label} | {s['duration_s']:.0f} | {s['events']:,} | "
@@ -48,8 +54,11 @@ def main(argv=None):
     events = sum(s["events"] for s in res.values())
     cpu = sum(s["wall_seconds"] for s in res.values())
     ns = sorted({k[2] for k in res})
+    seeds = sorted({k[-1] for k in res})
+    dur = jobs[0][1]["run"]["duration_s"]
     lines += ["", f"Figs. 10-13 sweep: {len(jobs)} runs (N = {', '.join(map(str, ns))}; "
-              f"traditional and FPQ; 500 s each): **{wall:.1f} s wall** on {args.jobs} local "
+              f"traditional and FPQ; {len(seeds)} seeds of {dur:.0f} s each): "
+              f"**{wall:.1f} s wall** on {args.jobs} local "
               f"processes ({events:,} events, {cpu:.1f} s of simulation in the workers, "
               f"{events / cpu:,.0f} events/s per process)."]
     lines += ["", f"_Measured {datetime.date.today().isoformat()} with `python -m fpq_sim.bench "

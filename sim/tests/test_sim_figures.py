@@ -12,7 +12,7 @@ SCEN = os.path.join(os.path.dirname(__file__), "..", "scenarios")
 
 
 def _jobs():
-    return [(("sweep", d, 15), load(os.path.join(SCEN, f"fpq-{d}.toml"),
+    return [(("sweep", d, 15, 1), load(os.path.join(SCEN, f"fpq-{d}.toml"),
                                     ["flows.0.count=15", "run.duration_s=20", "run.warmup_s=5"]),
              True) for d in ("traditional", "fpq")]
 
@@ -30,7 +30,7 @@ def test_local_pool_and_dask_cluster_give_the_same_results():
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
                                   dashboard_address=None) as cluster:
         dask = figures.run_jobs(_jobs(), dask=cluster.scheduler_address, progress=False)
-    assert set(serial) == {("sweep", "traditional", 15), ("sweep", "fpq", 15)}
+    assert set(serial) == {("sweep", "traditional", 15, 1), ("sweep", "fpq", 15, 1)}
     assert _strip(serial) == _strip(pool) == _strip(dask)
 
 
@@ -66,6 +66,20 @@ def test_figures_command_quick_sweep(tmp_path):
     assert "QUICK RUN" in text and "| 75 |" in text
     rows = (tmp_path / "f" / "fig10_13_sweep.csv").read_text().splitlines()
     assert rows[0].startswith("N,") and [r.split(",")[0] for r in rows[1:]] == ["20", "75"]
+    # every point carries its interval: mean, lo, hi columns, lo <= mean <= hi
+    head = rows[0].split(",")
+    i = head.index("trad_loss_rate_mean")
+    assert head[i + 1:i + 3] == ["trad_loss_rate_lo", "trad_loss_rate_hi"]
+    for r in rows[1:]:
+        m, lo, hi = map(float, r.split(",")[i:i + 3])
+        assert lo <= m <= hi
+    assert "mean [lo, hi]" in text and "2 seeds" in text
+    # print resolution: PNG at >= 150 dpi (5.5 in wide), and a PDF of every plot
+    import struct
+    png = (tmp_path / "f" / "fig11_loss_vs_n.png").read_bytes()
+    width = struct.unpack(">I", png[16:20])[0]
+    assert width >= 5.5 * 150
+    assert (tmp_path / "f" / "fig11_loss_vs_n.pdf").read_bytes()[:4] == b"%PDF"
 
 
 def test_figures_command_on_a_dask_cluster(tmp_path):
