@@ -19,6 +19,7 @@ from fpq.formats import PROB_ONE
 
 from .codel import CoDel
 from .engine import Simulator, Link
+from .ns2idle import Ns2IdleRule
 from .pie import PIE
 from .router import OutputPort
 from .scenario import queue_config
@@ -59,6 +60,8 @@ class Network:
                 qm, p_one = fpq.QueueManager(cfg), PROB_ONE
             elif model == "float":
                 qm, p_one = FloatQueueManager(cfg), 1.0
+                if q["ns2_idle"]:
+                    qm = Ns2IdleRule(qm)
             else:
                 try:
                     from fpq_verilator import VerilatedQueueManager
@@ -76,6 +79,9 @@ class Network:
         self.port = OutputPort(sim, qm, b["bandwidth_bps"], b["delay_s"], cfg.tick_hz,
                                b["loss_rate"], random.Random(run["seed"] ^ 0x5EED), self.trace,
                                p_one)
+        if isinstance(qm, Ns2IdleRule):
+            qm.port_busy = lambda port=self.port: port.busy
+            self.port.on_idle = qm.link_idle
         self.reverse = Link(b["reverse_bandwidth_bps"] or b["bandwidth_bps"], b["delay_s"])
         self.transfers = []          # (flow index, start, end)
         self.senders, self.receivers, self.groups = [], [], []

@@ -30,7 +30,7 @@ class OutputPort:
                  "busy", "tx_end", "arrivals", "drops", "early_drops", "forced_drops",
                  "wire_losses", "lost_total", "saturated_drops", "p_one", "departures", "q_area",
                  "q_last", "busy_time", "trace", "n_sum", "delay_sum", "on_drop",
-                 "_arrive", "_depart", "_dequeue")
+                 "on_depart", "on_idle", "_arrive", "_depart", "_dequeue")
 
     def __init__(self, sim, qm, bandwidth, delay, tick_hz, loss_rate=0.0, rng=None, trace=None,
                  p_one=None):
@@ -40,6 +40,8 @@ class OutputPort:
         self._dequeue = getattr(qm, "dequeue", None)     # drops at dequeue (CoDel)
         self._depart = qm.depart if self._dequeue is None else None
         self.on_drop = None       # called with each dropped packet (per-flow loss statistics)
+        self.on_depart = None     # called with (packet, its queueing delay) as it starts out
+        self.on_idle = None       # called with the time the link goes idle, queue empty
         self.bandwidth = float(bandwidth)
         self.delay = float(delay)
         self.loss_rate = float(loss_rate)
@@ -125,6 +127,8 @@ class OutputPort:
             self._depart(desc)
         self.departures += 1
         self.delay_sum += now - t_in
+        if self.on_depart is not None:
+            self.on_depart(pkt, now - t_in)
         tx = pkt.size * 8.0 / self.bandwidth
         self.busy = True
         self.busy_time += tx
@@ -142,6 +146,8 @@ class OutputPort:
             self._start(now)
         else:
             self.busy = False
+            if self.on_idle is not None:
+                self.on_idle(now)
 
     def finish_stats(self, now):
         """Close the time integrals at ``now`` (end of the run)."""

@@ -72,6 +72,9 @@ SCHEMA = {
         Key("avg_lag", "int", 0, "Build-time pipeline distance (arrivals) between the "
             "averager and the decision of the bit-exact model (fpq.Build.avg_lag); 0: the "
             "build's default.", 0, 64),
+        Key("ns2_idle", "bool", True, "Float model only: an arrival it drops at an empty "
+            "queue leaves RED's average decaying as an idle queue, as in ns-2 (fpq_sim.ns2idle; "
+            "false: the model's own rule, idle only after a departure empties the queue)."),
         Key("codel_target_s", "float", 0.005, "CoDel: acceptable standing queue delay "
             "(RFC 8289 TARGET).", 1e-6, 10.0),
         Key("codel_interval_s", "float", 0.1, "CoDel: sliding window of the minimum delay "

@@ -1,0 +1,360 @@
+"""A parking-lot network: routers R0 -> R1 -> ... -> Rh in a chain, ``hops`` links with the
+same queue discipline, long flows that cross every link and cross flows that cross one.
+
+The FPQ paper's Fig. 6 argues that FPQ's choice of target queue works when a flow crosses
+several FPQ routers: each router applying its target loss rate l_t would make a long flow see
+about ``hops`` times it, so its window would shrink into timeouts; instead each router scales
+its rate by ``q_a / q_t`` (its measured queue against its target), and a router whose queue
+stays short because the flows' windows are split over several queues drops less. This module
+builds the topology to measure that claim.
+
+Scenario files (``sim/scenarios/parking-lot.toml``) are dumbbell scenarios
+(``fpq_sim.scenario``) with two additions: ``[topology] hops = H`` (2..16), and a ``route`` key
+in every ``[[flows]]`` group: ``"long"`` (R0 -> RH) or ``"cross"`` (one group of this many
+flows at each hop i, entering at Ri and leaving at Ri+1). ``[bottleneck]`` describes every
+link of the chain (bandwidth, propagation delay); ``[queue]`` every router's output queue
+(each router gets its own random seeds). ACKs return over uncongested reverse links with each
+hop's propagation delay and no serialisation (40-byte ACKs at 1 Mbit/s take 0.3 ms a hop, far
+below the queueing delays studied), then over the sender's access link.
+
+Statistics, per flow after the warm-up: packets delivered in order (throughput), packets
+sent, packets dropped at any router, queueing delay summed over the routers crossed (mean per
+packet that left a queue), retransmission timeouts. Per router: the port's statistics as in
+the dumbbell, and FPQ's target queue q_t for its measured flow count.
+"""
+
+import copy
+import random
+import time
+import tomllib
+
+import numpy as np
+
+import fpq
+from fpq.config import lt_qt_float
+from fpq.float_model import FloatQueueManager
+
+from .codel import CoDel
+from .engine import Simulator, Link
+from .ns2idle import Ns2IdleRule
+from .pie import PIE
+from .router import OutputPort
+from .scenario import ScenarioError, apply_set, validate, queue_config
+from .tcp import TcpParams, Receiver, Counters
+from .tcp_sack import sender_class
+from .network import _draw
+
+__all__ = ["ParkingLot", "validate_parking_lot", "load_parking_lot", "run_parking_lot"]
+
+ROUTES = ("long", "cross")
+
+
+def validate_parking_lot(doc):
+    """Check a parking-lot scenario (see the module); returns the validated dict with
+    ``topology.hops`` and each group's ``route``."""
+    if not isinstance(doc, dict):
+        raise ScenarioError("scenario: must be a table")
+    doc = copy.deepcopy(doc)
+    topo = doc.pop("topology", None)
+    if not isinstance(topo, dict) or set(topo) != {"hops"}:
+        raise ScenarioError("topology: a [topology] table with exactly the key hops is "
+                            "required")
+    hops = topo["hops"]
+    if isinstance(hops, bool) or not isinstance(hops, int) or not 2 <= hops <= 16:
+        raise ScenarioError(f"topology.hops: {hops!r} must be an integer in [2, 16]")
+    routes = []
+    for i, g in enumerate(doc.get("flows") or []):
+        if not isinstance(g, dict):
+            continue
+        r = g.pop("route", None)
+        if r not in ROUTES:
+            raise ScenarioError(f"flows[{i}].route: {r!r} must be one of {', '.join(ROUTES)}")
+        routes.append(r)
+    sc = validate(doc)
+    sc["topology"] = {"hops": hops}
+    for g, r in zip(sc["flows"], routes):
+        g["route"] = r
+    return sc
+
+
+def load_parking_lot(path, sets=()):
+    """Read, override (``--set`` strings) and validate a parking-lot scenario file."""
+    try:
+        with open(path, "rb") as f:
+            doc = tomllib.load(f)
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ScenarioError(f"{path}: not valid TOML: {exc}") from None
+    for s in sets:
+        apply_set(doc, s)
+    try:
+        return validate_parking_lot(doc)
+    except ScenarioError as exc:
+        raise ScenarioError(f"{path}: {exc}") from None
+
+
+class ChainPort(OutputPort):
+    """A router output port in the chain: a packet that has finished its last hop goes to its
+    receiver, any other to the next router (``last_hop[flow index]``: a flow's last port)."""
+    __slots__ = ("index", "next_port", "last_hop")
+
+    def _done(self, pkt):
+        now = self.sim.now
+        if self.last_hop[pkt.conn.index] == self.index:
+            self.sim.at(now + self.delay, pkt.conn.receiver.on_data, pkt)
+        else:
+            self.sim.at(now + self.delay, self.next_port.arrive, pkt)
+        if self.queue:
+            self._start(now)
+        else:
+            self.busy = False
+            if self.on_idle is not None:
+                self.on_idle(now)
+
+
+def _router_qm(sc, i):
+    """Router i's queue manager: the scenario's discipline with seeds of its own."""
+    q = sc["queue"]
+    sc_i = copy.deepcopy(sc)
+    params = sc_i["queue"]["params"]
+    base = sc["run"]["seed"] * 64 + i
+    params.setdefault("seed_decide", (base * 2 + 1) % 2**64)
+    params.setdefault("seed_clear", (base * 2 + 2) % 2**64)
+    cfg = queue_config(sc_i)
+    if q["discipline"] == "codel":
+        return CoDel(cfg.tick_hz, q["codel_target_s"], q["codel_interval_s"],
+                     q["limit_pkts"]), cfg, None
+    if q["discipline"] == "pie":
+        return PIE(cfg.tick_hz, cfg.seed_decide, q["pie_qdelay_ref_s"], q["pie_t_update_s"],
+                   q["pie_max_burst_s"], q["pie_alpha"], q["pie_beta"], q["pie_derandomize"],
+                   q["limit_pkts"]), cfg, None
+    if q["model"] == "float":
+        qm = FloatQueueManager(cfg)
+        return (Ns2IdleRule(qm) if q["ns2_idle"] else qm), cfg, 1.0
+    if q["model"] == "exact":
+        return fpq.QueueManager(cfg), cfg, fpq.formats.PROB_ONE
+    raise ScenarioError("queue.model: the parking lot runs the exact or the float model")
+
+
+class ParkingLot:
+    """A parking-lot scenario, built and ready to run (``run``, ``summary``)."""
+
+    def __init__(self, sc):
+        self.sc = sc
+        run, b = sc["run"], sc["bottleneck"]
+        hops = sc["topology"]["hops"]
+        self.rng = random.Random(run["seed"])
+        self.clock_rng = random.Random(run["seed"] ^ 0xB0071)
+        self.send_rng = random.Random(run["seed"] ^ 0x5E4D)
+        self.sim = sim = Simulator()
+        self.ports, self.qms, self.configs = [], [], []
+        self.last_hop = []        # per flow: the index of its last router
+        self.flow_counters = []   # per flow: its sender's and receiver's Counters
+        for i in range(hops):
+            qm, cfg, p_one = _router_qm(sc, i)
+            port = ChainPort(sim, qm, b["bandwidth_bps"], b["delay_s"], cfg.tick_hz, 0.0,
+                             random.Random(run["seed"] ^ (0x5EED + i)), None, p_one)
+            port.index = i
+            port.last_hop = self.last_hop
+            if isinstance(qm, Ns2IdleRule):
+                qm.port_busy = (lambda p=port: p.busy)
+                port.on_idle = qm.link_idle
+            port.on_drop = self._on_drop
+            port.on_depart = self._on_depart
+            self.ports.append(port)
+            self.qms.append(qm)
+            self.configs.append(cfg)
+        for a, c in zip(self.ports, self.ports[1:]):
+            a.next_port = c
+        self.ports[-1].next_port = None
+        self.senders, self.receivers, self.routes = [], [], []
+        pkt = b["packet_bytes"]
+        pkt_time = pkt * 8.0 / b["bandwidth_bps"]
+        total = 0
+        for g in sc["flows"]:
+            total += g["count"] * (hops if g["route"] == "cross" else 1)
+        index = 0
+        for g in sc["flows"]:
+            params = TcpParams(
+                variant=g["tcp"], max_window=max(1, g["max_window_bytes"] // pkt),
+                tick=g["tick_s"], rto_init=g["rto_init_s"], rto_min=g["rto_min_s"],
+                rto_max=g["rto_max_s"], max_backoff=g["max_backoff"],
+                dupack_threshold=g["dupack_threshold"], delayed_ack=g["delayed_ack"],
+                delack_timeout=g["delack_timeout_s"], delack_tick=g["delack_tick"],
+                ack_every=g["ack_every"],
+                transfer_pkts=g["transfer_pkts"] if g["workload"] == "transfers" else None,
+                think_time=g["think_s"], packet_bytes=pkt, ack_bytes=b["ack_bytes"],
+                limited_transmit=g["limited_transmit"], rtt_timestamps=g["rtt_timestamps"],
+                send_overhead=g["send_overhead_pkt_times"] * pkt_time)
+            app = g["telnet_interval_s"] if g["workload"] == "telnet" else None
+            spans = [(0, hops - 1)] if g["route"] == "long" else [(i, i) for i in range(hops)]
+            for first, last in spans:
+                for _ in range(g["count"]):
+                    bw = (g["access_bw_total_bps"] / total if g["access_bw_total_bps"]
+                          else _draw(self.rng, g["access_bw_bps"]))
+                    delay = _draw(self.rng, g["access_delay_s"])
+                    boot = self.clock_rng.uniform(0.0, params.tick)
+                    self._add_flow(index, params, bw, delay, first, last, boot, app)
+                    self.routes.append("long" if g["route"] == "long" else f"cross{first}")
+                    start = g["start_s"] + self.rng.uniform(0.0, g["start_jitter_s"])
+                    sim.at(start, self.senders[-1].start, None)
+                    index += 1
+        n = index
+        self.sent = [0] * n
+        self.dropped = [0] * n
+        self.qdelay = [0.0] * n
+        self.qdelay_n = [0] * n
+        self.warm_delivered = [0] * n
+        self.warm_timeouts = [0] * n
+        self.timeouts = [0] * n
+        self.warmup = run["warmup_s"]
+        if self.warmup > 0:
+            sim.at(self.warmup, self._end_warmup, None)
+        self.wall = 0.0
+
+    def _add_flow(self, index, params, bw, delay, first, last, boot, app):
+        sim = self.sim
+        fwd, back = Link(bw, delay), Link(bw, delay)
+        port_arrive = self.ports[first].arrive
+        at = sim.at
+        # the ACK path: the hops crossed, propagation only
+        ret = sum(p.delay for p in self.ports[first:last + 1])
+        key = fpq.pack_flow(0x0A000000 + index + 1, 0x0A010000 + index + 1,
+                            1024 + index % 60000, 80, 6)
+        counters = Counters()
+        self.flow_counters.append(counters)
+        self.last_hop.append(last)
+
+        def send_data(pkt, i=index):
+            self.sent[i] += 1
+            at(fwd.pass_through(sim.now, pkt.size), port_arrive, pkt)
+
+        sender = sender_class(params.variant)(
+            sim, params, index, send_data, counters, None, key, None,
+            rng=self.send_rng, boot_time=boot, app_interval=app)
+
+        def send_ack(pkt, on_ack=sender.on_ack):
+            at(back.pass_through(sim.now + ret, pkt.size), on_ack, pkt)
+
+        receiver = Receiver(sim, params, index, send_ack, counters, None)
+        sender.receiver, receiver.sender = receiver, sender
+        self.senders.append(sender)
+        self.receivers.append(receiver)
+
+    def _on_drop(self, pkt):
+        self.dropped[pkt.conn.index] += 1
+
+    def _on_depart(self, pkt, d):
+        i = pkt.conn.index
+        self.qdelay[i] += d
+        self.qdelay_n[i] += 1
+
+    def _end_warmup(self, _):
+        now = self.sim.now
+        for p in self.ports:
+            p.reset_stats(now)
+        n = len(self.senders)
+        self.warm_delivered = [r.delivered for r in self.receivers]
+        self.sent, self.dropped = [0] * n, [0] * n
+        self.qdelay, self.qdelay_n = [0.0] * n, [0] * n
+        self.warm_counters = [c.as_dict() for c in self.flow_counters]
+
+    def run(self, until=None):
+        until = self.sc["run"]["duration_s"] if until is None else until
+        t0 = time.perf_counter()
+        self.sim.run(until)
+        self.wall += time.perf_counter() - t0
+        return self
+
+    def packets_in_flight(self):
+        """(data, acks) scheduled to arrive somewhere or waiting in a router's queue."""
+        data = acks = 0
+        for arg in self.sim.pending():
+            if hasattr(arg, "is_ack"):
+                if arg.is_ack:
+                    acks += 1
+                else:
+                    data += 1
+        return data + sum(len(p.queue) for p in self.ports), acks
+
+    def lost_total(self):
+        return sum(p.lost_total for p in self.ports)
+
+    @property
+    def counters(self):
+        """All flows' counters added up."""
+        total = Counters()
+        for c in self.flow_counters:
+            for k in Counters.__slots__:
+                setattr(total, k, getattr(total, k) + getattr(c, k))
+        return total
+
+    def summary(self):
+        sc, hops = self.sc, self.sc["topology"]["hops"]
+        end = self.sim.now
+        span = end - (self.warmup if self.warmup < end else 0.0)
+        b = sc["bottleneck"]
+        cap = b["bandwidth_bps"] / (8.0 * b["packet_bytes"])
+        routers = []
+        for i, (port, cfg) in enumerate(zip(self.ports, self.configs)):
+            port.finish_stats(end)
+            n_avg = port.n_sum / port.arrivals if port.arrivals else 0.0
+            r = {"hop": i, "arrivals": port.arrivals, "drops": port.drops,
+                 "loss_rate": port.drops / port.arrivals if port.arrivals else 0.0,
+                 "avg_queue_pkts": port.q_area / span if span > 0 else 0.0,
+                 "avg_delay_s": port.delay_sum / port.departures if port.departures else 0.0,
+                 "utilisation": port.busy_time / span if span > 0 else 0.0,
+                 "avg_flow_count": n_avg}
+            if sc["queue"]["discipline"] == "fpq":
+                r["fpq_target_q_t"], r["fpq_target_l_t"] = lt_qt_float(
+                    n_avg, cfg.p_pkts, cfg.lt_plus_one)
+            routers.append(r)
+        flows = []
+        warm = getattr(self, "warm_counters", None)
+        for i, (s, rc) in enumerate(zip(self.senders, self.receivers)):
+            delivered = rc.delivered - self.warm_delivered[i]
+            c = self.flow_counters[i].as_dict()
+            if warm:
+                c = {k: v - warm[i][k] for k, v in c.items()}
+            flows.append({"route": self.routes[i], "timeouts": c["timeouts"],
+                          "fast_retx": c["fast_retx"],
+                          "throughput_pkts_per_s": delivered / span if span > 0 else 0.0,
+                          "sent": self.sent[i], "dropped": self.dropped[i],
+                          "loss_rate": self.dropped[i] / self.sent[i] if self.sent[i] else 0.0,
+                          "avg_queueing_delay_s": (self.qdelay[i] / self.qdelay_n[i]
+                                                   if self.qdelay_n[i] else 0.0)})
+        return {"scenario": sc["name"], "discipline": sc["queue"]["discipline"],
+                "model": sc["queue"]["model"], "hops": hops, "seed": sc["run"]["seed"],
+                "duration_s": end, "warmup_s": self.warmup, "link_pkts_per_s": cap,
+                "routers": routers, "flows": flows,
+                "tcp": {k: sum(f[k] for f in flows) for k in ("timeouts", "fast_retx")},
+                "events": self.sim.events, "wall_seconds": self.wall}
+
+
+def run_parking_lot(sc):
+    """Build, run and summarise a validated parking-lot scenario (picklable entry point)."""
+    net = ParkingLot(sc)
+    net.run()
+    return net.summary()
+
+
+def class_stats(summary):
+    """Per flow class (``long``, ``cross0``, ...): mean throughput per flow, loss rate of the
+    class's packets, queueing delay per router crossed and end to end (per hop x hops
+    crossed), timeouts per flow."""
+    out = {}
+    for f in summary["flows"]:
+        out.setdefault(f["route"], []).append(f)
+    res = {}
+    for cls, fs in out.items():
+        sent = sum(f["sent"] for f in fs)
+        res[cls] = {"flows": len(fs),
+                    "throughput_pkts_per_s": float(np.mean([f["throughput_pkts_per_s"]
+                                                            for f in fs])),
+                    "loss_rate": sum(f["dropped"] for f in fs) / sent if sent else 0.0,
+                    "avg_queueing_delay_s": float(np.mean([f["avg_queueing_delay_s"]
+                                                           for f in fs])),
+                    "e2e_queueing_delay_s": float(np.mean([f["avg_queueing_delay_s"]
+                                                           for f in fs]))
+                    * (summary["hops"] if cls == "long" else 1),
+                    "timeouts_per_flow": float(np.mean([f["timeouts"] for f in fs]))}
+    return res
