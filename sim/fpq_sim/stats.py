@@ -75,6 +75,13 @@ class Est:
     def __ge__(self, other):
         return self.mean >= float(other)
 
+    def clip(self, lo=None, hi=None):
+        """The same estimate with its interval cut to the possible range ``[lo, hi]`` of the
+        quantity (a count cannot be negative); the mean stays as measured."""
+        a = self.lo if lo is None else min(max(lo, self.lo), self.mean)
+        b = self.hi if hi is None else max(min(hi, self.hi), self.mean)
+        return Est(self.mean, a, b, self.n, self.values)
+
     @property
     def half(self):
         """Half the width of the interval."""

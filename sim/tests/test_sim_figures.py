@@ -82,6 +82,24 @@ def test_figures_command_quick_sweep(tmp_path):
     assert (tmp_path / "f" / "fig11_loss_vs_n.pdf").read_bytes()[:4] == b"%PDF"
 
 
+def test_figures_rebuilt_from_saved_runs(tmp_path, capsys):
+    md = tmp_path / "R.md"
+    args = ["figures", "--quick", "--only", "phase", "--jobs", "1", "--no-progress",
+            "--out", str(tmp_path / "f"), "--raw", str(tmp_path / "raw"), "--results-md", str(md)]
+    assert main(args) == 0
+    first = md.read_text()
+    (tmp_path / "f" / "phase_share_vs_delay.csv").unlink()
+    assert main(args + ["--from-raw"]) == 0
+    second = md.read_text()
+    assert (tmp_path / "f" / "phase_share_vs_delay.csv").exists()
+    # the same tables; only the footer says they were rebuilt
+    strip = lambda t: [l for l in t.splitlines() if not l.startswith("_Generated")]
+    assert strip(first) == strip(second) and "--from-raw" in second
+    rc = main(["figures", "--from-raw", "--raw", str(tmp_path / "nothing"),
+               "--results-md", str(md), "--out", str(tmp_path / "g")])
+    assert rc == 2 and "_meta.json is missing" in capsys.readouterr().err
+
+
 def test_figures_command_on_a_dask_cluster(tmp_path):
     distributed = pytest.importorskip("distributed")
     md = tmp_path / "R.md"

@@ -52,3 +52,11 @@ def test_group_collects_seeds_under_the_key_without_them():
     res = {("sweep", "fpq", 20, 2): "b", ("sweep", "fpq", 20, 1): "a",
            ("sweep", "fpq", 30, 1): "c"}
     assert group(res) == {("sweep", "fpq", 20): ["a", "b"], ("sweep", "fpq", 30): ["c"]}
+
+
+def test_clip_cuts_the_interval_to_the_possible_range_not_the_mean():
+    e = est([0.0, 0.0, 0.3])                 # interval below 0
+    c = e.clip(0.0, 1.0)
+    assert c.mean == e.mean and c.lo == 0.0 and c.hi == e.hi
+    g = est([1.004, 1.006]).clip(0.0, 1.0)   # a measured mean above the bound stays
+    assert g.mean == pytest.approx(1.005) and g.lo <= g.mean <= g.hi
