@@ -14,7 +14,7 @@ JOBS ?= 2
 TEST_JOBS ?= 2
 PYTEST_PAR := $(if $(filter-out 1,$(TEST_JOBS)),-n $(TEST_JOBS) --dist loadfile,)
 
-.PHONY: all venv demo test test-long verilog regmap bench figures clean help bitstream
+.PHONY: all venv demo test test-long verilog regmap bench figures crosscheck clean help bitstream
 
 help:
 	@echo "make demo       - set up .venv on first use, then run the main demo"
@@ -25,6 +25,7 @@ help:
 	@echo "make verilog    - the RTL queue manager as one Verilog file: build/fpq_queue_manager.v"
 	@echo "make bitstream BOARD=ulx3s|icebreaker - self-test bitstream + timing/utilisation in build/<board>/"
 	@echo "make figures    - TCP simulator: the papers' figures, docs/figures/ + docs/RESULTS.md"
+	@echo "make crosscheck - TCP simulator against ns-3 (from PyPI, own venv .venv-ns3): docs/RESULTS.md"
 
 venv: $(STAMP)
 
@@ -56,6 +57,14 @@ bench: $(STAMP)
 
 figures: $(STAMP)
 	$(VBIN)/fpq figures --jobs $(JOBS)
+
+# ns-3 from PyPI in a venv of its own (optional; not part of make test)
+NS3_VENV := .venv-ns3
+NS3_VERSION ?= 3.44.post0
+crosscheck: $(STAMP)
+	@test -x $(NS3_VENV)/bin/python || $(PYTHON) -m venv $(NS3_VENV)
+	$(NS3_VENV)/bin/python -m pip install --quiet --disable-pip-version-check ns3==$(NS3_VERSION)
+	$(VBIN)/python -m fpq_sim.crosscheck --ns3-python $(NS3_VENV)/bin/python
 
 BOARD ?= icebreaker
 bitstream: $(STAMP)
