@@ -9,7 +9,8 @@ point-to-point link (``access_bw_bps``, delay uniform in ``access_delay_s``) to 
 is the bottleneck (``bandwidth_bps``, ``delay_s``) with the queue discipline on A's device
 (drop-tail with a packet limit, or RED); the receivers' sinks sit on B. TCP NewReno with classic
 recovery, no SACK, no timestamps, no limited transmit, initial window 1, delayed ACKs every
-second segment or 200 ms, 536-byte segments (576-byte IP packets).
+second segment or 200 ms, 536-byte segments (576-byte IP packets); with ``tcp`` = ``sack`` or
+``cubic``, SACK on (and ns-3's TcpCubic for ``cubic``), for the speed comparison.
 """
 
 import json
@@ -20,98 +21,101 @@ import time
 
 def main(argv):
     p = json.loads(argv[1])
-    from ns import ns
+    from ns import ns       # cppyy bindings: the C++ namespace ns3, flat
 
     n = p["flows"]
-    cfg = ns.core.Config
-    sv, uv, dv, bv = ns.core.StringValue, ns.core.UintegerValue, ns.core.DoubleValue, \
-        ns.core.BooleanValue
-    ns.core.RngSeedManager.SetSeed(1)
-    ns.core.RngSeedManager.SetRun(p["seed"])
-    cfg.SetDefault("ns3::TcpL4Protocol::SocketType", sv("ns3::TcpNewReno"))
+    cfg = ns.Config
+    sv, uv, dv, bv = ns.StringValue, ns.UintegerValue, ns.DoubleValue, \
+        ns.BooleanValue
+    ns.RngSeedManager.SetSeed(1)
+    ns.RngSeedManager.SetRun(p["seed"])
+    tcp = p.get("tcp", "newreno")
+    cfg.SetDefault("ns3::TcpL4Protocol::SocketType",
+                   sv("ns3::TcpCubic" if tcp == "cubic" else "ns3::TcpNewReno"))
     cfg.SetDefault("ns3::TcpL4Protocol::RecoveryType", sv("ns3::TcpClassicRecovery"))
-    cfg.SetDefault("ns3::TcpSocketBase::Sack", bv(False))
+    cfg.SetDefault("ns3::TcpSocketBase::Sack", bv(tcp in ("sack", "cubic")))
     cfg.SetDefault("ns3::TcpSocketBase::Timestamp", bv(False))
     cfg.SetDefault("ns3::TcpSocketBase::LimitedTransmit", bv(False))
     cfg.SetDefault("ns3::TcpSocket::SegmentSize", uv(p["packet_bytes"] - 40))
     cfg.SetDefault("ns3::TcpSocket::InitialCwnd", uv(1))
     cfg.SetDefault("ns3::TcpSocket::DelAckCount", uv(2))
-    cfg.SetDefault("ns3::TcpSocket::DelAckTimeout", ns.core.TimeValue(ns.core.Seconds(0.2)))
+    cfg.SetDefault("ns3::TcpSocket::DelAckTimeout", ns.TimeValue(ns.Seconds(0.2)))
     cfg.SetDefault("ns3::TcpSocket::SndBufSize", uv(1 << 20))
     cfg.SetDefault("ns3::TcpSocket::RcvBufSize", uv(p["max_window_bytes"]))
 
-    senders = ns.network.NodeContainer()
+    senders = ns.NodeContainer()
     senders.Create(n)
-    routers = ns.network.NodeContainer()
+    routers = ns.NodeContainer()
     routers.Create(2)
-    ns.internet.InternetStackHelper().InstallAll()
+    ns.InternetStackHelper().InstallAll()
 
     rng = random.Random(p["seed"])
-    addr = ns.internet.Ipv4AddressHelper()
-    p2p = ns.point_to_point.PointToPointHelper()
+    addr = ns.Ipv4AddressHelper()
+    p2p = ns.PointToPointHelper()
     for i in range(n):
         p2p.SetDeviceAttribute("DataRate", sv(f"{int(p['access_bw_bps'])}bps"))
         d = rng.uniform(*p["access_delay_s"])
-        p2p.SetChannelAttribute("Delay", ns.core.TimeValue(ns.core.Seconds(d)))
+        p2p.SetChannelAttribute("Delay", ns.TimeValue(ns.Seconds(d)))
         devs = p2p.Install(senders.Get(i), routers.Get(0))
-        addr.SetBase(ns.network.Ipv4Address(f"10.{1 + i // 250}.{i % 250}.0"),
-                     ns.network.Ipv4Mask("255.255.255.0"))
+        addr.SetBase(ns.Ipv4Address(f"10.{1 + i // 250}.{i % 250}.0"),
+                     ns.Ipv4Mask("255.255.255.0"))
         addr.Assign(devs)
 
     p2p.SetDeviceAttribute("DataRate", sv(f"{int(p['bandwidth_bps'])}bps"))
-    p2p.SetChannelAttribute("Delay", ns.core.TimeValue(ns.core.Seconds(p["delay_s"])))
+    p2p.SetChannelAttribute("Delay", ns.TimeValue(ns.Seconds(p["delay_s"])))
     p2p.SetQueue("ns3::DropTailQueue", "MaxSize", sv("1p"))
     bott = p2p.Install(routers.Get(0), routers.Get(1))
-    tch = ns.traffic_control.TrafficControlHelper()
-    tch.Uninstall(bott)
+    # the queue discipline goes on before the addresses: Ipv4AddressHelper::Assign installs
+    # ns-3's default (FqCoDel) only on devices that have none
+    tch = ns.TrafficControlHelper()
     if p["discipline"] == "red":
         tch.SetRootQueueDisc(
             "ns3::RedQueueDisc", "MinTh", dv(p["red_min_th"]), "MaxTh", dv(p["red_max_th"]),
             "LInterm", dv(1.0 / p["red_max_p"]), "QW", dv(p["red_wq"]),
             "MeanPktSize", uv(p["packet_bytes"]), "Gentle", bv(False),
-            "LinkBandwidth", ns.network.DataRateValue(
-                ns.network.DataRate(f"{int(p['bandwidth_bps'])}bps")),
-            "LinkDelay", ns.core.TimeValue(ns.core.Seconds(p["delay_s"])),
-            "MaxSize", ns.network.QueueSizeValue(ns.network.QueueSize("100000p")))
+            "LinkBandwidth", ns.DataRateValue(
+                ns.DataRate(f"{int(p['bandwidth_bps'])}bps")),
+            "LinkDelay", ns.TimeValue(ns.Seconds(p["delay_s"])),
+            "MaxSize", ns.QueueSizeValue(ns.QueueSize("100000p")))
     else:
         tch.SetRootQueueDisc("ns3::FifoQueueDisc", "MaxSize",
-                             ns.network.QueueSizeValue(
-                                 ns.network.QueueSize(f"{p['limit_pkts']}p")))
+                             ns.QueueSizeValue(
+                                 ns.QueueSize(f"{p['limit_pkts']}p")))
     qdiscs = tch.Install(bott)
-    addr.SetBase(ns.network.Ipv4Address("10.250.0.0"), ns.network.Ipv4Mask("255.255.255.0"))
+    addr.SetBase(ns.Ipv4Address("10.250.0.0"), ns.Ipv4Mask("255.255.255.0"))
     ifaces = addr.Assign(bott)
-    ns.internet.Ipv4GlobalRoutingHelper.PopulateRoutingTables()
+    ns.Ipv4GlobalRoutingHelper.PopulateRoutingTables()
 
     b_addr = ifaces.GetAddress(1)
     start_rng = random.Random(p["seed"] * 7 + 1)
     for i in range(n):
         port = 5000 + i
-        sink = ns.applications.PacketSinkHelper(
+        sink = ns.PacketSinkHelper(
             "ns3::TcpSocketFactory",
-            ns.network.InetSocketAddress(ns.network.Ipv4Address.GetAny(), port).ConvertTo())
-        sink.Install(routers.Get(1)).Start(ns.core.Seconds(0.0))
-        bulk = ns.applications.BulkSendHelper(
-            "ns3::TcpSocketFactory", ns.network.InetSocketAddress(b_addr, port).ConvertTo())
+            ns.InetSocketAddress(ns.Ipv4Address.GetAny(), port).ConvertTo())
+        sink.Install(routers.Get(1)).Start(ns.Seconds(0.0))
+        bulk = ns.BulkSendHelper(
+            "ns3::TcpSocketFactory", ns.InetSocketAddress(b_addr, port).ConvertTo())
         bulk.SetAttribute("MaxBytes", uv(0))
         bulk.SetAttribute("SendSize", uv(p["packet_bytes"] - 40))
         app = bulk.Install(senders.Get(i))
-        app.Start(ns.core.Seconds(start_rng.uniform(0.0, p["start_jitter_s"])))
+        app.Start(ns.Seconds(start_rng.uniform(0.0, p["start_jitter_s"])))
 
     q = qdiscs.Get(0)
     wall = 0.0
     t0 = time.perf_counter()
-    ns.core.Simulator.Stop(ns.core.Seconds(p["warmup_s"]))
-    ns.core.Simulator.Run()
+    ns.Simulator.Stop(ns.Seconds(p["warmup_s"]))
+    ns.Simulator.Run()
     wall += time.perf_counter() - t0
     s0 = q.GetStats()
     w = (s0.nTotalReceivedPackets, s0.nTotalDroppedPackets, s0.nTotalSentPackets,
          s0.nTotalSentBytes)
     t0 = time.perf_counter()
-    ns.core.Simulator.Stop(ns.core.Seconds(p["duration_s"] - p["warmup_s"]))
-    ns.core.Simulator.Run()
+    ns.Simulator.Stop(ns.Seconds(p["duration_s"] - p["warmup_s"]))
+    ns.Simulator.Run()
     wall += time.perf_counter() - t0
     s1 = q.GetStats()
-    ns.core.Simulator.Destroy()
+    ns.Simulator.Destroy()
     arrivals = s1.nTotalReceivedPackets - w[0]
     drops = s1.nTotalDroppedPackets - w[1]
     sent_bytes = s1.nTotalSentBytes - w[3]

@@ -45,9 +45,14 @@ SEEDS = (1, 2, 3)
 DURATION, WARMUP = 60.0, 10.0
 
 
-def params(discipline, flows, seed, duration=DURATION, warmup=WARMUP):
+SPEED_TCP = ("newreno", "sack", "cubic")
+SPEED_FLOWS = 30
+
+
+def params(discipline, flows, seed, duration=DURATION, warmup=WARMUP, tcp="newreno"):
     """The shared description of one cross-check run."""
     return {"discipline": discipline, "flows": flows, "seed": seed, "duration_s": duration,
+            "tcp": tcp,
             "warmup_s": warmup, "bandwidth_bps": 1e6, "delay_s": 0.045, "packet_bytes": 576,
             "access_bw_bps": 100e6 / flows, "access_delay_s": [0.0, 0.01],
             "start_jitter_s": 1.0, "max_window_bytes": 65536, "limit_pkts": 45,
@@ -67,7 +72,8 @@ def _scenario(p):
         "bottleneck": {"bandwidth_bps": p["bandwidth_bps"], "delay_s": p["delay_s"],
                        "packet_bytes": p["packet_bytes"]},
         "queue": q,
-        "flows": [{"count": p["flows"], "tcp": "newreno", "access_bw_bps": p["access_bw_bps"],
+        "flows": [{"count": p["flows"], "tcp": p.get("tcp", "newreno"),
+                   "access_bw_bps": p["access_bw_bps"],
                    "access_delay_s": p["access_delay_s"], "workload": "bulk",
                    "start_jitter_s": p["start_jitter_s"], "delayed_ack": True,
                    "ack_every": 2, "delack_timeout_s": 0.2, "tick_s": 0.001,
@@ -111,7 +117,7 @@ def _pct(e):
     return f"{100 * e.mean:.2f} % [{100 * max(0, e.lo):.2f}, {100 * min(1, e.hi):.2f}]"
 
 
-def markdown(rows, wall, where):
+def markdown(rows, wall, where, speed=()):
     L = ["## Cross-check with ns-3 (`make crosscheck`)", "",
          "Regenerate with `make crosscheck` (installs ns-3 from PyPI into `.venv-ns3`, then "
          "`python -m fpq_sim.crosscheck`; not part of `make test`). The same dumbbell in "
@@ -132,6 +138,25 @@ def markdown(rows, wall, where):
                  f"{_pct(r['ours_util'])} | {_pct(r['ns3_util'])} | "
                  f"{r['ours_speed']:,.0f} | {r['ns3_speed']:,.0f} | "
                  f"{r['ours_speed'] / r['ns3_speed']:.2f} |")
+    odd = [(k, r) for k, r in rows if not (r["ours_loss"].lo <= r["ns3_loss"].hi
+                                           and r["ns3_loss"].lo <= r["ours_loss"].hi)
+           or r["ours_loss"].half > 3 * max(1e-9, r["ns3_loss"].half)]
+    if odd:
+        L += ["", "Per seed where the intervals disagree or ours is far wider (drop rate, ours / "
+              "ns-3): " + "; ".join(
+                  f"{d} N = {n}: " + ", ".join(f"{100 * a:.1f} / {100 * b:.1f} %"
+                                               for a, b in r["per_seed"])
+                  for (d, n), r in odd) + "."]
+    if speed:
+        L += ["", f"Speed with other senders (drop-tail, N = {SPEED_FLOWS}, the same runs in both "
+              "simulators; ns-3 with SACK on, and its TcpCubic for CUBIC; drop rates for "
+              "reference only, the two CUBICs and SACKs differ in details):", "",
+              "| TCP | drop rate, ours | drop rate, ns-3 | ours (pkt/s) | ns-3 (pkt/s) | "
+              "speed ratio ours / ns-3 |", "|---|---|---|---|---|---|"]
+        for tcp, r in speed:
+            L.append(f"| {tcp} | {_pct(r['ours_loss'])} | {_pct(r['ns3_loss'])} | "
+                     f"{r['ours_speed']:,.0f} | {r['ns3_speed']:,.0f} | "
+                     f"{r['ours_speed'] / r['ns3_speed']:.2f} |")
     L += ["", where, ""]
     return "\n".join(L) + "\n"
 
@@ -152,46 +177,89 @@ def update_results_md(path, body):
     write_text(path, text)
 
 
+def _summary(ours, theirs):
+    return {"per_seed": [(a["loss_rate"], b["loss_rate"]) for a, b in zip(ours, theirs)],
+            "ours_loss": est([x["loss_rate"] for x in ours]),
+            "ns3_loss": est([x["loss_rate"] for x in theirs]),
+            "ours_util": est([x["utilisation"] for x in ours]),
+            "ns3_util": est([x["utilisation"] for x in theirs]),
+            "ours_speed": sum(x["bottleneck_packets"] for x in ours)
+            / sum(x["wall_seconds"] for x in ours),
+            "ns3_speed": sum(x["bottleneck_packets"] for x in theirs)
+            / sum(x["wall_seconds"] for x in theirs)}
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m fpq_sim.crosscheck")
     ap.add_argument("--ns3-python", required=True, help="the Python of the ns-3 venv")
     ap.add_argument("--results-md", default="docs/RESULTS.md")
     ap.add_argument("--raw", default="results/crosscheck", help="every run's JSON")
+    ap.add_argument("--from-raw", action="store_true", help="run nothing: rebuild the "
+                    "section from the JSON of an earlier run in --raw")
     args = ap.parse_args(argv)
     os.makedirs(args.raw, exist_ok=True)
+    meta_path = os.path.join(args.raw, "_meta.json")
     t0 = time.perf_counter()
+    saved = None
+    if args.from_raw:
+        with open(meta_path) as f:
+            meta = json.load(f)
+        saved = {}
+        for name in os.listdir(args.raw):
+            if name.endswith(".json") and not name.startswith("_"):
+                with open(os.path.join(args.raw, name)) as f:
+                    saved[name[:-5]] = json.load(f)
+
+    def pair(tag, p):
+        if saved is not None:
+            d = saved[tag]
+            return d["ours"], d["ns3"]
+        a, b = our_run(p), ns3_run(args.ns3_python, p)
+        with open(os.path.join(args.raw, tag + ".json"), "w") as f:
+            json.dump({"params": p, "ours": a, "ns3": b}, f)
+        return a, b
+
     rows = []
     for disc in DISCIPLINES:
         for n in FLOWS:
             ours, theirs = [], []
             for seed in SEEDS:
                 p = params(disc, n, seed)
-                a, b = our_run(p), ns3_run(args.ns3_python, p)
+                a, b = pair(f"{disc}-{n}-{seed}", p)
                 ours.append(a)
                 theirs.append(b)
-                with open(os.path.join(args.raw, f"{disc}-{n}-{seed}.json"), "w") as f:
-                    json.dump({"params": p, "ours": a, "ns3": b}, f)
+                sa = a["bottleneck_packets"] / a["wall_seconds"]
+                sb = b["bottleneck_packets"] / b["wall_seconds"]
                 print(f"{disc} N={n} seed {seed}: loss {a['loss_rate']:.4f} / "
-                      f"{b['loss_rate']:.4f}, speed {a['bottleneck_packets'] / a['wall_seconds']:.0f}"
-                      f" / {b['bottleneck_packets'] / b['wall_seconds']:.0f} pkt/s",
-                      file=sys.stderr)
-            rows.append(((disc, n), {
-                "ours_loss": est([x["loss_rate"] for x in ours]),
-                "ns3_loss": est([x["loss_rate"] for x in theirs]),
-                "ours_util": est([x["utilisation"] for x in ours]),
-                "ns3_util": est([x["utilisation"] for x in theirs]),
-                "ours_speed": sum(x["bottleneck_packets"] for x in ours)
-                / sum(x["wall_seconds"] for x in ours),
-                "ns3_speed": sum(x["bottleneck_packets"] for x in theirs)
-                / sum(x["wall_seconds"] for x in theirs)}))
-    wall = time.perf_counter() - t0
-    ver = subprocess.run([args.ns3_python, "-c", "import importlib.metadata as m; "
-                          "print(m.version('ns3'))"], capture_output=True, text=True).stdout
-    where = (f"_Generated by `make crosscheck` on {datetime.date.today().isoformat()} with ns-3 "
-             f"{ver.strip() or '?'} from PyPI: {len(rows) * len(SEEDS)} runs in each "
-             f"simulator, {wall:.0f} s wall in all ({platform.machine()}, {os.cpu_count()} "
-             "cores, one run at a time)._")
-    update_results_md(args.results_md, markdown(rows, wall, where))
+                      f"{b['loss_rate']:.4f}, speed {sa:.0f} / {sb:.0f} pkt/s", file=sys.stderr)
+            rows.append(((disc, n), _summary(ours, theirs)))
+    speed = []
+    for tcp in SPEED_TCP:
+        ours, theirs = [], []
+        for seed in SEEDS:
+            p = params("droptail", SPEED_FLOWS, seed, tcp=tcp)
+            a, b = pair(f"speed-{tcp}-{seed}", p)
+            ours.append(a)
+            theirs.append(b)
+        speed.append((tcp, _summary(ours, theirs)))
+    if saved is not None:
+        where = meta["where"][:-2] + (f"; rebuilt from its saved runs on "
+                                      f"{datetime.date.today().isoformat()}._")
+        wall = meta["wall"]
+    else:
+        wall = time.perf_counter() - t0
+        ver = subprocess.run([args.ns3_python, "-c", "import importlib.metadata as m; "
+                              "print(m.version('ns3'))"], capture_output=True,
+                             text=True).stdout
+        load = os.getloadavg()[1]
+        where = (f"_Generated by `make crosscheck` on {datetime.date.today().isoformat()} with "
+                 f"ns-3 {ver.strip() or '?'} from PyPI: "
+                 f"{(len(rows) + len(speed)) * len(SEEDS)} runs in each simulator, {wall:.0f} s "
+                 f"wall in all ({platform.machine()}, {os.cpu_count()} cores, one run at a "
+                 f"time; load average {load:.1f} from other jobs on the machine)._")
+        with open(meta_path, "w") as f:
+            json.dump({"where": where, "wall": wall}, f)
+    update_results_md(args.results_md, markdown(rows, wall, where, speed))
     print(f"crosscheck: wrote the section of {args.results_md}", file=sys.stderr)
     return 0
 

@@ -296,7 +296,7 @@ def Ek(ss, *path):
     return est([get(s) for s in ss])
 
 
-# ---- outputs --------------------------------------------------------------------------------------
+# ---- outputs ------------------------------------------------------------------------------------
 def _csv(path, header, rows):
     with atomic_path(path) as tmp:
         with open(tmp, "w", newline="") as f:

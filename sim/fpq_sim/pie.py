@@ -20,8 +20,9 @@ current and the previous delay are under ``qdelay_ref / 2`` (Section 4.4).
 
 The queueing delay is measured with per-packet timestamps, as the Linux and ns-3
 implementations do by default, instead of RFC 8033 Section 4.3's departure-rate estimate: the
-sojourn time of the last departed packet, 0 once the queue is empty. Defaults are the RFC's: ``qdelay_ref``
-15 ms, ``t_update`` 15 ms, ``max_burst`` 150 ms, ``alpha`` 0.125, ``beta`` 1.25. Updates run
+sojourn time of the last departed packet, 0 once the queue is empty. Defaults are the RFC's:
+``qdelay_ref`` 15 ms, ``t_update`` 15 ms, ``max_burst`` 150 ms, ``alpha`` 0.125, ``beta``
+1.25. Updates run
 at multiples of ``t_update`` from time 0; the model catches up on them at each arrival and
 departure (the delay changes only at departures, so this is exact).
 

@@ -22,14 +22,17 @@ def test_our_side_of_the_cross_check(disc):
 
 
 def test_cross_check_table(tmp_path):
-    row = {"ours_loss": est([0.01, 0.012]), "ns3_loss": est([0.011, 0.013]),
+    row = {"per_seed": [(0.01, 0.011), (0.012, 0.013)],
+           "ours_loss": est([0.01, 0.012]), "ns3_loss": est([0.011, 0.013]),
            "ours_util": est([0.99, 0.98]), "ns3_util": est([0.97, 0.98]),
            "ours_speed": 60000.0, "ns3_speed": 12000.0}
-    far = dict(row, ns3_loss=est([0.05, 0.0501]))
+    far = dict(row, ns3_loss=est([0.05, 0.0501]), per_seed=[(0.01, 0.05), (0.012, 0.0501)])
     text = crosscheck.markdown([(("red", 30), row), (("droptail", 100), far)], 1.0, "_x_")
     lines = [l for l in text.splitlines() if l.startswith("| 30 |") or l.startswith("| 100 |")]
     assert "| yes |" in lines[0] and lines[0].endswith("| 5.00 |")
     assert "| no |" in lines[1]
+    # the disagreeing row is spelled out seed by seed
+    assert "droptail N = 100: 1.0 / 5.0 %, 1.2 / 5.0 %" in text and "red N = 30:" not in text
     md = tmp_path / "R.md"
     md.write_text("# R\n\nkeep\n")
     crosscheck.update_results_md(str(md), text)
