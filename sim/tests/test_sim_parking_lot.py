@@ -62,6 +62,14 @@ def test_routes_long_flows_cross_every_router_cross_flows_one():
     # each router carries the long flows and its own cross flows; the long flows' packets
     # that R0 and R1 dropped never reach the later routers
     assert all(x > 500 for x in a)
+    # every packet of a long flow leaves a queue at each of the 3 routers (less the few
+    # dropped on the way); a cross flow's at one
+    for i, route in enumerate(net.routes):
+        visits = net.qdelay_n[i] / net.sent[i]
+        if route == "long":
+            assert 2.8 < visits < 3.1        # packets queued before the warm-up: a bit over
+        else:
+            assert 0.9 < visits < 1.1
     cl = class_stats(s)
     assert set(cl) == {"long", "cross0", "cross1", "cross2"}
     assert cl["long"]["e2e_queueing_delay_s"] == pytest.approx(
