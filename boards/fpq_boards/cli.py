@@ -12,6 +12,16 @@ def _build(args):
                     table_depth=args.table_depth, clk_mhz=args.clk_mhz, seed=args.seed,
                     router=args.router, time_limit=args.time_limit,
                     fixed=parse_fixed(args.fix) if args.fix else None)
+    if args.record:
+        from fpq.records import write_record
+        res = s["resources"]
+        write_record(args.record, "board", {
+            "board": s["board"], "clock_mhz": s["clock_mhz"], "fmax_mhz": s["fmax_mhz"],
+            "met": s["timing_met"], "goal_mhz": s["goal_mhz"], "build": s["build"],
+            "nextpnr": s["nextpnr"],
+            **{k: res[k]["used"] for k in ("LUT", "FF", "BRAM", "DSP") if k in res},
+            "resources": res})
+        print(f"wrote {args.record}")
     return 0 if (s["timing_met"] or not args.strict) else 1
 
 
@@ -26,6 +36,10 @@ def _monitor(args):
     settings = parse_settings(args.set)
     if args.interval <= 0:
         raise ValueError(f"--interval: {args.interval} must be > 0 seconds")
+    if args.configure and not (args.clk_mhz or args.simulate):
+        # checked before the port is opened: an argument error touches no board
+        raise ValueError("--clk-mhz: required with --configure (the board clock is the "
+                         "queue manager's time base: tick_hz = the clock)")
     from .platforms import BOARDS, ICEBREAKER_SIZES, at_clock
     build = BOARDS[args.board].build if args.board else None
     if args.simulate:
@@ -47,8 +61,6 @@ def _monitor(args):
     if args.configure:
         from .monitor import configure
         from .protocol import BusClient
-        if not clk_hz:
-            raise ValueError("--clk-mhz: required with --configure (timestamps are clocks)")
         configure(BusClient(port, retries=1), clk_hz, build=build)
     kw = {"sleep": sleep} if sleep else {}
     monitor(port, interval=args.interval, count=args.count, clk_hz=clk_hz,
@@ -78,6 +90,9 @@ def register(subparsers):
                         "board's own fixed fields)")
     b.add_argument("--time-limit", type=float, default=None, metavar="S",
                    help="stop the tools after S seconds (default: no limit)")
+    b.add_argument("--record", metavar="PATH.json", default=None,
+                   help="also write the results as a measurement record (fpq.records; the "
+                        "project keeps them in docs/benchmarks/)")
     b.set_defaults(func=_build)
 
     s = sub.add_parser("sweep", help="resource / Fmax table over build-time configurations")
@@ -98,12 +113,16 @@ def register(subparsers):
     m.add_argument("--timeout", type=float, default=0.5, help="reply timeout, s")
     m.add_argument("--interval", type=float, default=1.0, help="refresh period, s")
     m.add_argument("--count", type=int, default=0, help="views to show (0: until Ctrl-C)")
-    m.add_argument("--clk-mhz", type=float, default=None, help="board clock, for rates per s")
+    m.add_argument("--clk-mhz", type=float, default=None,
+                   help="board clock, for rates per s and for --configure (the queue "
+                        "manager's time base: tick_hz = this clock)")
     m.add_argument("--set", action="append", metavar="NAME=VALUE",
                    help="generator register to write first, e.g. --set flows=1000")
     m.add_argument("--configure", action="store_true",
-                   help="first load the default FPQ configuration and r(N) / decay tables "
-                        "for the board's build and clock (out of reset the tables are 0)")
+                   help="first load the default FPQ configuration (every register of "
+                        "fpq.Config for the board's build, derived with tick_hz = the board "
+                        "clock: clear_period, wq_shift, avg_sample_period, ...) and the r(N) "
+                        "table (out of reset the table is 0: FPQ does not drop)")
     m.add_argument("--simulate", action="store_true",
                    help="no board: run the self-test SoC RTL in Amaranth's simulator")
     m.add_argument("--no-clear", action="store_true", help="do not clear the screen")

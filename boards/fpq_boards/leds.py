@@ -15,7 +15,7 @@ class ActivityLEDs(wiring.Component):
     more, long enough to see a single event; an event while it is lit starts it again. The
     heartbeat toggles every ``beat`` clocks, to within a prescaler period. One free-running
     prescaler counts clocks; each LED counts only its prescaler ticks, in a few bits: a
-    counter of ``stretch`` clocks per LED (20 bits at the iCEBreaker's 16.5 MHz) would cost
+    counter of ``stretch`` clocks per LED (20 bits at the iCEBreaker's 15 MHz) would cost
     a logic cell per bit.
 
     Latency: an LED lights the clock after its event. Throughput: an event every clock.

@@ -100,10 +100,10 @@ def _rate(prev, cur, name, clocks):
 def render(prev, cur, clk_hz=None):
     """The one-screen view (text). Rates need ``prev``; per second needs ``clk_hz``."""
     b = cur["build"]
-    vec_bits, table_depth, avg_lag = 1 << (b & 31), 1 << ((b >> 5) & 31), (b >> 10) & 127
+    vec_bits, table_depth, avg_delay = 1 << (b & 31), 1 << ((b >> 5) & 31), (b >> 10) & 127
     clocks = ((cur["time"] - prev["time"]) & 0xFFFFFFFF) if prev else 0
     lines = [f"FPQ self-test   mode {_MODES.get(cur['mode'], cur['mode'])}   vec_bits {vec_bits}"
-             f"   table_depth {table_depth}   avg_lag {avg_lag}   status {cur['status']:#06x}",
+             f"   table_depth {table_depth}   avg_delay {avg_delay}   status {cur['status']:#06x}",
              ""]
     avg = cur["avg"] / (1 << QAVG.frac_bits)
     lines.append(f"  N (active flows)  {cur['n_raw']:>12d}     n used {cur['n']:>8d}")
@@ -171,17 +171,21 @@ def read_build(client, build=None):
                           "register bit 17), which the register does not list: name the "
                           "board (fpq board monitor --board NAME) or pass its Build")
     return Build(vec_bits=1 << (b & 31), table_depth=1 << ((b >> 5) & 31),
-                 avg_lag=(b >> 10) & 127)
+                 avg_delay=(b >> 10) & 127)
 
 
-def configure(client, tick_hz, wait=None, tables_to_load=("decay_table", "rate_table"),
-              build=None, **fields):
-    """Load an ``fpq.Config`` (defaults plus ``fields``; ``tick_hz`` = the board clock) into
-    the board: every configuration register, the decay and r(N) tables, then COMMIT. Raises
-    ``BridgeError`` naming the register if the board rejects the commit. ``wait`` (optional)
-    is called between status polls; ``tables_to_load`` limits which tables are written.
-    ``build``: the board's build, needed when it fixes fields (``read_build``); the fixed
-    registers are not written but read and checked against it."""
+def configure(client, tick_hz, wait=None, tables_to_load=("rate_table",), build=None,
+              **fields):
+    """Load an ``fpq.Config`` (defaults plus ``fields``) into the board: every configuration
+    register (``Config.registers()``, the derived ones included: ``clear_period``,
+    ``wq_shift`` and ``avg_sample_period`` from ``avg_tau_s``, ``rekey_hold``), the r(N)
+    table, then COMMIT. ``tick_hz`` is the board clock: the queue manager's time base, in
+    which those registers count. Raises ``BridgeError`` naming the register if the board
+    rejects the commit. ``wait`` (optional) is called between status polls;
+    ``tables_to_load`` limits which tables are written (``()``: registers only; the board
+    keeps its active table). ``build``: the board's build, needed when it fixes fields
+    (``read_build``); the fixed registers are not written but read and checked against it.
+    Returns the ``Config``."""
     from fpq.config import Config
     from fpq.regmap import tables, CONTROL_COMMIT, CONTROL_CLEAR_ERRORS, STATUS_BITS, \
         STATUS_REJECT_INDEX_SHIFT
@@ -199,7 +203,11 @@ def configure(client, tick_hz, wait=None, tables_to_load=("decay_table", "rate_t
         if r.kind == "config":
             for w in range(r.words):
                 client.write(r.offset + 4 * w, (raw[r.name] >> (32 * w)) & 0xFFFFFFFF)
-    contents = {"decay_table": cfg.decay_table(), "rate_table": cfg.rate_table()}
+    unknown = set(tables_to_load) - {t.name for t in tables(build)}
+    if unknown:
+        raise ValueError(f"tables_to_load: {', '.join(sorted(unknown))} is not a table of "
+                         f"the register map ({', '.join(t.name for t in tables(build))})")
+    contents = {"rate_table": cfg.rate_table()}
     for t in tables(build):
         if t.name not in tables_to_load:
             continue

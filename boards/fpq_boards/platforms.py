@@ -5,11 +5,9 @@ that fits its FPGA, the PLL clock, and the timing goal from issue 7 (ULX3S: 150 
 minimum frames at one verdict per clock; iCEBreaker: 14.88 MHz, 10 GbE minimum frames).
 
 The PLL clock is one the routed design meets, so that a board owner's bitstream works: the
-ULX3S runs at 75 MHz (routed Fmax 82.4 / 85.5 MHz at nextpnr seeds 1 / 2 on 1bb1268,
-2026-11-24; asked for 80 MHz the same RTL routed at 80.2 / 79.6 MHz: no margin; 75 Mpkt/s,
-above the 59.5 Mpkt/s of 40 GbE minimum frames), below its 150 MHz goal, which the summary reports
-as missed. Asking nextpnr for 150 MHz gave a worse result (70.7 MHz) and, on later RTL, no
-routed design at all (docs/BENCHMARKS.md, "Boards"); ``--clk-mhz`` still sets any clock."""
+ULX3S runs at 75 MHz, below its 150 MHz goal (the self-test design's register file limits it;
+docs/BENCHMARKS.md, "Boards"), which the summary reports as missed; ``--clk-mhz`` sets any
+clock."""
 
 import dataclasses
 from dataclasses import dataclass, field
@@ -17,12 +15,12 @@ from dataclasses import dataclass, field
 from amaranth import *
 from amaranth.lib.cdc import ResetSynchronizer
 
-from fpq.config import Build, Config
+from fpq.config import Build, Config, FIELDS
 from fpq.formats import COUNTER_BITS
 
 from .soc import SelfTestSoC
 
-__all__ = ["BoardSpec", "BOARDS", "ICEBREAKER_SIZES", "ICEBREAKER_FIXED",
+__all__ = ["BoardSpec", "BOARDS", "ICEBREAKER_SIZES", "ICEBREAKER_FIXED", "ICEBREAKER_RUNTIME",
            "ICEBREAKER_MHZ", "ICE40_COUNTER_BITS", "at_clock",
            "ice40_pll", "ecp5_pll", "BoardTop"]
 
@@ -44,31 +42,34 @@ class BoardSpec:
         return getattr(importlib.import_module(self.module), self.platform)()
 
 
-#: The iCEBreaker's build fixes every configuration field of the queue manager (all but the
-#: r(N) table's host fields, which only say what the host writes into the table): their
-#: registers become constants, and the UP5K design shrinks from 16202 to 10244 logic cells
-#: with all but mode, ECN, the count cap and the hard limits fixed (synthesis of d72d7f1 and
-#: of 45669e0, docs/BENCHMARKS.md "Fixed registers"), and by 761 more with those fixed too
-#: (6383 -> 5622, 2026-11-24): without that it does not fit. A board owner picks other
-#: values at build time (``fpq board build icebreaker --fix mode=red --fix ...``, repeating
-#: the others, or a BoardSpec of its own); the bus still reads them all. The key is the
-#: public RSS key: a bitstream facing untrusted traffic needs its own (``--fix
-#: hash_key=<40 hex digits>``). ``tick_hz`` is the board clock: ``BoardTop`` replaces it
-#: with the PLL's clock when the build runs at another one.
 #: The iCEBreaker's sizes: the vector and the r(N) table the UP5K's block RAM holds.
 ICEBREAKER_SIZES = Build(vec_bits=1024, table_depth=256)
-#: The iCEBreaker's clock: the UP5K design routes at 17.5-17.9 MHz (nextpnr seeds 1 and 2,
-#: 2026-11-24; 18.24 MHz on 9d8bde4, seed 1; the area-style decision's occupancy, three
-#: carry chains in series, is the path), so the PLL makes 16.5 MHz, above the 14.88 Mpkt/s
-#: of 10 GbE minimum frames.
-ICEBREAKER_MHZ = 16.5
-ICEBREAKER_FIXED = {name: value for name, value in Config(
-    build=ICEBREAKER_SIZES, tick_hz=ICEBREAKER_MHZ * 1e6).values.items()
-    if name not in ("p_pkts", "lt_plus_one", "lc_correction")}
+#: The iCEBreaker's clock: above the 14.88 Mpkt/s of 10 GbE minimum frames and below what
+#: the UP5K design routes at (docs/BENCHMARKS.md, "Boards"; the area-style decision's
+#: occupancy, carry chains in series, is its path).
+ICEBREAKER_MHZ = 15.0
+#: Fields that stay runtime on the iCEBreaker: the r(N) table's host fields (they only say
+#: what the host writes into the table, which stays runtime).
+ICEBREAKER_RUNTIME = ("p_pkts", "lt_plus_one", "lc_correction")
+#: The iCEBreaker's build fixes every other hardware field of the queue manager's
+#: configuration (``fpq.config.FIELDS`` of kind "reg" or "host"; the float model's own
+#: fields are no hardware's), so that every configuration register is a constant
+#: (``fpq.regmap.is_fixed``): ``avg_tau_s`` and ``tick_hz`` together fix ``wq_shift`` and
+#: ``avg_sample_period``, ``t_clear_s`` with them ``clear_period`` and ``rekey_hold``. Without
+#: fixing them the design does not fit the UP5K (docs/design-log.md). A board owner picks other values at build time
+#: (``fpq board build icebreaker --fix mode=red --fix ...``, repeating the others, or a
+#: BoardSpec of its own); the bus still reads them all. The key is the public RSS key: a
+#: bitstream facing untrusted traffic needs its own (``--fix hash_key=<40 hex digits>``).
+#: ``tick_hz`` is the board clock (the queue manager's time base): ``BoardTop`` replaces it
+#: with the PLL's clock when the build runs at another one (``at_clock``).
+ICEBREAKER_FIXED = {f.name: Config(build=ICEBREAKER_SIZES,
+                                   tick_hz=ICEBREAKER_MHZ * 1e6).values[f.name]
+                    for f in FIELDS if f.kind in ("reg", "host")
+                    and f.name not in ICEBREAKER_RUNTIME}
 
 #: The iCE40 builds' statistics counters: 48 bits (``QueueManager``'s ``counter_bits``), 2**48
-#: events are 197 days at one per clock at 16.5 MHz; the 16 bits less save 167 logic cells on
-#: the UP5K (the counters' and the bus read multiplexer's, 2026-11-24).
+#: events are 217 days at one per clock at 15 MHz; the 16 bits less save about 170 logic cells
+#: on the UP5K (the counters' and the bus read multiplexer's).
 ICE40_COUNTER_BITS = 48
 
 BOARDS = {
@@ -84,8 +85,9 @@ BOARDS = {
 
 
 def at_clock(build, clk_hz):
-    """``build`` for a self-test design clocked at ``clk_hz``: descriptor timestamps count
-    that clock (the traffic generator's), so a fixed ``tick_hz`` becomes ``clk_hz``."""
+    """``build`` for a self-test design clocked at ``clk_hz``: the queue manager's time base
+    is its clock, so a fixed ``tick_hz`` becomes ``clk_hz`` (and the registers derived from
+    it, ``clear_period``, ``wq_shift``, ``avg_sample_period``, ``rekey_hold``, follow)."""
     fixed = build.fixed_fields
     if "tick_hz" not in fixed or fixed["tick_hz"] == clk_hz:
         return build
@@ -155,7 +157,7 @@ class BoardTop(Elaboratable):
         self.baud = baud
         # the iCE40 has no LUT RAM: its verdict FIFO goes to block RAM (a clock more latency);
         # the UP5K is small and its clock low: area before speed, and 48-bit statistics
-        # counters (197 days at one event per clock at 16.5 MHz before they wrap)
+        # counters (217 days at one event per clock at 15 MHz before they wrap)
         ecp5 = spec.family == "ecp5"
         self.soc = SelfTestSoC(self.build, clk_freq=self.f_mhz * 1e6, baud=baud,
                                ram_style="ecp5" if ecp5 else "generic",

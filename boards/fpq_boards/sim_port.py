@@ -5,7 +5,8 @@
 clocks per bit; ``read(n)`` runs the simulation until ``n`` bytes have been decoded from
 ``dut.tx`` or ``timeout`` bit times have passed (then it returns fewer, as pyserial does).
 The host side of the tests and of ``fpq board monitor --simulate`` thus talks to the real
-UART bridge, bus and queue manager, with real 8N1 framing in between.
+UART bridge, bus and queue manager, with real 8N1 framing in between. ``probes`` are more
+background testbenches in the same simulation (a test's recorder of internal ports).
 """
 
 from collections import deque
@@ -25,7 +26,8 @@ _PERIOD = 1e-6          # simulated clock period; only ratios matter
 
 
 class SimulatedPort:
-    def __init__(self, dut, divisor=None, timeout_bits=400, rx="rx", tx="tx", vcd=None):
+    def __init__(self, dut, divisor=None, timeout_bits=400, rx="rx", tx="tx", vcd=None,
+                 probes=()):
         self.dut = dut
         self.divisor = divisor or dut.divisor
         self.timeout_bits = timeout_bits
@@ -38,6 +40,8 @@ class SimulatedPort:
         self.sim.add_clock(_PERIOD)
         self.sim.add_testbench(self._sender, background=True)
         self.sim.add_testbench(self._receiver, background=True)
+        for probe in probes:
+            self.sim.add_testbench(probe, background=True)
         self._vcd = None
         if vcd:
             self._vcd = self.sim.write_vcd(vcd)

@@ -33,7 +33,11 @@ class SelfTestSoC(wiring.Component):
     (``fpq.regmap``); the targets return 0 when not read, so read data is their OR. The
     generator feeds the queue manager's arrival port (through a 4-entry FIFO with a registered
     output, for timing, unless ``arrival_fifo`` is off) and its departure port, and takes its
-    verdicts.
+    verdicts. The queue manager's time base is this clock: the register file starts it out
+    of reset (``restart`` in its second clock), the descriptors carry no time, and a
+    configuration for this design is derived with ``tick_hz = clk_freq`` (``monitor.configure``;
+    the reset values are ``fpq.Config``'s defaults, for 150 MHz, unless the build fixes
+    ``tick_hz``).
 
     LEDs (``LED_NAMES``): activity is stretched to ``clk_freq / 16`` clocks so a single event is
     visible; the heartbeat blinks at about 1 Hz.
@@ -52,7 +56,7 @@ class SelfTestSoC(wiring.Component):
     arrival_fifo : bool
         The FIFO between the generator and the arrival port (default on): it keeps the
         queue manager's combinational ``ready`` out of the generator, a path that limits an
-        ECP5 at 80 MHz; on an iCE40 at 16.5 MHz it would only cost logic cells (4 x 113
+        ECP5 at 80 MHz; on an iCE40 at 15 MHz it would only cost logic cells (4 x 113
         flip-flops and their multiplexers, no LUT RAM there), so the iCEBreaker goes without.
     optimise : str
         Passed to ``QueueManager`` ("speed", or "area" for a small FPGA at a low clock);
@@ -112,13 +116,14 @@ class SelfTestSoC(wiring.Component):
             a, b = getattr(regs, name), getattr(qm, name)
             m.d.comb += (b.eq(a) if member.flow == wiring.Out else a.eq(b))
 
-        # The queue manager's arrival ready is combinational (clear backlog, credits, hold);
-        # a FIFO keeps it from fanning out into the generator: the handshake only moves the
-        # FIFO's pointers (first ULX3S build: 70.7 MHz with that path critical). Its output is
-        # registered (a synchronous read): the arrival timestamp goes straight into the clear
-        # schedule's compare, and a LUT-RAM read in front of it was the ULX3S critical path
-        # at 80 MHz (77.9 MHz). 4 entries: a buffered FIFO of 2 would pass one arrival every
-        # other clock.
+        # A FIFO keeps the queue manager's arrival ready (credit, wipe, the register file's
+        # hold) from fanning out into the generator: the handshake only moves the FIFO's
+        # pointers (first ULX3S build, when ready was a deeper function: 70.7 MHz with that
+        # path critical). Its output is registered (a synchronous read), so the descriptor
+        # comes from flip-flops into the queue manager's first stage (a LUT-RAM read in front
+        # of it was the ULX3S critical path at 80 MHz, 77.9 MHz, when the descriptor carried
+        # a timestamp for the clear schedule). 4 entries: a buffered FIFO of 2 would pass one
+        # arrival every other clock.
         if self.arrival_fifo:
             m.submodules.arrival_fifo = af = SyncFIFOBuffered(width=ARRIVAL.size, depth=4)
             m.d.comb += [af.w_data.eq(tg.arrivals.payload), af.w_en.eq(tg.arrivals.valid),

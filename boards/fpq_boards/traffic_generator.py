@@ -6,7 +6,7 @@ from amaranth import *
 from amaranth.lib import wiring, stream
 from amaranth.lib.wiring import In, Out
 
-from fpq.formats import TIME_BITS, LENGTH_BITS, QPKTS_BITS
+from fpq.formats import QPKTS_BITS
 from fpq.queue_manager import ENQUEUE, MARK, DROP_EARLY, DROP_FORCED
 from fpq_hdl.layouts import ARRIVAL, DEPARTURE, VERDICT, check_optimise
 from fpq_hdl.registers import BusSignature
@@ -15,7 +15,7 @@ __all__ = ["TG_BASE", "TG_SIZE", "TG_ID", "TGRegister", "TG_REGISTERS", "TG_REG"
            "TrafficGenerator", "flow_key"]
 
 #: Byte address range of the generator's registers on the SoC bus. It lies in the gap of
-#: ``fpq.regmap`` between the telemetry (ends below 0x300) and the decay table (0x1000).
+#: ``fpq.regmap`` between the telemetry (ends below 0x300) and the r(N) table (0x40000).
 TG_BASE = 0x800
 TG_SIZE = 0x100
 TG_ID = 0x5447454E  # "TGEN"
@@ -58,7 +58,7 @@ TG_REGISTERS = [
     TGRegister("tg_stalls", TG_BASE + 0x28, 32, "ro", 0, 0, 0,
                "Clocks an arrival waited for the queue manager's ready (wraps)."),
     TGRegister("tg_time", TG_BASE + 0x2C, 32, "ro", 0, 0, 0,
-               "Free-running timestamp counter, low word (clocks)."),
+               "Free-running clock counter (wraps): the time base of the monitor's rates."),
     TGRegister("tg_status", TG_BASE + 0x30, 1, "ro", 0, 0, 0,
                "bit 0 BAD_WRITE (sticky; a write of tg_status clears it)."),
 ]
@@ -105,8 +105,8 @@ class TrafficGenerator(wiring.Component):
     pattern 1, a free-running 32-bit Galois LFSR value masked to the next power of two of ``tg_flows``
     and folded into range (``x - flows`` when ``x >= flows``; slightly non-uniform when
     ``tg_flows`` is not a power of two; for 3 clocks after a write of ``tg_flows`` an id may
-    still fall in the old range). Its key is ``flow_key(id, tg_salt)``. The timestamp
-    is a free-running clock counter.
+    still fall in the old range). Its key is ``flow_key(id, tg_salt)``. The descriptors
+    carry no time: the queue manager decides each event from the clock it accepts it in.
 
     Departures (also while ``tg_enable`` is 0, so the queue drains): the backlog counts verdicts that enqueue (or mark) minus departures sent, so
     a departure never precedes its packet's verdict and the queue manager never sees a
@@ -181,10 +181,8 @@ class TrafficGenerator(wiring.Component):
         flows = regs["tg_flows"]
         m.d.comb += self.enabled.eq(enable)
 
-        # ---- time ------------------------------------------------------------------------
-        now = Signal(TIME_BITS)
-        m.d.sync += now.eq(now + 1)
-        m.d.comb += regs["tg_time"].eq(now[:32])
+        # ---- a clock counter for the host's rates (not in the descriptors) --------------------
+        m.d.sync += regs["tg_time"].eq(regs["tg_time"] + 1)
 
         # ---- next flow id, one clock ahead -------------------------------------------------
         lfsr = Signal(32, init=1)
@@ -218,7 +216,6 @@ class TrafficGenerator(wiring.Component):
                 salt = regs["tg_salt"]
                 m.d.sync += [
                     arr.valid.eq(1),
-                    arr.payload.ts.eq(now),
                     arr.payload.length.eq(regs["tg_length"]),
                     arr.payload.ecn.eq(0),
                     arr.payload.flow.eq(Cat(
@@ -258,10 +255,10 @@ class TrafficGenerator(wiring.Component):
                 m.d.sync += drain_timer.eq(drain - 1)
             with m.Else():
                 m.d.sync += drain_timer.eq(drain_timer - 1)
-        # a departure is valid for one clock (the port always takes it), so its fields are
-        # the live time and length, not registers of their own
+        # a departure is valid for one clock (the port always takes it), so its length is
+        # the live register, not a register of its own
         m.d.sync += dep.valid.eq(dep_go)
-        m.d.comb += [dep.payload.ts.eq(now), dep.payload.length.eq(regs["tg_length"])]
+        m.d.comb += dep.payload.length.eq(regs["tg_length"])
         m.d.sync += backlog.eq(backlog + enq - dep_go)
         m.d.comb += self.backlog_nonzero.eq(backlog != 0)
         return m

@@ -36,18 +36,48 @@ def test_ecp5_pll(f_out):
 
 
 def test_a_fixed_tick_rate_follows_the_board_clock():
-    """The iCEBreaker's build fixes tick_hz (timestamps count the board clock): a build at
-    another clock fixes that clock instead, and the registers derived from it follow."""
-    from fpq.config import Config
+    """The iCEBreaker's build fixes tick_hz (the board clock is the queue manager's time
+    base): a build at another clock fixes that clock instead, and the registers derived from
+    it follow: the same clearing time and time constant of the average in clocks of the
+    faster clock (each to the clock, as each rounds)."""
+    from fpq.config import Config, ewma_time_constant
+    from fpq.regmap import registers
     spec = BOARDS["icebreaker"]
     assert spec.build.fixed_fields["tick_hz"] == spec.clk_mhz * 1e6
     top = BoardTop(spec, clk_mhz=30.0)
     assert top.f_mhz == 30.0 and top.build.fixed_fields["tick_hz"] == 30e6
-    # the same clearing time in ticks of the faster clock (to the tick, as each rounds)
-    base = Config(build=spec.build).registers()["clear_period"]
-    assert abs(Config(build=top.build).registers()["clear_period"] -
-               base * 30 / spec.clk_mhz) <= 1 << 16
+    base = Config(build=spec.build).registers()
+    fast = Config(build=top.build).registers()
+    ratio = 30 / spec.clk_mhz
+    assert abs(fast["clear_period"] - base["clear_period"] * ratio) <= 1 << 16
+    assert abs(fast["rekey_hold"] - base["rekey_hold"] * ratio) <= 1
+    assert fast["wq_shift"] == base["wq_shift"] == 9
+    assert abs(fast["avg_sample_period"] - base["avg_sample_period"] * ratio) <= 1
+    tau = ewma_time_constant(fast["wq_shift"], fast["avg_sample_period"]) / 30e6
+    assert tau == pytest.approx(spec.build.fixed_fields["avg_tau_s"], rel=1e-4)
+    # and they are the constants of that build (the reset values of its read-only registers)
+    regs = {r.name: r for r in registers(top.build)}
+    for name in ("clear_period", "wq_shift", "avg_sample_period", "rekey_hold"):
+        assert regs[name].kind == "fixed" and regs[name].reset == fast[name], name
     assert BoardTop(spec).build == spec.build
+
+
+def test_icebreaker_fixes_every_configuration_register():
+    """Every configuration register of the iCEBreaker's build is a constant (the UP5K fit
+    needs it): ``avg_tau_s`` and ``tick_hz`` fixed together make ``wq_shift`` and
+    ``avg_sample_period`` constants. Only the r(N) table's host fields stay runtime, and no
+    float-model field is fixed (none is hardware)."""
+    from fpq.config import FIELDS
+    from fpq.regmap import registers
+    from fpq_boards.platforms import ICEBREAKER_FIXED, ICEBREAKER_RUNTIME
+    build = BOARDS["icebreaker"].build
+    kinds = {r.name: r.kind for r in registers(build)}
+    assert "config" not in kinds.values()
+    assert kinds["wq_shift"] == kinds["avg_sample_period"] == "fixed"
+    hardware = {f.name for f in FIELDS if f.kind in ("reg", "host")}
+    assert set(build.fixed_fields) == set(ICEBREAKER_FIXED) == hardware - set(ICEBREAKER_RUNTIME)
+    assert {"avg_tau_s", "tick_hz", "t_clear_s"} <= set(build.fixed_fields)
+    assert not {"clear_literal", "pkt_time_s"} & set(build.fixed_fields)
 
 
 def test_unknown_board_is_refused():
@@ -90,7 +120,7 @@ def test_time_limit_stops_the_tools_and_raises(tmp_path):
     rows = sweep("icebreaker", out_root=str(tmp_path / "sweep"), configs=[(1024, 256)],
                  time_limit=2, log=said.append)
     assert rows[0]["not_finished"] == "stopped after 2 s"
-    assert "| icebreaker | 1024 | 256 | 16.5 | not finished: stopped after 2 s |" in \
+    assert "| icebreaker | 1024 | 256 | 15 | not finished: stopped after 2 s |" in \
         markdown_table(rows)
     assert _procs_in(tmp_path / "sweep" / "icebreaker_v1024_t256") == []
 
@@ -114,8 +144,11 @@ def test_summary_from_reports(tmp_path):
         "      500   SB_DFF\n      300   SB_DFFE\n     2000   SB_LUT4\n\n"
         "3. Executing JSON backend.\n")
     spec = BOARDS["icebreaker"]
-    s = summarise(spec, str(tmp_path), spec.build, 24.0)
+    import dataclasses
+    s = summarise(spec, str(tmp_path), dataclasses.replace(spec.build, avg_delay=20), 24.0)
     assert s["fmax_mhz"] == 31.5 and s["timing_met"] and s["goal_met"]
+    assert s["build"]["avg_delay"] == 20 and "avg_lag" not in s["build"]
+    assert s["build"]["fixed"]["avg_tau_s"] == 2.36
     assert s["resources"]["LUT"] == {"used": 2000, "available": 5280}
     assert s["resources"]["FF"] == {"used": 800, "available": 5280}
     assert s["resources"]["BRAM"] == {"used": 6, "available": 30}
@@ -180,7 +213,7 @@ def test_icebreaker_synthesis(icebreaker_cells):
     iCE40 cells (PLL on the 12 MHz pad, block RAMs, DSPs) and is not optimised away."""
     c = icebreaker_cells
     assert c.get("SB_PLL40_PAD") == 1
-    assert c.get("SB_RAM40_4K", 0) >= 3          # flow vector, r(N) table banks, decay table
+    assert c.get("SB_RAM40_4K", 0) >= 3          # flow vector, r(N) table banks, verdict FIFO
     assert 1 <= c.get("SB_MAC16", 0) <= 8
     assert c.get("SB_LUT4", 0) > 1000
     assert c.get("SB_IO", 0) >= 4                # UART rx / tx, 2 LEDs

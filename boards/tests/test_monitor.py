@@ -66,7 +66,7 @@ def _snap(arrivals, drops, time, n_raw=37):
 def test_render_view():
     prev, cur = _snap(1000, 100, 0), _snap(3000, 600, 4000)
     text = render(prev, cur, clk_hz=25e6)
-    assert "vec_bits 2048   table_depth 512   avg_lag 12" in text
+    assert "vec_bits 2048   table_depth 512   avg_delay 12" in text
     assert "N (active flows)            37" in text
     assert "12.50 pkts" in text
     assert "20.00 % (since clear)" in text          # 600 / 3000
@@ -75,3 +75,36 @@ def test_render_view():
     assert "1.25e+07" in text                       # ... at 25 MHz
     first = render(None, cur)
     assert "last interval" not in first
+
+
+def test_configure_needs_the_board_clock(capsys):
+    """--configure derives the registers that count clocks (clear_period, wq_shift,
+    avg_sample_period, rekey_hold) with tick_hz = the board clock: without --clk-mhz it is
+    refused before any port is opened (this one does not exist)."""
+    code, out = run_cli(["board", "monitor", "--port", "/dev/ttyFPQ-does-not-exist",
+                         "--configure"], capsys)
+    assert code == 2
+    assert "--clk-mhz: required with --configure (the board clock is the queue manager's " \
+           "time base: tick_hz = the clock)" in out.err
+    assert "cannot open" not in out.err
+
+
+def test_help_says_the_clock_is_the_time_base(capsys):
+    with pytest.raises(SystemExit):
+        main(["board", "monitor", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "tick_hz = the board clock" in text
+    assert "r(N) table" in text and "decay" not in text
+
+
+def test_read_build_decodes_sizes_and_avg_delay():
+    """The build register's fields, avg_delay included ([16:10], ``fpq.regmap.build_word``)."""
+    from fpq.regmap import build_word
+    from fpq_boards.monitor import read_build
+    for b in (Build(vec_bits=2048, table_depth=512, avg_delay=20), Build(vec_bits=64,
+              table_depth=65536, avg_delay=127), Build()):
+        class Client:
+            def read(self, addr):
+                assert addr == 0x004
+                return build_word(b)
+        assert read_build(Client()) == b

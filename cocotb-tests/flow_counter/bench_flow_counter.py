@@ -1,46 +1,57 @@
 """cocotb bench of ``fpq_hdl.flow_counter.FlowCounter`` alone, against the golden model
 ``fpq.flow_counter.FlowCounter`` (imported).
 
-Per arrival the model runs ``advance(ts)`` (the clears owed, or a wipe) then ``set(h)``, which
-returns the vector index; the bench drives that index on ``set_index`` ``set_delay`` clocks
-after the RTL accepted the arrival and reads ``n_raw`` ``FlowCounter.LATENCY`` clocks after
-that, where it must equal the model's ``n_raw``. Arrivals come with seeded idle clocks and
-``can_accept`` (the downstream credit) is driven low at random: back-pressure.
+Each clock is a slot of the queue manager's pipeline: it may hold a clear (the ``clear``
+strobe, at the slot's cycle 0), an arrival (its vector index on ``set_index`` ``set_delay``
+clocks later), a wipe, or nothing. The model is driven through its own interface: its clear
+schedule runs on a clock that counts the clear strobes (``clear_period`` one clock of that
+clock: ``advance(k)`` after the k-th strobe applies exactly that clear), then ``set(h)`` for
+the slot's arrival; ``wipe()``, ``configure(v_max, ...)`` and ``rng.load`` for the strobes.
+So the bench presents any pattern of clears (every clock, none for a while, bursts), not only
+a periodic one: the block does not know the period (a ``PeriodicTimer`` in the top does).
 
-Besides N, the bench checks the documented throughput: with ``can_accept`` high and no wipe
-under way (``busy`` low) the port stalls exactly once per clear beyond the first one an
-arrival owes (that one rides along) and once per flush; and ``ready`` is never high while
-``busy`` is.
+Checked on every clock: ``n_raw`` is N after the slot ``set_delay + LATENCY`` clocks before
+(clears-only and empty slots included), ``over`` is ``n_raw > n_cap`` (the cap is never
+changed here), ``n_next`` is the next clock's ``n_raw``, and
+``busy`` is high exactly in the ``vec_bits + 2`` clocks after a wipe's slot (no arrival is
+presented then, as the top's port refuses them).
 
-Script items (plan["script"]): ``("config", regs)`` after reset (raw registers, as
-``Config.registers()``), ``("events", [(ts, hash32), ...])``, ``("commit", regs)`` (pipeline
-drained; ``wipe_req`` if ``v_max`` changed, ``load_rng`` if the clear seed changed, as the
-register file's COMMIT), ``("stream", {gap, gap_burst, accept, accept_burst})`` (new stream
-conditions from here on), ``("wipe",)`` (a ``wipe_req`` strobe alone), ``("reset", regs,
-inflight)`` (``inflight`` arrivals accepted, then reset with them in the pipeline: a fresh
+Script items (plan["script"]): ``("config", regs)`` after reset (the wipe out of reset
+waited for; raw registers, as ``Config.registers()``) with a ``load_rng`` strobe; ``("slots",
+[(clear, hash or None), ...])``; ``("commit", regs)`` (a slot with the new registers and the
+strobes a register-file commit gives: ``wipe`` if ``v_max`` changed, ``load_rng`` if the
+clear seed changed; a clear may share it); ``("wipe", clear)`` (a ``wipe`` strobe alone);
+``("reset", regs, slots)`` (``slots`` presented, then reset with them in the pipeline: a fresh
 model)."""
 
-import copy
 from collections import deque
 
 import cocotb
 
 from fpq.flow_counter import FlowCounter as Model
 from fpq.flow_hash import reduce_index
+from fpq.random_source import XorShift128
 
 from fpq_hdl.flow_counter import FlowCounter
 
 from tb_lib.component_bench import start, reset, Ports, config_word
 from tb_lib.runner import load_plan, save_result
 from tb_lib.scoreboard import Coverage
-from tb_lib.streams import Pattern
 
 P = "flow counter: "
+#: the model's clear period: one clock of its clock, which counts clear strobes
+ONE = 1 << 16
 
 
 def new_model(build, regs):
-    return Model(build.vec_bits, regs["v_max"], regs["clear_period"], regs["flush_after"],
-                 regs["clear_literal"], regs["rng_clear_state"])
+    return Model(build.vec_bits, regs["v_max"], ONE, regs["rng_clear_state"])
+
+
+def _peek(rng):
+    """The next number of a copy of the model's clear generator (coverage only)."""
+    c = XorShift128.__new__(XorShift128)
+    c.x, c.y, c.z, c.w, c._buf, c._pos = rng.x, rng.y, rng.z, rng.w, rng._buf, rng._pos
+    return c.next()
 
 
 class FlowCounterTB:
@@ -48,201 +59,184 @@ class FlowCounterTB:
         self.dut, self.plan = dut, plan
         self.build = plan["build"]
         self.delay = plan["set_delay"]
-        self.seed = plan["seed"]
-        self.streams(plan)
-        self.ports = Ports(dut, ["arrival_valid", "ts", "can_accept", "set_valid", "set_index",
-                                 "load_rng", "restart", "wipe_req", "config"])
+        self.ports = Ports(dut, ["clear", "wipe", "load_rng", "set_valid", "set_index",
+                                 "config"])
         self.cov = Coverage()
         self.cycle = 0
         self.checked = 0
+        self.lost = 0
         self.regs = None
         self.model = None
-        self.prev = deque(maxlen=2)        # (accept cycle, set index, last clear index)
-        self.mismatch = None
+        self.clears = 0                      # the model's clock: clear strobes so far
+        self.busy_until = -1                 # the last clock busy is high
+        # per clock in flight: (clock to check n_raw, expected n_raw)
+        self.checks = deque()
+        self.sets = deque()                  # (clock, index) for set_index
+        self.recent = deque(maxlen=2)        # (clock, set index or None, clear index or None)
 
-    def streams(self, st):
-        seed = self.seed = self.seed + 1
-        self.gap = Pattern(1.0 - st.get("gap", 0.0), seed * 7 + 1, st.get("gap_burst", 1))
-        self.credit = Pattern(st.get("accept", 1.0), seed * 7 + 2, st.get("accept_burst", 1))
+    # ---- one slot ----------------------------------------------------------------------------
+    def _model_slot(self, clear, h, wipe=False, regs=None, load=False):
+        """The model's view of a slot at ``self.cycle``: returns (set index, clear index)."""
+        m = self.model
+        if regs is not None:
+            m.configure(regs["v_max"], ONE)          # wipes if v_max changed
+            self.regs = regs
+        if wipe:
+            m.wipe()
+        if load:
+            m.rng.load(self.regs["rng_clear_state"])
+        cidx = None
+        if clear:
+            cidx = reduce_index(_peek(m.rng), m.v_max)
+            self.clears += 1
+            m.advance(self.clears)
+        idx = m.set(h) if h is not None else None
+        return idx, cidx
 
-    async def tick(self, n=1):
-        for _ in range(n):
-            await self.edge
-            self.cycle += 1
+    async def slot(self, clear=False, h=None, wipe=False, regs=None, load=False):
+        """One clock: the slot's strobes and arrival (its index follows ``set_delay`` clocks
+        later); the checks of this clock."""
+        dut, ps, cyc = self.dut, self.ports, self.cycle
+        if h is not None and cyc <= self.busy_until:
+            raise AssertionError(f"bench: an arrival at clock {cyc} during a wipe")
+        if regs is not None:
+            ps.set("config", config_word(self.build, regs))
+        idx, cidx = self._model_slot(clear, h, wipe, regs, load)
+        ps.set("clear", int(clear))
+        ps.set("wipe", int(wipe))
+        ps.set("load_rng", int(load))
+        if idx is not None:
+            self.sets.append((cyc + self.delay, idx))
+        self.checks.append((cyc + self.delay + FlowCounter.LATENCY, self.model.n_raw))
+        if wipe:
+            self.busy_until = cyc + self.build.vec_bits + 2
+        self._coverage(cyc, idx, cidx, clear, wipe, load)
+        if self.sets and self.sets[0][0] == cyc:
+            ps.set("set_valid", 1)
+            ps.set("set_index", self.sets.popleft()[1])
+        else:
+            ps.set("set_valid", 0)
+        await self.edge
+        self.cycle += 1
+        busy = int(dut.busy.value)
+        want_busy = int(self.busy_until - self.build.vec_bits - 2 < cyc <= self.busy_until)
+        if busy != want_busy:
+            raise AssertionError(f"clock {cyc}: busy {busy}, want {want_busy} (a wipe keeps it "
+                                 f"high the {self.build.vec_bits + 2} clocks after its slot)")
+        nxt = dut.n_next.value.to_unsigned()
+        if self.checks and self.checks[0][0] == cyc:
+            _, want = self.checks.popleft()
+            got = dut.n_raw.value.to_unsigned()
+            if got != want:
+                raise AssertionError(f"clock {cyc}: RTL n_raw {got} != model {want} (N after "
+                                     f"the slot of clock {cyc - self.delay - 4})")
+            over = int(dut.over.value)
+            if over != int(want > self.regs["n_cap"]):
+                raise AssertionError(f"clock {cyc}: RTL over {over} with n_raw {want} and "
+                                     f"n_cap {self.regs['n_cap']}")
+            if self.checks and self.checks[0][0] == cyc + 1 and nxt != self.checks[0][1]:
+                raise AssertionError(f"clock {cyc}: RTL n_next {nxt} != model "
+                                     f"{self.checks[0][1]} (the next clock's n_raw)")
+            self.checked += 1
 
-    async def load(self, regs, strobes):
-        ps = self.ports
-        ps.set("config", config_word(self.build, regs))
-        for s in strobes:
-            ps.set(s, 1)
-        await self.tick()
-        for s in strobes:
-            ps.set(s, 0)
-        await self.tick()
-        self.regs = regs
+    def _coverage(self, cyc, idx, cidx, clear, wipe, load):
+        hit = self.cov.hit
+        if clear and idx is not None:
+            hit(P + "clear and set in one slot")
+            if cidx == idx:
+                hit(P + "clear and set of the same index in one slot")
+        if clear and cyc <= self.busy_until and not wipe:
+            hit(P + "clear during a wipe (draws, clears nothing)")
+        if clear and load:
+            hit(P + "clear in the clock of a reseed (the new seed's first number)")
+        for c, pidx, pcidx in self.recent:
+            d = cyc - c
+            if idx is not None and pidx == idx:
+                hit(P + f"set of the index set {d} clock(s) earlier (forwarding)")
+            if cidx is not None and pidx == cidx:
+                hit(P + f"clear of the index set {d} clock(s) earlier")
+            if idx is not None and pcidx == idx:
+                hit(P + f"set of the index cleared {d} clock(s) earlier")
+            if cidx is not None and pcidx == cidx:
+                hit(P + f"clear of the index cleared {d} clock(s) earlier")
+        self.recent.append((cyc, idx, cidx))
 
-    # ---- the model's view ------------------------------------------------------------------
-    def predict(self, events):
-        """Per arrival: (ts, index, clears owed, wiped, n_raw after it, last clear index)."""
-        model, out = self.model, []
-        for ts, h in events:
-            w0 = model.wipes
-            probe = copy.copy(model.rng)       # the numbers advance() draws: coverage only
-            clears = model.advance(ts)
-            last_clear = reduce_index(probe.take(clears)[-1], model.v_max) if clears else None
-            idx = model.set(h)
-            out.append((ts, idx, clears, model.wipes - w0, model.n_raw, last_clear))
-        return out
-
-    # ---- the clock loop ----------------------------------------------------------------------
-    async def run_events(self, events, stop_after=None):
-        """Stream ``events``; returns when every n_raw was checked, or (``stop_after``) right
-        after that many accepts, with arrivals in flight."""
-        exp = self.predict(events)
-        dut, ps, edge, gap, credit = self.dut, self.ports, self.edge, self.gap, self.credit
-        ready, busy, n_raw = dut.ready, dut.busy, dut.n_raw
-        D, L = self.delay, FlowCounter.LATENCY
-        sets, reads = deque(), deque()
-        n, i, offering, cycle = len(exp), 0, False, self.cycle
-        stall_backlog = stall_busy = stall_credit = gaps = 0
-        while i < n or reads or sets:
-            if not offering:
-                if i < n and gap.next():
-                    ps.set("arrival_valid", 1)
-                    ps.set("ts", exp[i][0])
-                    offering = True
-                else:
-                    ps.set("arrival_valid", 0)
-                    if i < n:
-                        gaps += 1
-            ca = credit.next()
-            ps.set("can_accept", int(ca))
-            if sets and sets[0][0] == cycle:
-                ps.set("set_valid", 1)
-                ps.set("set_index", sets.popleft()[1])
-            else:
-                ps.set("set_valid", 0)
-            await edge
-            if offering:
-                if not ca:
-                    stall_credit += 1
-                elif ready.value:
-                    if busy.value:
-                        raise AssertionError(f"cycle {cycle}: ready high while busy")
-                    sets.append((cycle + D, exp[i][1]))
-                    reads.append((cycle + D + L, i))
-                    self._hazards(cycle, exp[i])
-                    offering = False
-                    i += 1
-                    if stop_after is not None and i == stop_after:
-                        self.cycle = cycle + 1
-                        return
-                elif busy.value:
-                    stall_busy += 1
-                else:
-                    stall_backlog += 1
-            if reads and reads[0][0] == cycle:
-                k = reads.popleft()[1]
-                got = n_raw.value.to_unsigned()
-                if got != exp[k][4]:
-                    ts, idx, clears, wiped, want, _ = exp[k]
-                    raise AssertionError(
-                        f"arrival {self.checked + k} (ts {ts}, index {idx}, {clears} clears "
-                        f"owed, wiped {wiped}): RTL n_raw {got} != model {want}")
-            cycle += 1
-        ps.set("arrival_valid", 0)
-        self.cycle = cycle
-        self.checked += n
-        want_stalls = sum(max(c - 1, 0) + w for _, _, c, w, _, _ in exp)
-        if stall_backlog != want_stalls:
-            raise AssertionError(f"the port stalled {stall_backlog} clocks with can_accept high "
-                                 f"and busy low; the clears owed beyond one per arrival plus "
-                                 f"the flushes are {want_stalls}")
-        cov = self.cov
-        cov.hit(P + "arrivals checked", n)
-        cov.hit(P + "port stalls for a clear backlog", stall_backlog)
-        cov.hit(P + "port stalls during a wipe (busy)", stall_busy)
-        cov.hit(P + "can_accept low (back-pressure) cycles", stall_credit)
-        cov.hit(P + "arrival valid gap cycles", gaps)
-
-    def _hazards(self, cycle, e):
-        _, idx, clears, wiped, _, last_clear = e
-        cov = self.cov
-        if clears == 1:
-            cov.hit(P + "one clear owed: rides along with the arrival")
-        if clears > 1:
-            cov.hit(P + "clear backlog > 1 (port stalls)")
-        if wiped:
-            cov.hit(P + "flush: vector wiped (backlog >= flush_after)")
-        if clears and last_clear == idx:
-            cov.hit(P + "clear and set of the same index in one slot")
-        for c, pidx, pclr in self.prev:
-            d = cycle - c
-            if d in (1, 2):
-                if pidx == idx:
-                    cov.hit(P + f"set of the index set {d} clock(s) earlier (forwarding)")
-                if clears and pidx == last_clear:
-                    cov.hit(P + f"clear of the index set {d} clock(s) earlier")
-                if pclr is not None and pclr == idx:
-                    cov.hit(P + f"set of the index cleared {d} clock(s) earlier")
-        self.prev.append((cycle, idx, last_clear))
+    async def flush(self):
+        """Empty slots until every slot presented so far has been checked."""
+        for _ in range(self.delay + FlowCounter.LATENCY + 1):
+            await self.slot()
 
     # ---- the script --------------------------------------------------------------------------
     async def run(self):
         dut, build = self.dut, self.build
-        self.edge = await start(dut, ["arrival_valid", "ts", "can_accept", "set_valid",
-                                      "set_index", "load_rng", "restart", "wipe_req"])
+        self.edge = await start(dut, ["clear", "wipe", "load_rng", "set_valid", "set_index"])
         for item in self.plan["script"]:
             kind = item[0]
             if kind == "config":
-                self.model = new_model(build, item[1])
-                await self.load(item[1], ["restart", "load_rng"])
-            elif kind == "events":
-                await self.run_events(item[1])
+                await self.out_of_reset(item[1])
+            elif kind == "slots":
+                n_clear = n_set = 0
+                for clear, h in item[1]:
+                    await self.slot(clear, h)
+                    n_clear += clear
+                    n_set += h is not None
+                self.cov.hit(P + "clears", n_clear)
+                self.cov.hit(P + "arrivals", n_set)
+                self.cov.hit(P + "slots without an arrival", len(item[1]) - n_set)
             elif kind == "commit":
                 regs, old = item[1], self.regs
-                strobes = []
-                if regs["v_max"] != old["v_max"]:
-                    strobes.append("wipe_req")
+                wipe = regs["v_max"] != old["v_max"]
+                load = regs["rng_clear_state"] != old["rng_clear_state"]
+                if wipe:
                     self.cov.hit(P + "v_max rewritten (wipe)")
-                if regs["rng_clear_state"] != old["rng_clear_state"]:
-                    strobes.append("load_rng")
-                    self.model.rng.load(regs["rng_clear_state"])
+                if load:
                     self.cov.hit(P + "clear generator reseeded")
-                if regs["clear_period"] != old["clear_period"]:
-                    self.cov.hit(P + "clear period rewritten")
-                if regs["clear_literal"] != old["clear_literal"]:
-                    self.cov.hit(P + "clear mode rewritten (carry / literal)")
-                self.model.configure(regs["v_max"], regs["clear_period"], regs["flush_after"],
-                                     regs["clear_literal"])
-                await self.load(regs, strobes)
-            elif kind == "stream":
-                self.streams(item[1])
+                await self.slot(clear=item[2] if len(item) > 2 else False, wipe=wipe,
+                                regs=regs, load=load)
             elif kind == "wipe":
-                self.model.wipe()
-                await self.load(self.regs, ["wipe_req"])
+                await self.slot(clear=item[1], wipe=True)
                 self.cov.hit(P + "wipe strobe")
             elif kind == "reset":
                 regs, inflight = item[1], item[2]
-                # the arrivals in flight are checked as long as they come out before the reset
-                await self.run_events(inflight, stop_after=len(inflight))
-                self.ports.set("arrival_valid", 0)
-                self.ports.set("set_valid", 0)
+                for clear, h in inflight:
+                    await self.slot(clear, h)
+                self.lost += len(self.checks)
+                self.checks.clear()
+                self.sets.clear()
+                self.recent.clear()
+                for name in ("set_valid", "clear", "wipe", "load_rng"):
+                    self.ports.set(name, 0)
                 await reset(dut, self.edge)
                 self.cycle += 2
                 self.ports.forget()
-                self.prev.clear()
-                self.model = new_model(build, regs)
-                await self.load(regs, ["restart", "load_rng"])
-                self.cov.hit(P + "reset mid-stream (arrivals in flight)")
+                await self.out_of_reset(regs)
+                self.cov.hit(P + "reset mid-stream (slots in flight)")
             else:
                 raise ValueError(f"script item {kind!r}")
-        for _ in range(self.delay + FlowCounter.LATENCY + 4):
-            await self.tick()
-        if dut.n_raw.value.to_unsigned() != self.model.n_raw:
-            raise AssertionError(f"idle: RTL n_raw {dut.n_raw.value.to_unsigned()} != model "
-                                 f"{self.model.n_raw}")
-        return {"inputs": self.checked, "cycles": self.cycle, "coverage": self.cov.bins}
+        await self.flush()
+        return {"inputs": self.checked, "lost_to_reset": self.lost, "cycles": self.cycle,
+                "coverage": self.cov.bins}
+
+    async def out_of_reset(self, regs):
+        """Out of reset the vector is wiped (busy from the first clock, ``vec_bits + 3``
+        clocks): wait, then the registers and a generator load."""
+        dut = self.dut
+        self.ports.set("config", config_word(self.build, regs))
+        n = 0
+        while True:
+            await self.edge
+            self.cycle += 1
+            n += 1
+            if not dut.busy.value:
+                break
+        if n - 1 != self.build.vec_bits + 3:
+            raise AssertionError(f"busy out of reset for {n - 1} clocks, want "
+                                 f"{self.build.vec_bits + 3}")
+        self.model = new_model(self.build, regs)
+        self.regs = regs
+        self.clears = 0
+        self.busy_until = -1
+        await self.slot(load=True)
 
 
 @cocotb.test()

@@ -1,20 +1,25 @@
 """The Verilated RTL as a Python object (a lean Verilator harness loaded with ctypes).
 
 ``VerilatedQueueManager(config)`` has the golden model's interface (``fpq.QueueManager``):
-``arrive(desc) -> Verdict``, ``depart(desc)``, ``configure(config)``, ``run(events)``,
-``counters``, ``snapshot()``; so the TCP simulator can use the RTL as the bottleneck's queue
-manager (``fpq_sim.network.Network(sc, qm=VerilatedQueueManager(cfg))``). ``replay(cfg, events,
-expected)`` runs a trace through it and returns a one-paragraph comparison report.
+``arrive(desc) -> Verdict``, ``depart(desc)``, ``configure(config, ts)``, ``run(events)``,
+``counters``, ``snapshot()``, ``advance(ts)``; so the TCP simulator can use the RTL as the
+bottleneck's queue manager (``fpq_sim.network.Network(sc, qm=VerilatedQueueManager(cfg))``,
+or ``queue.model = "rtl"``). ``replay(cfg, events, expected)`` runs a trace through it and
+returns a one-paragraph comparison report.
+
+The queue manager keeps its own time (clock 0 is the clock after ``restart``) and decides
+from the clock each event is accepted in, its ``ts``: the harness presents every event in
+that clock, idling the clocks between in C, and raises ``RuntimeError`` naming the event and
+the clocks when the RTL cannot take it there. ``arrive`` clocks until the verdict is out
+(``latency`` = ``fpq_hdl.queue_manager.LATENCY`` clocks), so a source that waits for each
+verdict stamps its events with ``fpq.accept_clock.AcceptClock(verdict_wait >= latency)``
+(the TCP simulator: ``queue.verdict_wait``).
 
 The RTL (``fpq_hdl.queue_manager.QueueManager``) is exported to Verilog, Verilated with plain
 ``verilator --cc`` and linked with a small C++ wrapper (``harness.cpp.in``) into a shared
 library under ``build/fpq_verilator/<tag>-<hash>/``, once per design (the hash covers the
-Verilog and the wrapper).
+Verilog and the wrapper)."""
 
-Since a verdict depends only on the event sequence, ``arrive`` presents one arrival and clocks
-until its verdict; ``run`` is the batch path (events streamed back to back, one verdict per
-clock) for throughput."""
+from .harness import VerilatedQueueManager, build_library, replay, encode_events
 
-from .harness import VerilatedQueueManager, build_library, replay
-
-__all__ = ["VerilatedQueueManager", "build_library", "replay"]
+__all__ = ["VerilatedQueueManager", "build_library", "replay", "encode_events"]

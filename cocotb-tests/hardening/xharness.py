@@ -8,20 +8,15 @@ Differences from ``fpq_verilator.build_library``:
   from a seed set per instance (``VerilatedContext::randReset(2)``, ``randSeed(seed)``). A
   state element that reset does not define, and that reaches a verdict, then makes runs with
   different seeds differ.
-* Two more C entry points: ``fpqv_new_seeded(seed)`` and ``fpqv_feed(events, n, clocks)``,
-  which presents events back to back for exactly ``clocks`` clocks and returns without
-  draining the pipeline (so a reset can land on any clock of a stream).
+* One more C entry point, ``fpqv_new_seeded(seed)``; and the Python class can present events
+  for exactly a number of clocks and leave the pipeline as it is (``feed``), so a reset can
+  land on any clock of a stream, and reset without waiting for the wipe (``raw_reset``).
 
-The C++ wrapper is fpq_verilator's ``harness.cpp.in`` with these functions added; the
-Python class reuses ``VerilatedQueueManager`` (the golden model's interface)."""
+The C++ wrapper is fpq_verilator's ``harness.cpp.in`` with that function added; the Python
+class reuses ``VerilatedQueueManager`` (the golden model's interface)."""
 
 import ctypes
-import hashlib
-import os
 import re
-import subprocess
-import sys
-import time
 
 import numpy as np
 
@@ -45,57 +40,12 @@ void* fpqv_new_seeded(int seed) {
     t->counter_clear = 0;
     t->clear_max_queue = 0;
     t->load_rng_decide = t->load_rng_clear = t->restart = t->wipe = t->rekey = 0;
-    t->rate_we = t->decay_we = 0;
+    t->rate_we = 0;
     t->arrivals___05Fvalid = t->departures___05Fvalid = 0;
     t->verdicts___05Fready = 1;
     t->clk = 0;
     t->eval();
     return h;
-}
-
-// Present events back to back (as fpqv_run does) for exactly `clocks` clocks, verdict ready
-// high, without waiting for verdicts; returns how many events were taken.
-long fpqv_feed(void* p, const uint64_t* ev, long n_events, long clocks) {
-    H* h = (H*)p;
-    Vfpq* t = h->top;
-    long i = 0;
-    bool arr_pending = false;
-    t->verdicts___05Fready = 1;
-    for (long c = 0; c < clocks; ++c) {
-        bool dep_now = false;
-        if (!arr_pending && i < n_events) {
-            const uint64_t* a = ev + 4 * i;
-            if ((a[0] & 0xff) == 1) {
-                uint64_t d = 0;
-                d |= (a[1] & ((1ull << DEP_TS_W) - 1)) << DEP_TS_O;
-                d |= ((a[0] >> 16) & 0xffff) << DEP_LEN_O;
-                t->departures___05Fpayload = d;
-                dep_now = true;
-                ++i;
-                a = (i < n_events && (ev[4 * i] & 0xff) == 0) ? ev + 4 * i : nullptr;
-            }
-            if (a) {
-                put(t->arrivals___05Fpayload, ARR_TS_O, ARR_TS_W, a[1]);
-                put(t->arrivals___05Fpayload, ARR_FLOW_O, 64, a[2]);
-                put(t->arrivals___05Fpayload, ARR_FLOW_O + 64, ARR_FLOW_W - 64, a[3]);
-                put(t->arrivals___05Fpayload, ARR_LEN_O, ARR_LEN_W, (a[0] >> 16) & 0xffff);
-                put(t->arrivals___05Fpayload, ARR_ECN_O, 1, (a[0] >> 8) & 1);
-                arr_pending = true;
-                ++i;
-            }
-        }
-        t->departures___05Fvalid = dep_now;
-        t->arrivals___05Fvalid = arr_pending;
-        t->clk = 0;
-        t->eval();
-        bool accepted = arr_pending && t->arrivals___05Fready;
-        edge(h);
-        if (accepted) arr_pending = false;
-    }
-    t->arrivals___05Fvalid = 0;
-    t->departures___05Fvalid = 0;
-    t->eval();
-    return i - (arr_pending ? 1 : 0);
 }
 }  // extern "C"
 """
@@ -135,11 +85,6 @@ def strip_initial_values(text):
     return text
 
 
-def _cpp():
-    text = (lean._HERE / "harness.cpp.in").read_text().replace("@OFFSETS@", lean._offsets())
-    return text + _EXTRA
-
-
 def build_xprop_library(build):
     """Verilate the queue manager with ``FLAGS``; returns the shared library's path (cached
     under ``build/fpq_verilator/xprop-...``)."""
@@ -147,82 +92,54 @@ def build_xprop_library(build):
     from fpq_hdl.queue_manager import QueueManager
     text = strip_initial_values(verilog.convert(QueueManager(build), name=lean._TOP,
                                                 emit_src=False))
-    cpp = _cpp()
-    digest = hashlib.sha256((text + " ".join(FLAGS)).encode()).hexdigest()[:12]
-    folder = lean.BUILD_ROOT / (f"xprop-v{build.vec_bits}-t{build.table_depth}-"
-                                f"l{build.avg_lag}-{digest}")
-    lib = folder / f"libfpqx-{hashlib.sha256(cpp.encode()).hexdigest()[:8]}.so"
-    if lib.exists():
-        return lib
-    folder.mkdir(parents=True, exist_ok=True)
-    import fcntl
-    with open(folder / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if lib.exists():
-            return lib
-        (folder / f"{lean._TOP}.v").write_text(text)
-        (folder / "harness.cpp").write_text(cpp)
-        vroot = lean._verilator_root()
-        env = dict(os.environ)
-        env["PATH"] = str(os.path.dirname(sys.executable)) + os.pathsep + env.get("PATH", "")
-        env["MAKEFLAGS"] = "CFG_CXXFLAGS_PCH_I=-include"
-        env.pop("VERILATOR_ROOT", None)
-        t0 = time.perf_counter()
-        with open(folder / "build.log", "a") as logf:
-            try:
-                if not (folder / "obj" / "Vfpq__ALL.a").exists():
-                    subprocess.run([str(vroot / "bin" / "verilator"), "--cc", f"{lean._TOP}.v",
-                                    "--top-module", lean._TOP, "--prefix", "Vfpq", "-O3",
-                                    *FLAGS, "-Wno-fatal", "-Mdir", "obj", "--build", "-j", "2",
-                                    "-CFLAGS", "-fPIC -O2"],
-                                   cwd=folder, env=env, check=True, stdout=logf,
-                                   stderr=subprocess.STDOUT)
-                inc = vroot / "include"
-                tmp = folder / f"libfpqx.so.tmp{os.getpid()}"
-                subprocess.run(["g++", "-shared", "-fPIC", "-O2", "-std=c++17", "-I", "obj",
-                                "-I", str(inc), "-I", str(inc / "vltstd"), "harness.cpp",
-                                "obj/Vfpq__ALL.a", str(inc / "verilated.cpp"),
-                                str(inc / "verilated_threads.cpp"), "-o", str(tmp),
-                                "-pthread"],
-                               cwd=folder, env=env, check=True, stdout=logf,
-                               stderr=subprocess.STDOUT)
-                os.replace(tmp, lib)
-            except subprocess.CalledProcessError as exc:
-                raise RuntimeError(f"xprop harness: build failed ({exc.cmd[0]}); see "
-                                   f"{folder / 'build.log'}") from None
-        (folder / "build-seconds.txt").write_text(f"{time.perf_counter() - t0:.1f}\n")
-    return lib
+    return lean.build_library(build, tag=f"xprop-{lean.build_tag(build)}", verilog_text=text,
+                              flags=FLAGS, cpp=lean._cpp() + _EXTRA, prefix="libfpqx")
 
 
 class XVerilatedQueueManager(lean.VerilatedQueueManager):
     """``VerilatedQueueManager`` on the X-propagation build, its initial state drawn from
-    ``seed``. ``config=None`` leaves the design un-reset (initial state only)."""
+    ``seed``. Not reset: ``reset(config)`` first (``raw_telemetry`` shows the initial
+    state)."""
 
     def __init__(self, config, seed):
+        from fpq_hdl.queue_manager import (LATENCY, N_RAW_DELAY, N_TELEMETRY_DELAY,
+                                           AVG_TELEMETRY_DELAY, COUNTER_DELAY)
         self.config = config
         self.build = config.build
+        self.latency = LATENCY
+        self._delays = (N_RAW_DELAY, N_TELEMETRY_DELAY, AVG_TELEMETRY_DELAY,
+                        LATENCY - 1 + COUNTER_DELAY)
+        self.telemetry_delay = self._delays[3]
         so = lean._load(build_xprop_library(self.build))
         so.fpqv_new_seeded.restype = ctypes.c_void_p
         so.fpqv_new_seeded.argtypes = [ctypes.c_int]
-        so.fpqv_feed.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint64),
-                                 ctypes.c_long, ctypes.c_long]
-        so.fpqv_feed.restype = ctypes.c_long
         self._so = so
         self._h = so.fpqv_new_seeded(seed)
-        self._out = np.zeros((4096, 3), dtype=np.uint64)
-        self._one = np.zeros((2, 4), dtype=np.uint64)
+        self._rec = (ctypes.c_uint64 * 8)()
+        self._vbuf = np.zeros((16, 3), dtype=np.uint64)
+        self._cbuf = (ctypes.c_uint64 * 7)()
+        self._tbuf = (ctypes.c_uint64 * 8)()
+        self._pending = None
+        self._clock = 0
+        self._sent = 0
+        self._taken = 0
 
     def raw_telemetry(self):
         """Counters and telemetry as they are now (no clocks), e.g. before any reset."""
         c = (ctypes.c_uint64 * 7)()
-        t = (ctypes.c_uint64 * 7)()
-        self._so.fpqv_telemetry(self._h, c, t)
+        t = (ctypes.c_uint64 * 8)()
+        self._so.fpqv_raw_telemetry(self._h, c, t)
         return list(c), list(t)
 
     def feed(self, events, clocks):
-        """Present ``events`` back to back for exactly ``clocks`` clocks (verdicts are not
-        collected; the pipeline is left as it is). Returns the number of events taken."""
+        """Present ``events`` each in its clock for exactly ``clocks`` clocks (verdicts are not
+        waited for; the pipeline is left as it is). Returns the number of events taken."""
         rec = events if isinstance(events, np.ndarray) else lean.encode_events(events)
         rec = np.ascontiguousarray(rec)
-        return self._so.fpqv_feed(self._h, rec.ctypes.data_as(ctypes.POINTER(ctypes.c_uint64)),
-                                  len(rec), clocks)
+        return self._check(self._so.fpqv_run(self._h, rec.ctypes.data_as(lean._U64P),
+                                             len(rec), 0, clocks), rec)
+
+    def raw_reset(self, clocks):
+        """Reset, then ``clocks`` idle clocks (the reset's vector wipe under way)."""
+        self._so.fpqv_reset(self._h, 0)
+        self._so.fpqv_idle_to(self._h, self._so.fpqv_now(self._h) + clocks)

@@ -2,7 +2,9 @@
 byte addresses; a write is ``w_en`` for one clock, a read is ``r_en`` for one clock with
 ``r_data`` valid on the next. Accesses wait in a queue and go out one per clock, with seeded
 random idle clocks between them, from the bench's clock loop (``drive``/``sample``), so bus
-traffic and streams run in the same clocks."""
+traffic and streams run in the same clocks. A read's callback gets the word and the clock of
+its ``r_en`` (``clock()`` is the bench's clock whose inputs are being set), the clock whose
+register values the word holds."""
 
 from collections import deque
 
@@ -10,10 +12,11 @@ __all__ = ["RegisterBus"]
 
 
 class RegisterBus:
-    def __init__(self, dut, pattern):
+    def __init__(self, dut, pattern, clock):
         self.addr, self.w_en, self.w_data = dut.bus__addr, dut.bus__w_en, dut.bus__w_data
         self.r_en, self.r_data = dut.bus__r_en, dut.bus__r_data
         self.pattern = pattern
+        self.clock = clock
         self.queue = deque()
         self.current = None         # the access driven this clock
         self.reading = None         # callback waiting for r_data (the clock after r_en)
@@ -53,10 +56,10 @@ class RegisterBus:
 
     def sample(self):
         if self.reading is not None:
-            cb, self.reading = self.reading, None
-            cb(self.r_data.value.to_unsigned())
+            (cb, at), self.reading = self.reading, None
+            cb(self.r_data.value.to_unsigned(), at)
         if self.current is not None:
             self.accesses += 1
             if self.current[0] == "r":
-                self.reading = self.current[2]
+                self.reading = (self.current[2], self.clock() - 1)
             self.current = None

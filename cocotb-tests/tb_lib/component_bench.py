@@ -48,7 +48,7 @@ def config_word(build, regs):
 
 async def start(dut, inputs=()):
     """Start the clock, zero ``inputs``, hold reset for two clocks; returns the edge trigger."""
-    Clock(dut.clk, 10, unit="ns").start()
+    Clock(dut.clk, 10, unit="ns", impl="gpi").start()
     for name in inputs:
         getattr(dut, name).value = 0
     edge = RisingEdge(dut.clk)

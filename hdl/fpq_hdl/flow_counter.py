@@ -1,283 +1,147 @@
 """Flow counter: the bit vector with random clearing and the flow count N (FPQ paper Fig. 4)."""
 
 from amaranth import *
-from amaranth.lib import wiring, memory
+from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
-
-from fpq.formats import TIME_BITS, CLEAR_PERIOD, RAND_BITS
 
 from .flow_hash import reduce_index
 from .block_ram import BlockRAM
-from .layouts import config_layout, check_optimise
+from .layouts import config_layout
 from .random_source import RandomSource
 
 __all__ = ["FlowCounter"]
 
-_FX = CLEAR_PERIOD.frac_bits
-_RING = TIME_BITS + _FX          # the clear schedule lives in UQ48.16 ticks, modulo 2**64
-
 
 class FlowCounter(wiring.Component):
-    """Bit-exact ``fpq.flow_counter.FlowCounter`` at one arrival per clock.
+    """Bit-exact ``fpq.flow_counter.FlowCounter`` at one arrival and one clear per clock.
 
-    It has two parts at two places of the queue manager's pipeline.
-
-    **Clear schedule (cycle 0, at the arrival port).** Which clears an arrival owes depends
-    only on timestamps, never on the vector, so it is decided where the arrival enters. Three
-    64-bit registers hold ``next_due``, ``next_due + clear_period`` and ``next_due +
-    flush_after``, each minus one; each clock compares the arrival's ``ts << 16`` with all
-    three in parallel (a plain 48-bit carry chain each: with the registers one below the
-    compare points, the fractional bits drop out of the compare, see ``elaborate``; the
-    updates are ``nd <- nd_p``, ``nd_p += period``, no add in series with a compare). In every
-    clock in which the schedule does not move, the two precomputed registers are re-derived
-    from ``next_due`` with the current configuration, so a configuration change (made while
-    no arrival is accepted, for at least one clock: the register file's commit holds the
-    port) keeps ``next_due`` and continues with the new ``clear_period`` and
-    ``flush_after``, as ``fpq.QueueManager.configure`` does. ``restart`` loads the schedule
-    a clock later (no arrival is accepted in these two clocks).
-    Outcomes per clock:
-
-    * nothing owed: the arrival is accepted;
-    * one clear owed: a clear (random index from its own xorshift128) and the arrival go down
-      the pipeline in the same slot, clear first; so clears due on every clock cost nothing;
-    * more than one owed: a clear goes alone and the arrival waits (``ready`` low): the hardware
-      works off the backlog one clear per clock, which does not change any verdict;
-    * backlog >= ``flush_after``: a wipe slot goes down and ``ready`` stays low ``vec_bits + 2``
-      clocks while the vector is zeroed (a backlog of 8 full sweeps: rare by construction).
-
-    Out of reset the same wipe runs (``busy`` high, ``ready`` low for the first
-    ``vec_bits + 3`` clocks): block RAM keeps its contents across a reset, and the reset
-    state is an empty vector with N = 0.
-
-    In paper-literal mode the last clear of an arrival restarts the schedule at ``ts + period``.
+    Each clock is a slot of the queue manager's pipeline, which may hold an arrival's set and
+    a clear (the clear first) or a wipe. Clears are timed outside (``clear``, from a
+    ``PeriodicTimer`` at cycle 0): this block draws the clear's random number in that clock
+    (``rng_clear`` steps with it), reduces it to an index and applies it ``set_delay`` clocks
+    later, in the same slot as an arrival accepted in the clock of the clear.
 
     **Vector (cycles ``set_delay`` .. ``set_delay + 3``).** Two read-modify-writes of one bit
-    per clock (the arrival's set and one clear), each needing the old bit for N. It is the
-    XOR two-write-port memory built from 1R1W RAMs, portable to iCE40 as well as ECP5: banks
-    P and Q, bit = P ^ Q; a set writes ``P[a] = ~Q[a]``, a clear writes ``Q[b] = P[b]``; each
-    bank is two RAMs (one per read port). A clear and a set of the same index in
-    one slot is the clear first: the bit ends 1 and N changes as for the set alone, so the
-    clear's write is dropped. The RAMs have read latency 2 (``BlockRAM``: output register, for
-    Fmax); reads are not transparent, so the writes of the two previous clocks are forwarded
-    (two registers per bank), which is all the read-to-write distance needs: the same flow on
-    every clock counts exactly once and nothing stalls.
+    per clock, each needing the old bit for N. It is the XOR two-write-port memory built from
+    1R1W RAMs, portable to iCE40 as well as ECP5: banks P and Q, bit = P ^ Q; a set writes
+    ``P[a] = ~Q[a]`` and a clear ``Q[b] = P[b]``, unconditionally (the write enables are
+    registers, not functions of the old bits: the bit ends 1 or 0 whatever it was); each bank
+    is two RAMs (one per read port). A clear and a set of the same index in one slot is the
+    clear first: the bit ends 1 and N changes as for the set alone, so the clear's write is
+    dropped. The RAMs have read latency 2 (``BlockRAM``, output register); reads are not
+    transparent, so the bank words written in the two previous clocks are forwarded (the
+    write data), and the old bit for N is forwarded logically: after a set at an address the
+    bit is 1, after a clear 0, whatever the RAM read. The same flow on every clock counts
+    once and nothing stalls.
 
     * cycle ``set_delay``: read addresses (set and clear index, registered);
-    * ``set_delay + 1``: RAM output register;
-    * ``set_delay + 2``: old bits, forwarding, writes, N increment/decrement (registered);
+    * ``set_delay + 1``: RAM output register; address matches with the writes in flight;
+    * ``set_delay + 2``: old bits, writes, N's increment/decrement (registered);
     * ``set_delay + 3``: ``N += inc - dec`` (or 0 after a wipe); ``n_raw`` is valid at
       ``set_delay + 4``, the popcount after this slot's clear and set.
 
-    Throughput: one arrival per clock with up to one clear owed per arrival.
+    **Wipe.** ``wipe`` (cycle 0; also out of reset) zeroes the vector: ``busy`` is high from
+    the next clock until an arrival accepted after it finds the vector empty (``vec_bits +
+    2`` clocks; out of reset from the first clock); arrivals must not be accepted meanwhile. Clears of slots during
+    the wipe draw their number and clear nothing; N is 0 from the wipe's slot on.
+
+    Throughput: one arrival and one clear per clock.
 
     Parameters
     ----------
     build : fpq.Build
         ``build.vec_bits`` is the vector size.
     set_delay : int
-        Clocks from the accept (cycle 0) to ``set_valid``/``set_index`` (>= 3).
+        Clocks from the slot's cycle 0 to ``set_valid``/``set_index`` (>= 4).
     ram_style : str
         ``BlockRAM`` style of the four vector RAMs ("generic" or "ecp5").
-    optimise : str
-        "speed" (default): the clear schedule as above, three 64-bit registers and no adder
-        in series with a compare. "area": one register, ``next_due - 1``; the compare points
-        ``+ clear_period`` and ``+ flush_after`` are added in front of their compares each
-        clock (three adders instead of seven; on the iCEBreaker design 426 logic cells fewer,
-        2026-11-24). The same clears and verdicts, clock for clock.
 
     Attributes
     ----------
     config : In(config_layout(build))
-        Uses ``v_max``, ``clear_period``, ``flush_after``, ``clear_literal`` (stable while
-        arrivals are in flight) and ``rng_clear_state`` (loaded on ``load_rng``).
-    restart : In(1)
-        Restarts the schedule: ``next_due = clear_period`` (the model's reset state).
-    wipe_req : In(1)
-        Strobe: wipe the vector before the next arrival (a commit that changes ``v_max``).
-    arrival_valid, ts : In
-        The arrival at the port (cycle 0).
-    can_accept : In(1)
-        Room downstream (the verdict FIFO's credit).
-    ready : Out(1)
-        The arrival may be accepted this clock (may depend on ``arrival_valid``, ``ts``).
+        Uses ``v_max``, ``n_cap`` and ``rng_clear_state`` (loaded on ``load_rng``).
+    load_rng : In(1)
+        Load the clear generator from ``rng_clear_state`` (``RandomSource.load``: the clear of
+        this clock already draws from the new seed).
+    clear : In(1)
+        A clear in this clock's slot (cycle 0).
+    wipe : In(1)
+        Wipe the vector in this clock's slot (a commit that changes ``v_max`` or the key).
     set_valid, set_index : In
-        The accepted arrival's vector index, ``set_delay`` clocks after the accept.
+        The slot's arrival and its vector index, ``set_delay`` clocks after cycle 0.
     n_raw : Out(17)
         N after the slot that was at cycle 0 ``set_delay + 4`` clocks ago.
     n_next : Out(17)
         What ``n_raw`` shows at the next clock (the input of its register), for users that
         register a function of N without a clock more (``DropProbability``).
+    over : Out(1)
+        ``n_raw > n_cap``, a register beside ``n_raw`` (a commit's new cap shows a clock after
+        it: arrivals, which use it, come later).
     busy : Out(1)
-        A wipe is pending or under way.
+        A wipe is under way: accept no arrival.
     """
 
     LATENCY = 4      # clocks from set_index to n_raw
 
-    def __init__(self, build, set_delay, ram_style="generic", optimise="speed"):
-        assert set_delay >= 3
+    def __init__(self, build, set_delay, ram_style="generic"):
+        assert set_delay >= 4
         self.ram_style = ram_style
-        self.optimise = check_optimise(optimise)
         vec_bits = build.vec_bits
         self.vec_bits = vec_bits
         self.set_delay = set_delay
         self.index_bits = (vec_bits - 1).bit_length()
         super().__init__({
-            "config": In(config_layout(build)), "load_rng": In(1),
-            "restart": In(1), "wipe_req": In(1),
-            "arrival_valid": In(1), "ts": In(TIME_BITS), "can_accept": In(1),
-            "ready": Out(1),
+            "config": In(config_layout(build)), "load_rng": In(1), "clear": In(1),
+            "wipe": In(1),
             "set_valid": In(1), "set_index": In(self.index_bits),
-            "n_raw": Out(17), "n_next": Out(17), "busy": Out(1),
+            "n_raw": Out(17), "n_next": Out(17), "over": Out(1), "busy": Out(1),
         })
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.rng = rng = RandomSource()
         cfg = self.config
-        m.d.comb += [rng.seed.eq(cfg.rng_clear_state), rng.load.eq(self.load_rng)]
-
-        # ---- clear schedule (cycle 0) -------------------------------------------------------
-        period = Signal(_RING)
-        m.d.comb += period.eq(cfg.clear_period)
-        # The schedule registers hold ``next_due - 1``, ``next_due + clear_period - 1`` and
-        # ``next_due + flush_after - 1`` (modulo 2**64). Why minus one: ``now - x`` (the low 16
-        # bits of ``now = ts << 16`` are zero) is negative modulo 2**64 iff ``ts - x_hi -
-        # (x_lo != 0)`` is modulo 2**48, and with ``y = x - 1`` that is ``ts - y_hi - 1`` =
-        # ``ts + ~y_hi``: each compare is a plain 48-bit carry chain with no borrow from the
-        # fractional bits, and every update is still a two-input add.
-        nd, nd_p, nd_f = (Signal(_RING, name=n) for n in ("next_due_m1", "next_due_p_m1",
-                                                             "next_due_f_m1"))
-        stall_bits = (self.vec_bits + 2).bit_length()
-        wait = Signal(stall_bits)
-        waiting = Signal()                # wait != 0, registered
+        ib = self.index_bits
+        # ---- cycle 0: the clear's random number; the wipe's wait at the port ---------------
+        m.submodules.rng = rng = RandomSource()
+        m.d.comb += [rng.seed.eq(cfg.rng_clear_state), rng.load.eq(self.load_rng),
+                     rng.step.eq(self.clear)]
         # out of reset the vector is wiped (the documented reset state is an empty vector;
         # block RAM contents survive a reset)
-        pending_wipe = Signal(init=1)
-        # functions of the configuration only, registered (configuration changes only while
-        # no arrival is accepted, at least one clock before the next: see RegisterFile):
-        # period - 1, 2 period - 1 and period + flush_after - 1 (the last as one carry-save
-        # step, ``p + f + ~0 = ~(p ^ f) + ((p | f) << 1)``, and one adder)
-        pm1 = Signal(_RING, name="period_m1")
-        flush = cfg.flush_after
-        m.d.sync += pm1.eq(period - 1)
-        if self.optimise == "speed":
-            p2m1, pfm1 = Signal(_RING, name="period2_m1"), Signal(_RING, name="period_f_m1")
-            m.d.sync += [p2m1.eq((period << 1) - 1),
-                         pfm1.eq(~(period ^ flush) + ((period | flush) << 1))]
-        # a restart loads the schedule a clock later, from those registers (so that a
-        # restart in the same clock as a configuration write sees the new configuration);
-        # no arrival is accepted in either clock
-        restart_d = Signal()
-        m.d.sync += restart_d.eq(self.restart)
-
-        def behind(y):
-            # now >= y + 1 (modulo 2**64, signed): ts + ~y_hi as a 48-bit sum is >= 0
-            return ~(self.ts + ~y[_FX:])[TIME_BITS - 1]
-        owed = behind(nd)
-        more = behind(nd_p)
-        flushed = owed & ~cfg.flush_after[_RING - 1] & behind(nd_f)
-        go = (self.arrival_valid & self.can_accept & ~waiting & ~pending_wipe &
-              ~self.restart & ~restart_d)
-        clear0 = Signal()
-        wipe0 = Signal()
-        jump = Signal()
-        advance = Signal()
-        m.d.comb += self.busy.eq(pending_wipe | waiting)
-
-        with m.If(go):
-            with m.If(flushed):
-                m.d.comb += [wipe0.eq(1), jump.eq(1)]
-            with m.Elif(owed):
-                m.d.comb += clear0.eq(1)
-                with m.If(more):
-                    m.d.comb += advance.eq(1)
-                with m.Else():
-                    m.d.comb += [self.ready.eq(1), jump.eq(cfg.clear_literal),
-                                 advance.eq(~cfg.clear_literal)]
-            with m.Else():
-                m.d.comb += self.ready.eq(1)
-        with m.If(~waiting & pending_wipe):
-            m.d.comb += wipe0.eq(1)
-            m.d.sync += pending_wipe.eq(0)
-        with m.If(self.wipe_req):
-            m.d.sync += pending_wipe.eq(1)
-
+        first = Signal(init=1)
+        busy = Signal(init=1)
+        m.d.sync += first.eq(0)
+        wipe0 = self.wipe | first
+        # the wipe's writes run in the clocks set_delay + 3 .. set_delay + 2 + vec_bits after
+        # its slot; an arrival accepted vec_bits + 3 clocks after it reads the vector after
+        # the last of them
+        wait = Signal(range(self.vec_bits + 3))
+        m.d.comb += self.busy.eq(busy)
         with m.If(wipe0):
-            m.d.sync += [wait.eq(self.vec_bits + 2), waiting.eq(1)]
-        with m.Elif(waiting):
-            m.d.sync += [wait.eq(wait - 1), waiting.eq(wait != 1)]
+            m.d.sync += [wait.eq(self.vec_bits + 2), busy.eq(1)]
+        with m.Elif(busy):
+            m.d.sync += [wait.eq(wait - 1), busy.eq(wait != 1)]
 
-        now = Cat(Const(0, _FX), self.ts)
-        if self.optimise == "speed":
-            def candidates(tag, values):
-                # the next values of (nd, nd_p, nd_f) in one case, as signals (driven
-                # outside the case's condition, so that only the final select depends on it)
-                out = []
-                for reg, v in zip((nd, nd_p, nd_f), values):
-                    if v is not None and not isinstance(v, Signal):
-                        sig = Signal(_RING, name=f"{reg.name}_{tag}")
-                        m.d.comb += sig.eq(v)
-                        v = sig
-                    out.append(v)
-                return out
-
-            def load(values):
-                for reg, v in zip((nd, nd_p, nd_f), values):
-                    if v is not None:
-                        m.d.sync += reg.eq(v)
-
-            at_jump = candidates("jump", (now + pm1, now + p2m1, now + pfm1))
-            at_advance = candidates("advance", (nd_p, nd_p + period, nd_f + period))
-            at_rest = candidates("refresh", (None, nd + period, nd + cfg.flush_after))
-            with m.If(restart_d):
-                load((pm1, p2m1, pfm1))
-            with m.Elif(jump):
-                load(at_jump)
-            with m.Elif(advance):
-                load(at_advance)
-            with m.Else():
-                # no step of the schedule: re-derive the precomputed compare points from
-                # next_due, so that a commit that changes clear_period or flush_after (applied
-                # while no arrival is accepted) keeps next_due and continues with the new
-                # period, as the model's configure() does
-                load(at_rest)
-        else:
-            # area: the two compare points are sums of ``next_due - 1`` and the current
-            # configuration in front of their compares (an adder in series with each), and
-            # ``next_due + period - 1`` is also the advanced value: three adders and one
-            # 64-bit register instead of seven and three
-            m.d.comb += [nd_p.eq(nd + period), nd_f.eq(nd + cfg.flush_after)]
-            with m.If(restart_d):
-                m.d.sync += nd.eq(pm1)
-            with m.Elif(jump):
-                m.d.sync += nd.eq(now + pm1)
-            with m.Elif(advance):
-                m.d.sync += nd.eq(nd_p)
-
-        # ---- clear index: r -> (r * v_max) >> 32, aligned with the set index -------------
-        # the generator steps a clock after its clear, from the registered ``clr_v`` (a small
-        # fan-out for the compare's result); a clear in the clock in between takes the
-        # number after that step
-        clr_v = Signal()
-        m.d.comb += rng.step.eq(clr_v)
-        m.d.sync += clr_v.eq(clear0)
-        # the random number of the clear, registered set_delay - 3 times; the last register
-        # is the input register of the index multiply (``reduce_index``)
-        r = Mux(clr_v, rng.value_next, rng.value)
-        wipe_v = Signal()
-        m.d.sync += wipe_v.eq(wipe0)
-        for i in range(self.set_delay - 3):
-            clr_v_n, r_n, wipe_n = Signal(name=f"clr_v{i}"), Signal(32, name=f"r{i}"), \
+        # ---- cycles 1 .. set_delay - 1: the clear's index, aligned with the set index --------
+        # ``reduce_index`` takes its operand into the multipliers' input registers and gives
+        # the index three clocks later
+        # v_max travels with the number: a commit that changes it applies from its own
+        # clock's clear on, not to the clears already in flight
+        r = Signal(32)
+        vm = Signal.like(cfg.v_max, name="clr_v_max")
+        cv, wp = Signal(), Signal()
+        m.d.sync += [r.eq(rng.value), vm.eq(cfg.v_max), cv.eq(self.clear), wp.eq(wipe0)]
+        for i in range(self.set_delay - 4):
+            r_n, cv_n, wp_n = Signal(32, name=f"r{i}"), Signal(name=f"clr_v{i}"), \
                 Signal(name=f"wipe{i}")
-            m.d.sync += [clr_v_n.eq(clr_v), r_n.eq(r), wipe_n.eq(wipe_v)]
-            clr_v, r, wipe_v = clr_v_n, r_n, wipe_n
-        clr_index = reduce_index(m, r, cfg.v_max, self.index_bits, self.ram_style, "clr_index")
-        clr_v0 = Signal()          # cycle set_delay
-        wipe_s0 = Signal()
-        # two more register stages for the valid/wipe bits (the multiply takes two)
-        cv_a, wp_a = Signal(), Signal()
-        m.d.sync += [cv_a.eq(clr_v), wp_a.eq(wipe_v)]
-        m.d.sync += [clr_v0.eq(cv_a), wipe_s0.eq(wp_a)]
+            vm_n = Signal.like(vm, name=f"clr_v_max{i}")
+            m.d.sync += [r_n.eq(r), vm_n.eq(vm), cv_n.eq(cv), wp_n.eq(wp)]
+            r, vm, cv, wp = r_n, vm_n, cv_n, wp_n
+        clr_index = reduce_index(m, r, vm, ib, self.ram_style, "clr_index")
+        for i in range(3):
+            cv_n, wp_n = Signal(name=f"clr_va{i}"), Signal(name=f"wipe_a{i}")
+            m.d.sync += [cv_n.eq(cv), wp_n.eq(wp)]
+            cv, wp = cv_n, wp_n
+        clr_v0, wipe_s0 = cv, wp                  # cycle set_delay
 
         # ---- vector: XOR two-write-port memory from 1R1W RAMs -----------------------------
         rams = {}
@@ -287,47 +151,77 @@ class FlowCounter(wiring.Component):
         a0, b0 = self.set_index, clr_index
         m.d.comb += [rams["pa"].r_addr.eq(a0), rams["qa"].r_addr.eq(a0),
                      rams["pb"].r_addr.eq(b0), rams["qb"].r_addr.eq(b0)]
-        # cycle set_delay + 1: the RAMs' output register
-        sv1, cv1, wipe1, same1 = Signal(), Signal(), Signal(), Signal()
-        a1, b1 = Signal(self.index_bits), Signal(self.index_bits)
-        m.d.sync += [sv1.eq(self.set_valid), cv1.eq(clr_v0), wipe1.eq(wipe_s0), a1.eq(a0),
-                     b1.eq(b0), same1.eq(self.set_valid & clr_v0 & (a0 == b0))]
-        # cycle set_delay + 2: old bits, writes
-        sv, cv, wipe2, same = Signal(), Signal(), Signal(), Signal()
-        a, b = Signal(self.index_bits), Signal(self.index_bits)
-        m.d.sync += [sv.eq(sv1), cv.eq(cv1), wipe2.eq(wipe1), a.eq(a1), b.eq(b1),
-                     same.eq(same1)]
-
         wiping = Signal()
-        wcount = Signal(self.index_bits)
-        p_addr, q_addr = Mux(wiping, wcount, a), Mux(wiping, wcount, b)
-        # the writes of the two previous clocks, forwarded over the non-transparent reads
-        def last(name):
-            return (Signal(name=f"{name}_en"), Signal(self.index_bits, name=f"{name}_addr"),
-                    Signal(name=f"{name}_data"))
-        p1, p2, q1, q2 = last("p1"), last("p2"), last("q1"), last("q2")
+        wcount = Signal(ib)
+        # cycle set_delay + 1: the RAMs' output register; the slot registered
+        sv1, cv1, wipe1, same1, rw1 = Signal(), Signal(), Signal(), Signal(), Signal()
+        a1, b1 = Signal(ib), Signal(ib)
+        m.d.sync += [sv1.eq(self.set_valid), cv1.eq(clr_v0), wipe1.eq(wipe_s0), a1.eq(a0),
+                     b1.eq(b0), same1.eq(self.set_valid & clr_v0 & (a0 == b0)),
+                     rw1.eq(wiping)]
+        # cycle set_delay + 2: old bits, writes
+        sv, cv2, wipe2, same, rw2 = Signal(), Signal(), Signal(), Signal(), Signal()
+        a, b = Signal(ib), Signal(ib)
+        m.d.sync += [sv.eq(sv1), cv2.eq(cv1), wipe2.eq(wipe1), a.eq(a1), b.eq(b1),
+                     same.eq(same1), rw2.eq(rw1)]
+        cw = cv2 & ~same                              # the clear (not overridden by the set)
+        # A clear whose read saw the vector during a wipe (``rw2``) writes nothing: the wipe
+        # made the bit 0 and no set comes that soon after it (the port is not ready). So no
+        # read ever needs a wipe's write forwarded, only the slots' own writes.
+        cwe = cw & ~rw2
 
-        # address matches are compared a clock early (at set_delay + 1, against the write
-        # being issued now and the one issued a clock ago), so that only the enables and the
-        # data muxes sit between the RAM output register and the RAM inputs
-        match = {}
-        for key, addr1, w_now, w1 in (("pa", a1, "p", p1), ("pb", b1, "p", p1),
-                                      ("qa", a1, "q", q1), ("qb", b1, "q", q1)):
-            m1, m2 = Signal(name=f"match_{key}_1"), Signal(name=f"match_{key}_2")
-            match[key] = (m1, m2)
-            m.d.sync += [m1.eq(addr1 == (p_addr if w_now == "p" else q_addr)),
-                         m2.eq(addr1 == w1[1])]
+        # The writes of the two slots before a read are not in the RAM it reads (read at
+        # cycle set_delay, non-transparent; they write at set_delay + 1 and set_delay). Their
+        # addresses are compared with the read addresses at cycle set_delay, registered, and
+        # combined with their write enables at set_delay + 1, registered again: at set_delay
+        # + 2 the forwarding is one select from registers. ``slots[0]`` holds the write
+        # enables of the slot two before (past set_delay + 2 when the read is at + 1).
+        slots = [(Signal(name="ls_en"), Signal(name="lc_en"), Signal(name="lc_wen"))]
+        m.d.sync += Cat(*slots[0]).eq(Cat(sv, cw, cwe))
+        eq = {}
+        for x, x0 in (("a", a0), ("b", b0)):
+            for y, y_prev in (("a1", a1), ("b1", b1), ("a2", a), ("b2", b)):
+                e = eq[x, y] = Signal(name=f"eq_{x}_{y}")
+                m.d.sync += e.eq(x0 == y_prev)        # cycle set_delay
+        # at set_delay + 1: the slot before is at set_delay + 2 (``sv``, ``cw``, ``cwe``), the
+        # one before that in ``slots[0]``
+        s2_sv, s2_cw, s2_cwe = slots[0]
+        fw = {}
+        for key, e1, en1, e2, en2 in (("pb", eq["b", "a1"], sv, eq["b", "a2"], s2_sv),
+                                      ("qa", eq["a", "b1"], cwe, eq["a", "b2"], s2_cwe)):
+            m1, m2 = Signal(name=f"fwd_{key}_1"), Signal(name=f"fwd_{key}_2")
+            m.d.sync += [m1.eq(en1 & e1), m2.eq(en2 & e2)]
+            fw[key] = (m1, m2)
+        # the data of those writes, registered with them
+        p1, p2, q1, q2 = (Signal(name=n) for n in ("p1_data", "p2_data", "q1_data",
+                                                    "q2_data"))
 
-        def forward(key, w1, w2):
-            m1, m2 = match[key]
-            return Mux(w1[0] & m1, w1[2], Mux(w2[0] & m2, w2[2], rams[key].r_data))
-        pa = forward("pa", p1, p2)
+        def forward(key, d1, d2):
+            m1, m2 = fw[key]
+            return Mux(m1, d1, Mux(m2, d2, rams[key].r_data))
         pb = forward("pb", p1, p2)
         qa = forward("qa", q1, q2)
-        qb = forward("qb", q1, q2)
-        old_a, old_b = pa ^ qa, pb ^ qb
+
+        def logical(x, tag):
+            # the logical bit at the read address: the latest set (1) or clear (0) of the two
+            # slots before (within a slot the set is later than the clear), else the RAMs'
+            hit, val = Signal(name=f"hit_{tag}"), Signal(name=f"val_{tag}")
+            s1 = sv & eq[x, "a1"]
+            c1 = cw & eq[x, "b1"]
+            s2 = s2_sv & eq[x, "a2"]
+            c2 = s2_cw & eq[x, "b2"]
+            m.d.sync += [hit.eq(s1 | c1 | s2 | c2), val.eq(s1 | (~c1 & s2))]
+            return hit, val
+        hit_a, val_a = logical("a", "a")
+        hit_b, val_b = logical("b", "b")
+        old_a = Mux(hit_a, val_a, rams["pa"].r_data ^ rams["qa"].r_data)
+        old_b = Mux(hit_b, val_b, rams["pb"].r_data ^ rams["qb"].r_data)
+        # N: a set counts if the bit was 0 (with ``same`` too: the clear, dropped, would have
+        # taken one off a 1 that the set puts back); a clear counts if the bit was 1, and not
+        # while or just after the vector was wiped (its read saw the RAM before the wipe's
+        # writes: ``rw2``)
         set_w = sv & ~old_a
-        clr_w = cv & ~same & old_b
+        clr_w = cw & old_b & ~rw2 & ~wiping
 
         with m.If(wipe2):
             m.d.sync += [wiping.eq(1), wcount.eq(0)]
@@ -335,30 +229,30 @@ class FlowCounter(wiring.Component):
             m.d.sync += wcount.eq(wcount + 1)
             with m.If(wcount == self.vec_bits - 1):
                 m.d.sync += wiping.eq(0)
-        p_en, p_data = set_w | wiping, ~qa & ~wiping
-        q_en, q_data = clr_w | wiping, pb & ~wiping
+        p_addr, q_addr = Mux(wiping, wcount, a), Mux(wiping, wcount, b)
+        p_en, p_data = sv | wiping, ~qa & ~wiping
+        q_en, q_data = cwe | wiping, pb & ~wiping
         for name in ("pa", "pb"):
             m.d.comb += [rams[name].w_en.eq(p_en), rams[name].w_addr.eq(p_addr),
                          rams[name].w_data.eq(p_data)]
         for name in ("qa", "qb"):
             m.d.comb += [rams[name].w_en.eq(q_en), rams[name].w_addr.eq(q_addr),
                          rams[name].w_data.eq(q_data)]
-        m.d.sync += [Cat(*p1).eq(Cat(p_en, p_addr, p_data)), Cat(*p2).eq(Cat(*p1)),
-                     Cat(*q1).eq(Cat(q_en, q_addr, q_data)), Cat(*q2).eq(Cat(*q1))]
+        m.d.sync += [p1.eq(p_data), p2.eq(p1), q1.eq(q_data), q2.eq(q1)]
 
         inc, dec, wipe3 = Signal(), Signal(), Signal()
         m.d.sync += [inc.eq(set_w), dec.eq(clr_w), wipe3.eq(wipe2)]
         n = Signal(17)
-        if self.optimise == "speed":
-            # n + 1 and n - 1 in registers beside n: n_next is then a select, without an
-            # adder in front of the user's function of it (DropProbability's cap compare and
-            # table address: the top's critical path with the adder there, 9.4 ns)
-            n_p1, n_m1 = Signal(17, init=1, name="n_p1"), Signal(17, init=(1 << 17) - 1,
-                                                                 name="n_m1")
-            m.d.comb += self.n_next.eq(Mux(wipe3, 0, Mux(inc == dec, n, Mux(inc, n_p1, n_m1))))
-            m.d.sync += [n_p1.eq(self.n_next + 1), n_m1.eq(self.n_next - 1)]
-        else:
-            m.d.comb += self.n_next.eq(Mux(wipe3, 0, n + inc - dec))
-        m.d.sync += n.eq(self.n_next)
+        # n + 1 and n - 1 in registers beside n: n_next is then a select, without an adder in
+        # front of the user's function of it (DropProbability's cap compare)
+        n_p1, n_m1 = Signal(17, init=1, name="n_p1"), Signal(17, init=(1 << 17) - 1,
+                                                             name="n_m1")
+        m.d.comb += self.n_next.eq(Mux(wipe3, 0, Mux(inc == dec, n, Mux(inc, n_p1, n_m1))))
+        m.d.sync += [n_p1.eq(self.n_next + 1), n_m1.eq(self.n_next - 1), n.eq(self.n_next)]
         m.d.comb += self.n_raw.eq(n)
+        # ``n > n_cap`` as a register beside n: each candidate's compare (n, n + 1, n - 1, all
+        # registers) selected as n_next is, so no compare follows the select
+        cap = self.config.n_cap
+        m.d.sync += self.over.eq(Mux(wipe3, 0, Mux(inc == dec, cap < n,
+                                                   Mux(inc, cap < n_p1, cap < n_m1))))
         return m

@@ -38,9 +38,12 @@ class FlowHash(wiring.Component):
     Toeplitz (Microsoft RSS): for every set input bit ``i`` (``i = 0`` the MSB of the 104-bit
     flow key) XOR in the 32-bit key window starting at key bit ``i``. With a runtime key each
     output bit is an AND-XOR tree of 104 (data, key) pairs: no carry chain, so it pipelines to
-    any clock rate. Stage 1 XORs 13 groups of 8 input bits, stage 2 the 13 partial sums,
-    stages 3-4 the multiply-shift ``(hash * v_max) >> 32`` (two DSP partial products, with the
-    DSPs' own input and output registers, then one adder). Cost on ECP5: see docs/BENCHMARKS.md ("RTL (hdl/)").
+    any clock rate. Stage 1 registers each group of 8 input bits beside a copy of the key bits
+    its windows span, stage 2 XORs the 13 groups, stage 3 the 13 partial sums in 4 groups,
+    stage 4 the 4 (into the multipliers' input registers), stages 5-6 the multiply-shift
+    ``(hash * v_max) >> 32`` (two DSP partial products, with the DSPs' own input and output
+    registers, then one adder). No stage has more than 2 LUT levels, and no net fans out
+    across the whole block. Cost on ECP5: see docs/BENCHMARKS.md ("RTL (hdl/)").
 
     Why Toeplitz rather than CRC or H3: it is the RSS function NICs already use (test vectors,
     existing keys), a re-key is a register write, and the key is only 135 bits. It is linear, so
@@ -50,7 +53,7 @@ class FlowHash(wiring.Component):
     with a 327-bit (40-byte RSS) key: 37 groups in stage 1, a 3-level XOR tree in stage 2
     (one more stage at this clock rate), about 2.8 times the LUTs.
 
-    Latency: 4 clocks from ``flow`` to ``index``; throughput: one flow per clock, no stall.
+    Latency: 6 clocks from ``flow`` to ``index``; throughput: one flow per clock, no stall.
 
     Parameters
     ----------
@@ -64,15 +67,16 @@ class FlowHash(wiring.Component):
     flow : In(104)
     config : In(config_layout(build))
         Uses ``hash_key`` (key bit 0 = MSB of key byte 0 = bit 159) and ``v_max``; they must not
-        change while flows are in the pipeline (commits happen only when it is empty).
+        change while flows are in the pipeline (commits happen only when it is empty), and a
+        flow presented in the clock the key changes still hashes with the old key.
     hash : Out(32)
-        The Toeplitz hash, 2 clocks after ``flow``.
+        The Toeplitz hash, 4 clocks after ``flow``.
     index : Out(index_bits)
-        ``(hash * v_max) >> 32``, 4 clocks after ``flow``.
+        ``(hash * v_max) >> 32``, 6 clocks after ``flow``.
     """
 
-    LATENCY = 4
-    HASH_LATENCY = 2
+    LATENCY = 6
+    HASH_LATENCY = 4
 
     def __init__(self, build, style="generic"):
         self.style = style
@@ -86,17 +90,34 @@ class FlowHash(wiring.Component):
         key_bits = len(key)
         partials = []
         for g in range(0, FLOW_BITS, GROUP):
+            last = min(g + GROUP, FLOW_BITS)
+            # stage 1: the group's input bits and the key bits its windows span, registered
+            # beside the group's logic (a copy of the key per group: each key bit would
+            # otherwise fan out across the whole hash). The key changes only with no flow in
+            # the pipeline (a commit), so the copy a clock late is the key in force.
+            lo, hi = key_bits - HASH_BITS - (last - 1), key_bits - g
+            key_g = Signal(hi - lo, name=f"key{g // GROUP}")
+            flow_g = Signal(last - g, name=f"flow{g // GROUP}")
+            m.d.sync += [key_g.eq(key[lo:hi]),
+                         flow_g.eq(Cat(self.flow[FLOW_BITS - 1 - i] for i in range(g, last)))]
             acc = 0
-            for i in range(g, min(g + GROUP, FLOW_BITS)):
-                lsb = key_bits - HASH_BITS - i
-                window = key[lsb:lsb + HASH_BITS]
-                acc = acc ^ Mux(self.flow[FLOW_BITS - 1 - i], window, 0)
+            for i in range(g, last):
+                lsb = key_bits - HASH_BITS - i - lo
+                acc = acc ^ Mux(flow_g[i - g], key_g[lsb:lsb + HASH_BITS], 0)
             p = Signal(HASH_BITS, name=f"partial{g // GROUP}")
             m.d.sync += p.eq(acc)
             partials.append(p)
+        groups = []
+        for g in range(0, len(partials), 4):
+            acc = 0
+            for p in partials[g:g + 4]:
+                acc = acc ^ p
+            q = Signal(HASH_BITS, name=f"group{g // 4}")
+            m.d.sync += q.eq(acc)
+            groups.append(q)
         acc = 0
-        for p in partials:
-            acc = acc ^ p
+        for q in groups:
+            acc = acc ^ q
         m.d.sync += self.hash.eq(acc)
         # the multipliers register the hash themselves (their input registers)
         index = reduce_index(m, acc, self.config.v_max, self.index_bits, self.style)

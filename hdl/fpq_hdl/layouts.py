@@ -5,16 +5,15 @@ Every width comes from ``fpq.formats`` or ``fpq.regmap`` (the one source of trut
 from amaranth.hdl import Const
 from amaranth.lib import data
 
-from fpq.formats import (TIME_BITS, FLOW_BITS, LENGTH_BITS, SEQ_BITS, QAVG, PROB)
+from fpq.formats import FLOW_BITS, LENGTH_BITS, SEQ_BITS, QAVG, PROB
 from fpq.regmap import registers
 
 __all__ = ["ARRIVAL", "DEPARTURE", "VERDICT", "config_layout", "fixed_registers", "n_bits",
            "OPTIMISE", "check_optimise"]
 
 #: Speed or area, where a block has the choice of structure (the ``optimise`` parameter of
-#: ``QueueManager``, ``QueueAverager``, ``FlowCounter``, ``Decision`` and
-#: ``DropProbability``): the same
-#: outputs clock for clock either way.
+#: ``QueueManager``, ``Decision`` and ``DropProbability``): the same outputs clock for clock
+#: either way.
 OPTIMISE = ("speed", "area")
 
 
@@ -24,12 +23,12 @@ def check_optimise(optimise):
         raise ValueError(f"optimise: {optimise!r} is not one of {', '.join(OPTIMISE)}")
     return optimise
 
-#: Arrival descriptor (``fpq.Arrival``): timestamp in ticks, 104-bit flow key
-#: (``fpq.flow_hash.pack_flow``), length in bytes, ECN-capable transport.
-ARRIVAL = data.StructLayout({"ts": TIME_BITS, "flow": FLOW_BITS, "length": LENGTH_BITS,
-                             "ecn": 1})
-#: Departure descriptor (``fpq.Departure``).
-DEPARTURE = data.StructLayout({"ts": TIME_BITS, "length": LENGTH_BITS})
+#: Arrival descriptor (``fpq.Arrival`` without its ``ts``: the clock of the accept is the
+#: queue manager's own): 104-bit flow key (``fpq.flow_hash.pack_flow``), length in bytes,
+#: ECN-capable transport.
+ARRIVAL = data.StructLayout({"flow": FLOW_BITS, "length": LENGTH_BITS, "ecn": 1})
+#: Departure descriptor (``fpq.Departure`` without its ``ts``).
+DEPARTURE = data.StructLayout({"length": LENGTH_BITS})
 
 
 def n_bits(build):

@@ -4,8 +4,8 @@ from amaranth import *
 from amaranth.lib import wiring, data, memory
 from amaranth.lib.wiring import In, Out
 
-from fpq.config import Config, DECAY_TABLE_DEPTH
-from fpq.formats import QAVG, COUNTER_BITS, RATE, DECAY_SHIFT_BITS, QPKTS_BITS, QBYTES_BITS
+from fpq.config import Config
+from fpq.formats import QAVG, COUNTER_BITS, RATE, QPKTS_BITS, QBYTES_BITS
 from fpq.queue_manager import COUNTERS
 from fpq.regmap import (registers, tables, CONTROL_COMMIT, CONTROL_CLEAR_ERRORS, STATUS_BITS,
                         STATUS_REJECT_INDEX_SHIFT)
@@ -83,7 +83,7 @@ class RegisterFile(wiring.Component):
     config : Out(config_layout(build))
         The active configuration, to ``QueueManager.config``.
     load_rng_decide, load_rng_clear, restart, wipe, rekey, hold, rate_bank, rate_we, rate_addr,
-    rate_data, decay_bank, decay_we, decay_addr, decay_data, counter_clear,
+    rate_data, counter_clear,
     clear_max_queue : Out
         To the queue manager's ports of the same names.
     counters, n_raw, n, avg, occ_pkts, occ_bytes, max_queue, busy, idle : In
@@ -112,8 +112,6 @@ class RegisterFile(wiring.Component):
             "wipe": Out(1), "rekey": Out(1), "hold": Out(1),
             "rate_bank": Out(1), "rate_we": Out(1), "rate_addr": Out(tbits),
             "rate_data": Out(RATE.width),
-            "decay_bank": Out(1), "decay_we": Out(1), "decay_addr": Out(8),
-            "decay_data": Out(DECAY_SHIFT_BITS),
             "counter_clear": Out(len(COUNTERS)), "clear_max_queue": Out(1),
             "counters": In(data.ArrayLayout(COUNTER_BITS, len(COUNTERS))),
             "n_raw": In(17), "n": In(16), "avg": In(QAVG.width), "occ_pkts": In(QPKTS_BITS),
@@ -128,7 +126,7 @@ class RegisterFile(wiring.Component):
         pending, applying = Signal(), Signal()
         rejected, bad_write = Signal(), Signal()
         reject_index = Signal(8)
-        rate_dirty, decay_dirty = Signal(), Signal()
+        rate_dirty = Signal()
         started = Signal()
 
         shadow = {r.name: Signal(r.width, init=r.reset, name=f"shadow_{r.name}")
@@ -263,16 +261,14 @@ class RegisterFile(wiring.Component):
         for t in tables(self.build):
             base = t.offset // 4
             in_table = (wa >= base) & (wa < base + t.depth)
-            prefix = "rate" if t.name == "rate_table" else "decay"
-            dirty = rate_dirty if prefix == "rate" else decay_dirty
-            addr = getattr(self, f"{prefix}_addr")
+            assert t.name == "rate_table"
             with m.If(in_table):
                 m.d.comb += mapped.eq(1)
                 with m.If(bus.w_en):
-                    m.d.comb += [getattr(self, f"{prefix}_we").eq(1),
-                                 addr.eq((wa - base)[:len(addr)]),
-                                 getattr(self, f"{prefix}_data").eq(bus.w_data)]
-                    m.d.sync += dirty.eq(1)
+                    m.d.comb += [self.rate_we.eq(1),
+                                 self.rate_addr.eq((wa - base)[:len(self.rate_addr)]),
+                                 self.rate_data.eq(bus.w_data)]
+                    m.d.sync += rate_dirty.eq(1)
         with m.If(bus.w_en & ~mapped):
             m.d.sync += bad_write.eq(1)
 
@@ -318,9 +314,10 @@ class RegisterFile(wiring.Component):
             with m.If(bad_any):
                 m.d.sync += [rejected.eq(1), reject_index.eq(bad_idx)]
             with m.Else():
-                m.d.sync += [applying.eq(1), rate_dirty.eq(0), decay_dirty.eq(0),
+                # the registers, the bank and the strobes all in the next clock: the
+                # commit's clock ``ts`` (``fpq.QueueManager.configure``)
+                m.d.sync += [applying.eq(1), rate_dirty.eq(0),
                              self.rate_bank.eq(self.rate_bank ^ rate_dirty),
-                             self.decay_bank.eq(self.decay_bank ^ decay_dirty),
                              # a new key: live re-key (wipe, hold the count; QueueManager)
                              self.wipe.eq(changes("v_max") | changes("hash_key")),
                              self.rekey.eq(changes("hash_key")),

@@ -70,7 +70,15 @@ class SynthHarness(wiring.Component):
         out_bits = Cat(*outs)
         captured = Signal(len(out_bits))
         m.d.sync += captured.eq(out_bits)
-        m.d.sync += self.sout.eq(captured.xor())
+        # the XOR of all outputs as a tree of registered 4-input XORs: one LUT per level, so
+        # that the harness's own logic is never the critical path
+        level = captured
+        while len(level) > 1:
+            groups = [level[i:i + 4].xor() for i in range(0, len(level), 4)]
+            nxt = Signal(len(groups))
+            m.d.sync += nxt.eq(Cat(*groups))
+            level = nxt
+        m.d.sync += self.sout.eq(level)
         return m
 
 
@@ -89,6 +97,7 @@ def _component(name, build):
         "queue_manager": lambda: QueueManager(build, ram_style="ecp5"),
         "flow_hash": lambda: FlowHash(build, "ecp5"),
         "flow_counter": lambda: FlowCounter(build, _S_SET, ram_style="ecp5"),
+        "periodic_timer": lambda: LOOPS["loop_timer"](),
         "drop_probability": lambda: DropProbability(build, ram_style="ecp5"),
         "decision": lambda: Decision(build),
         "queue_averager": lambda: QueueAverager(build),
@@ -232,15 +241,19 @@ def main(argv=None):
                         "(lower spreads the design: less congestion, longer wires)")
     p.add_argument("--component", default="queue_manager",
                    help="queue_manager (default) or one component, e.g. flow_counter, or "
-                        "a one-clock loop alone (fpq_hdl.loop_bounds: loop_ewma_runtime, "
-                        "loop_ewma_fixed9, loop_ewma_runtime_decay, loop_ewma_fixed9_decay, "
-                        "loop_occupancy, loop_compare_select)")
+                        "the block of a one-clock loop alone (fpq_hdl.loop_bounds: "
+                        "loop_timer, loop_decision, loop_counter, loop_hold)")
     p.add_argument("--fix", action="append", metavar="FIELD=VALUE",
                    help="fix a configuration field at build time (repeatable)")
+    p.add_argument("--record", metavar="PATH.json",
+                   help="also write the results as a measurement record (fpq.records; the "
+                        "project keeps them in docs/benchmarks/)")
     args = p.parse_args(argv)
     beta = args.placer_heap_beta
     if beta is not None and not 0 < beta <= 1:
         p.error(f"--placer-heap-beta: {beta} must be in (0, 1]")
+    if args.record and not os.path.isdir(os.path.dirname(os.path.abspath(args.record))):
+        p.error(f"--record: the folder of {args.record!r} does not exist")
     if args.time_limit is not None and not args.time_limit > 0:
         p.error(f"--time-limit: {args.time_limit} must be above 0 seconds")
     if not 1 <= args.seed <= MAX_SEED:
@@ -282,17 +295,41 @@ def main(argv=None):
         with open(os.path.join(args.out, prefix + "report.json")) as f:
             return json.load(f)
 
+    def record(reports, fmax):
+        if not args.record:
+            return
+        from fpq.records import write_record
+        first = next((r for r in reports.values() if r is not None), None)
+        results = {
+            "component": args.component, "vec_bits": build.vec_bits,
+            "table_depth": build.table_depth, "fixed": build.fixed_json(),
+            "device": "LFE5U-85F", "speed": args.speed, "freq": args.freq,
+            "router": args.router, "time_limit_s": args.time_limit,
+            "seeds": {str(k): v for k, v in fmax.items()}, "fmax_mhz": _summary(fmax),
+            "utilization": {k: v["used"] for k, v in first["utilization"].items()}
+            if first else None,
+            "critical_paths": {str(k): [list(line) for line in critical_path_lines(
+                r["critical_paths"][0]["path"])] for k, r in reports.items()
+                if r is not None and r.get("critical_paths")},
+        }
+        write_record(args.record, "synth", results, ["python", "-m", "fpq_hdl.synth"]
+                     + (argv if argv is not None else sys.argv[1:]))
+        print(f"wrote {args.record}")
+
     if seeds is None:
         report = place_and_route(args.seed, ".")
         if report is None:
+            record({args.seed: None}, {args.seed: None})
             return 1
         _print_report(report)
+        record({args.seed: report},
+               {args.seed: min(v["achieved"] for v in report["fmax"].values())})
         return 0
-    fmax = {}
+    fmax, reports = {}, {}
     for seed in seeds:
         where = f"seed{seed}"
         os.makedirs(os.path.join(args.out, where), exist_ok=True)
-        report = place_and_route(seed, where)
+        report = reports[seed] = place_and_route(seed, where)
         if report is not None:
             print(f"seed {seed}:")
             _print_report(report)
@@ -310,6 +347,7 @@ def main(argv=None):
     if summary["fmax_mhz"] is not None:
         print("min / median / max: {min:.2f} / {median:.2f} / {max:.2f} MHz "
               "({routed} of {runs} routed)".format(**summary["fmax_mhz"]))
+    record(reports, fmax)
     return 0 if summary["fmax_mhz"] is not None else 1
 
 

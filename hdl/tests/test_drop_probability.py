@@ -1,5 +1,7 @@
 """DropProbability against fpq.drop_probability.probability, every mode and region, with
-random r(N) words over the whole RATE range (saturation included)."""
+random r(N) words over the whole RATE range (saturation included); ``n`` = min(N, n_cap)
+``N_LATENCY`` clocks after ``n_raw`` (with ``n_over``, as the flow counter gives them), the
+probability ``LATENCY`` clocks after, with the average ``AVG_DELAY`` clocks after ``n_raw``."""
 import random
 
 import pytest
@@ -34,7 +36,13 @@ def test_probability_matches_model(case, optimise):
     th = [regs["red_min_th"], regs["red_max_th"], 2 * regs["red_max_th"]]
     inputs = []
     for _ in range(1500):
-        n = rnd.randrange(1 << 17)  if rnd.random() < 0.2 else rnd.randrange(BUILD.table_depth)
+        r = rnd.random()
+        if r < 0.2:
+            n = rnd.randrange(1 << 17)
+        elif r < 0.3:          # the cap's neighbourhood (n_over changes there)
+            n = max(0, regs["n_cap"] + rnd.randint(-2, 2))
+        else:
+            n = rnd.randrange(BUILD.table_depth)
         r = rnd.random()
         if r < 0.3:
             avg = max(0, min(QAVG.max_raw, rnd.choice(th) + rnd.randint(-3, 3)))
@@ -59,11 +67,14 @@ def test_probability_matches_model(case, optimise):
         ctx.set(dut.table_bank, 1)       # the writes went to the inactive bank 1
         for k in range(len(inputs) + DropProbability.LATENCY + 1):
             if k < len(inputs):
+                # as the flow counter gives them: N and N > n_cap, from its registers
                 ctx.set(dut.n_raw, inputs[k][0])
+                ctx.set(dut.n_over, inputs[k][0] > regs["n_cap"])
             j = k - DropProbability.AVG_DELAY
             if 0 <= j < len(inputs):
                 ctx.set(dut.avg, inputs[j][1])
-            _, _, p, n = await ctx.tick().sample(dut.prob, dut.n)
+            _, _, p, pz, n = await ctx.tick().sample(dut.prob, dut.prob_zero, dut.n)
+            assert pz == (p == 0), (k, p, pz)        # the flag beside the probability
             if 0 <= k - DropProbability.N_LATENCY < len(inputs):
                 got_n.append(n)
             if DropProbability.LATENCY <= k < len(inputs) + DropProbability.LATENCY:

@@ -1,27 +1,38 @@
-"""Formal checks of the flow counter and the verdict port (``fpq_hdl.formal``).
+"""Formal checks of the flow counter, the verdict port and the decision's hard limits
+(``fpq_hdl.formal``).
 
-Bounded model checking from reset with yosys-smtbmc + Yices on small builds; every property
-is paired with an injected fault that the solver must catch (so a passing proof is not a
-vacuous one: the same environment reaches the failing state within the same bound).
-Deeper bounds, induction and the cross-check with Yosys' own ``sat`` are ``long`` tests.
-Results and run times: docs/RELIABILITY.md ("Formal checks").
+Bounded model checking from reset, and k-induction where it closes, with yosys-smtbmc +
+Yices on small builds; every property is paired with an injected fault that the solver must
+catch (so a passing proof is not a vacuous one: the same environment reaches the failing
+state within the same bound). Deeper bounds, induction that takes minutes and the
+cross-check with Yosys' own ``sat`` are ``long`` tests. Results and run times:
+docs/RELIABILITY.md ("Formal checks").
 """
 
 import pytest
 
-from fpq_hdl.formal import FlowCounterHarness, QueueManagerHarness, run_formal
+from fpq_hdl.formal import (FlowCounterHarness, QueueManagerHarness, DecisionLimitHarness,
+                            DecisionEquivalenceHarness, DECISION_FAULTS, run_formal)
+from fpq_hdl.decision import Decision
 from fpq_hdl.queue_manager import LATENCY, VERDICT_FIFOS
 
-# (a) quick configuration: a 4-bit vector (reset wipe 7 clocks), the smallest set_delay,
-# a 12-bit timestamp, the configuration's seed
-QUICK_FC = dict(vec_bits=4, set_delay=3, ts_bits=12, free_seed=False)
-# 18 clocks: the shortest counterexample of the late-write fault; the proof of 20 clocks
-# takes about 4 minutes (a long test)
-QUICK_FC_DEPTH = 18
-# (b), (c): a 16-bit vector (the smallest with avg_lag >= MIN_AVG_LAG): the reset wipe
-# (vec_bits + 3 clocks), then LATENCY clocks to the first verdict
-QM_WIPE = QueueManagerHarness().build.vec_bits + 3
-QUICK_QM_DEPTH = QM_WIPE + LATENCY + 6
+# (a) quick configuration: a 4-bit vector (reset wipe 7 clocks), the smallest set_delay (4),
+# the configuration's seed (a free seed makes the solver's work about 50 times longer)
+QUICK_FC = dict(vec_bits=4, set_delay=4, free_seed=False)
+# 19 clocks: the shortest counterexample of the late-write fault (sets of one index with a
+# stale read between, after the reset wipe)
+QUICK_FC_DEPTH = 19
+# (b), (c): a 2-bit vector, the smallest: the reset wipe (vec_bits + 3 clocks), then
+# LATENCY clocks to the first verdict and 2 more to a stall or a transfer after it
+QM_VEC = 2
+QM_WIPE = QM_VEC + 3
+QUICK_QM_DEPTH = QM_WIPE + LATENCY + 2
+# (d), (e): the decision's pipeline (fields FIELDS_AHEAD clocks ahead, outputs LATENCY
+# later) and two slots after the first
+DEC_PIPE = Decision.FIELDS_AHEAD + Decision.LATENCY
+QUICK_DEC_DEPTH = DEC_PIPE + 2
+# k of the induction that closes for the area form: the reference's field delays fill
+DEC_INDUCTION_K = DEC_PIPE + 1
 
 
 def _fails(result, *checks):
@@ -31,6 +42,8 @@ def _fails(result, *checks):
     return result.counterexample_steps
 
 
+# ---- (a) the flow count ---------------------------------------------------------------------
+
 def test_flow_count_is_popcount_bmc():
     r = run_formal(FlowCounterHarness(**QUICK_FC), depth=QUICK_FC_DEPTH)
     assert r.passed, r.log[-3000:]
@@ -38,7 +51,7 @@ def test_flow_count_is_popcount_bmc():
 
 def test_flow_count_late_ram_write_is_caught():
     # a RAM that commits writes a clock late: the two forwarding registers no longer cover
-    # the read-to-write distance and a flow is counted twice
+    # the read-to-write distance and a flow is counted twice (or a clear missed)
     r = run_formal(FlowCounterHarness(fault="ram_write_late", **QUICK_FC), depth=QUICK_FC_DEPTH)
     steps = _fails(r, "n_raw_is_popcount")
     assert steps <= QUICK_FC_DEPTH
@@ -49,14 +62,31 @@ def test_flow_count_late_ram_write_is_caught():
 @pytest.mark.long
 def test_capped_flow_count_bmc_long():
     # n = min(n_cap, popcount) with a cap the 4-bit vector reaches
-    r = run_formal(FlowCounterHarness(n_cap=2, **QUICK_FC), depth=QUICK_FC_DEPTH)
+    r = run_formal(FlowCounterHarness(n_cap=2, **QUICK_FC), depth=QUICK_FC_DEPTH, timeout=3600)
     assert r.passed, r.log[-3000:]
 
+
+@pytest.mark.long
+def test_flow_count_free_seed_bmc_long():
+    # any seed and the queue manager's set_delay: 16 clocks (a free seed is the hard part)
+    r = run_formal(FlowCounterHarness(vec_bits=4), depth=16, timeout=3600)
+    assert r.passed, r.log[-3000:]
+
+
+@pytest.mark.long
+def test_flow_count_late_ram_write_full_config_long():
+    # the queue manager's set_delay, an 8-bit vector, a free seed
+    r = run_formal(FlowCounterHarness(vec_bits=8, fault="ram_write_late"), depth=30,
+                   timeout=3600)
+    _fails(r, "n_raw_is_popcount")
+
+
+# ---- (b), (c) the verdict port ----------------------------------------------------------------
 
 @pytest.mark.parametrize("verdict_fifo", VERDICT_FIFOS)
 def test_one_verdict_per_arrival_bmc(verdict_fifo):
     # the block-RAM FIFO (iCE40) adds a clock of latency: one more clock of bound
-    r = run_formal(QueueManagerHarness(verdict_fifo=verdict_fifo),
+    r = run_formal(QueueManagerHarness(QM_VEC, verdict_fifo=verdict_fifo),
                    depth=QUICK_QM_DEPTH + (verdict_fifo == "block"))
     assert r.passed, r.log[-3000:]
 
@@ -68,7 +98,7 @@ def test_one_verdict_per_arrival_bmc(verdict_fifo):
     ("dup_after_transfer", ("kth_verdict_is_arrival_k", "valid_iff_verdict_waits")),
 ])
 def test_verdict_port_faults_are_caught(fault, checks):
-    r = run_formal(QueueManagerHarness(fault=fault), depth=QUICK_QM_DEPTH)
+    r = run_formal(QueueManagerHarness(QM_VEC, fault=fault), depth=QUICK_QM_DEPTH)
     steps = _fails(r, *checks)
     # the first verdict cannot come before the reset wipe and the pipeline
     assert QM_WIPE + LATENCY <= steps <= QUICK_QM_DEPTH
@@ -80,36 +110,15 @@ def test_bad_fault_name_is_rejected():
         FlowCounterHarness(fault="nonsense")
     with pytest.raises(ValueError, match="fault"):
         QueueManagerHarness(fault="nonsense")
+    with pytest.raises(ValueError, match="fault"):
+        DecisionLimitHarness(fault="nonsense")
+    with pytest.raises(ValueError, match="optimise"):
+        DecisionLimitHarness("fast")
 
 
-# ---- long ---------------------------------------------------------------------------------
-
-@pytest.mark.long
-def test_flow_count_is_popcount_deeper_bmc_long():
-    # depth 20 took 231 s; depth 22 did not finish in 32 minutes (2026-11-23): the solver's
-    # time grows about tenfold per two clocks here
-    r = run_formal(FlowCounterHarness(**QUICK_FC), depth=20, timeout=3600)
-    assert r.passed, r.log[-3000:]
-
-
-@pytest.mark.long
-def test_flow_count_literal_schedule_bmc_long():
-    r = run_formal(FlowCounterHarness(clear_literal=True, **QUICK_FC), depth=QUICK_FC_DEPTH,
-                   timeout=3600)
-    assert r.passed, r.log[-3000:]
-
-
-@pytest.mark.long
-def test_flow_count_late_ram_write_full_config_long():
-    # the queue manager's set_delay, an 8-bit vector, 48-bit timestamps, a free seed
-    r = run_formal(FlowCounterHarness(vec_bits=8, fault="ram_write_late"), depth=30,
-                   timeout=3600)
-    _fails(r, "n_raw_is_popcount")
-
-
-# A full verdict FIFO: the design's 32 entries need a bound of about 80 clocks, which Yices
-# had not finished after 13 minutes (2026-11-23); a 6-entry FIFO (the credit logic is written
-# for any depth) fills under a stalled sink within wipe + pipeline + 8 clocks
+# A full verdict FIFO: the design's 32 entries need a bound of about 70 clocks, out of the
+# solver's reach here; a 6-entry FIFO (the credit logic is written for any depth) fills
+# under a stalled sink within wipe + pipeline + 8 clocks
 SMALL_FIFO = 6
 FULL_FIFO_DEPTH = QM_WIPE + LATENCY + SMALL_FIFO + 2
 
@@ -117,7 +126,8 @@ FULL_FIFO_DEPTH = QM_WIPE + LATENCY + SMALL_FIFO + 2
 @pytest.mark.long
 @pytest.mark.parametrize("verdict_fifo", VERDICT_FIFOS)
 def test_one_verdict_per_arrival_full_fifo_bmc_long(verdict_fifo):
-    r = run_formal(QueueManagerHarness(fifo_depth=SMALL_FIFO, verdict_fifo=verdict_fifo),
+    r = run_formal(QueueManagerHarness(QM_VEC, fifo_depth=SMALL_FIFO,
+                                       verdict_fifo=verdict_fifo),
                    depth=FULL_FIFO_DEPTH + (verdict_fifo == "block"), timeout=3600)
     assert r.passed, r.log[-3000:]
 
@@ -125,10 +135,10 @@ def test_one_verdict_per_arrival_full_fifo_bmc_long(verdict_fifo):
 @pytest.mark.long
 def test_shallow_verdict_fifo_is_caught_long():
     # a FIFO 4 entries shallower than the credit count: with a third verdict due, none is
-    # offered although verdicts wait (43 clocks, 2026-11-23)
-    r = run_formal(QueueManagerHarness(fault="shallow_fifo", fifo_depth=SMALL_FIFO),
+    # offered although verdicts wait
+    r = run_formal(QueueManagerHarness(QM_VEC, fault="shallow_fifo", fifo_depth=SMALL_FIFO),
                    depth=FULL_FIFO_DEPTH, timeout=3600)
-    steps = _fails(r, "valid_iff_verdict_waits")
+    steps = _fails(r, "valid_iff_verdict_waits", "at_most_fifo_depth_wait")
     assert QM_WIPE + LATENCY < steps <= FULL_FIFO_DEPTH
 
 
@@ -140,6 +150,76 @@ def test_bad_fifo_depth_is_rejected():
         QueueManagerHarness(verdict_fifo="lut")
 
 
+# ---- (d) the queue never exceeds its limits -------------------------------------------------
+
+LIMIT_CHECKS = ("packets_within_limit", "bytes_within_limit")
+
+
+def test_queue_within_limits_area_proved_by_induction():
+    """The area form: the limits hold in every clock from reset, and the occupancy, the
+    forced drops and the departure errors are the definition's, for any traffic: proved
+    (k-induction closes)."""
+    r = run_formal(DecisionLimitHarness("area"), depth=DEC_INDUCTION_K, mode="induction")
+    assert r.passed, r.log[-3000:]
+
+
+def test_queue_within_limits_speed_bmc():
+    """The speed form from reset, limit_pkts from 1 (a departure from an empty queue and an
+    admission, then an arrival: forced)."""
+    r = run_formal(DecisionLimitHarness("speed"), depth=QUICK_DEC_DEPTH)
+    assert r.passed, (r.failed, r.counterexample_steps)
+
+
+@pytest.mark.parametrize("fault", ["forced_ignores_admission", "k_zero_extended",
+                                   "packet_limit_off_by_one"])
+def test_queue_limit_faults_are_caught(fault):
+    """Each fault of the form it names makes the queue exceed a limit (the k_zero_extended
+    one is the bug the line-rate rewrite had, found by simulation)."""
+    form = DECISION_FAULTS[fault][0]
+    harness = DecisionLimitHarness(form, fault=fault)
+    r = run_formal(harness, depth=QUICK_DEC_DEPTH)
+    steps = _fails(r, *LIMIT_CHECKS, "forced_exactly_over_a_limit")
+    # a slot's occupancy shows DEC_PIPE clocks after its fields; the fault needs two slots
+    assert DEC_PIPE < steps <= QUICK_DEC_DEPTH
+
+
+def test_area_limit_fault_breaks_the_induction_too():
+    r = run_formal(DecisionLimitHarness("area", fault="packet_limit_off_by_one"),
+                   depth=DEC_INDUCTION_K, mode="induction")
+    _fails(r, *LIMIT_CHECKS, "forced_exactly_over_a_limit")
+
+
+# ---- (e) speed == area --------------------------------------------------------------------
+
+def test_speed_and_area_forms_are_equivalent_bmc():
+    r = run_formal(DecisionEquivalenceHarness(), depth=QUICK_DEC_DEPTH)
+    assert r.passed, r.log[-3000:]
+
+
+def test_equivalence_fault_is_caught():
+    # the byte departure's "short" flag of the speed form taken from the wrong outcome of
+    # the previous slot: the occupancy differs from the area form's
+    r = run_formal(DecisionEquivalenceHarness(fault="short_from_wrong_outcome"), depth=QUICK_DEC_DEPTH)
+    steps = _fails(r, "same_occ_bytes", "same_dep_error", "same_out_dep_valid")
+    assert DEC_PIPE < steps <= QUICK_DEC_DEPTH
+
+
+@pytest.mark.long
+def test_queue_within_limits_speed_deeper_bmc_long():
+    r = run_formal(DecisionLimitHarness("speed"), depth=QUICK_DEC_DEPTH + 1,
+                   timeout=3600)
+    assert r.passed, r.log[-3000:]
+
+
+@pytest.mark.long
+def test_speed_and_area_forms_are_equivalent_deeper_bmc_long():
+    r = run_formal(DecisionEquivalenceHarness(), depth=QUICK_DEC_DEPTH + 1,
+                   timeout=3600)
+    assert r.passed, r.log[-3000:]
+
+
+# ---- the second engine ----------------------------------------------------------------------
+
 @pytest.mark.long
 def test_yosys_sat_engine_agrees_long():
     # the same quick proofs with Yosys' own solver: the proof holds, the fault is caught
@@ -149,3 +229,6 @@ def test_yosys_sat_engine_agrees_long():
     r = run_formal(FlowCounterHarness(fault="ram_write_late", **QUICK_FC),
                    depth=QUICK_FC_DEPTH, engine="sat", timeout=3600)
     _fails(r, "n_raw_is_popcount")
+    r = run_formal(DecisionLimitHarness("area"), depth=DEC_INDUCTION_K, mode="induction",
+                   engine="sat", timeout=3600)
+    assert r.passed, r.log[-3000:]

@@ -1,93 +1,160 @@
-"""The loop-bound fixtures (``fpq_hdl.loop_bounds``) compute what they stand for: the EWMA
-fixture steps as the golden model's averager does, so its Fmax bounds the real recurrence;
-the others elaborate and are reachable from the synthesis CLI."""
+"""The loop-bound fixtures (``fpq_hdl.loop_bounds``) are the queue manager's own blocks: the
+timer and the decision are its components (their behaviour is tested in
+test_periodic_timer.py and test_decision.py), the counter is ``_split_counter`` and counts
+like a 64-bit counter whose readout is one clock late and consistent, and the hold loop is
+the re-key hold's down-counter. Every fixture elaborates in the synthesis harness."""
 import random
 
 import pytest
 from amaranth.back import rtlil
 from amaranth.sim import Simulator
 
-from fpq.formats import QAVG, QPKTS_BITS
-from fpq.queue_averager import QueueAverager
-from fpq_hdl.loop_bounds import EwmaLoop, LOOPS
+from fpq.formats import CLEAR_PERIOD, HOLD_BITS
+import fpq_hdl.queue_manager as qm_module
+from fpq_hdl.loop_bounds import CounterLoop, HoldLoop, LOOPS
+from fpq_hdl.periodic_timer import PeriodicTimer
+from fpq_hdl.decision import Decision
 from fpq_hdl.synth import SynthHarness
 
-
-@pytest.mark.parametrize("wq_shift,fixed", [(0, False), (1, False), (9, False), (16, False),
-                                            (9, True)])
-def test_ewma_loop_steps_as_the_model(wq_shift, fixed):
-    rnd = random.Random(wq_shift)
-    model = QueueAverager(wq_shift, 0, [0] * 256)
-    dut = EwmaLoop(wq_shift if fixed else None)
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    want, got = [], []
-
-    async def bench(ctx):
-        ctx.set(dut.wq, 1 << wq_shift)
-        for k in range(400):
-            # bursts of full queues and of empty ones: the average climbs and decays
-            q = rnd.randrange(1 << QPKTS_BITS) if (k // 50) % 2 == 0 else rnd.randrange(4)
-            valid = rnd.random() < 0.8
-            ctx.set(dut.valid, valid)
-            ctx.set(dut.qs, (q << QAVG.frac_bits) >> wq_shift)
-            if valid:
-                model.update(q, 0)
-            want.append(model.avg)
-            await ctx.tick()                  # the inputs' register
-            if k:
-                got.append(ctx.get(dut.avg))  # the previous step's result
-        await ctx.tick()
-        got.append(ctx.get(dut.avg))
-    sim.add_testbench(bench)
-    sim.run()
-    assert got == want
-    assert max(want) > 1 << (QAVG.frac_bits + 10) or wq_shift == 16
+M64 = (1 << 64) - 1
 
 
-@pytest.mark.parametrize("wq_shift,fixed", [(0, False), (9, False), (16, False), (9, True)])
-def test_ewma_loop_with_idle_decay_steps_as_the_model(wq_shift, fixed):
-    # the averager's whole recurrence: the EWMA, or after an idle period the decay shift
-    # ``A >> decay[cells]``; the table here maps cells k to a shift of k (0..40, so shifts of
-    # the width and more, which leave 0, come up too), the model's time being the cells
-    width = QAVG.width
-    rnd = random.Random(100 + wq_shift)
-    model = QueueAverager(wq_shift, 0, list(range(41)) + [0] * (256 - 41))
-    dut = EwmaLoop(wq_shift if fixed else None, decay=True)
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    want, got, idles = [], [], 0
-
-    async def bench(ctx):
-        nonlocal idles
-        ctx.set(dut.wq, 1 << wq_shift)
-        for k in range(600):
-            q = rnd.randrange(1 << QPKTS_BITS) if (k // 50) % 2 == 0 else rnd.randrange(4)
-            valid = rnd.random() < 0.8
-            idle = valid and rnd.random() < 0.15
-            d = rnd.choice([0, 1, 2, 7, 16, 35, width - 1, width, 40]) if idle else 0
-            ctx.set(dut.valid, valid)
-            ctx.set(dut.idle, idle)
-            ctx.set(dut.dsel, (1 << d) & ((1 << width) - 1))
-            ctx.set(dut.qs, (q << QAVG.frac_bits) >> wq_shift)
-            if valid:
-                if idle:
-                    model.went_idle(0)
-                    idles += model.avg >> d != model.avg
-                model.update(q, d)
-            want.append(model.avg)
-            await ctx.tick()
-            if k:
-                got.append(ctx.get(dut.avg))
-        await ctx.tick()
-        got.append(ctx.get(dut.avg))
-    sim.add_testbench(bench)
-    sim.run()
-    assert got == want
-    assert idles > 30                         # decays that changed the average
-
-
-@pytest.mark.parametrize("name", sorted(LOOPS))
+@pytest.mark.parametrize("name", sorted(LOOPS) + ["periodic_timer"])
 def test_loop_fixture_converts_in_the_synthesis_harness(name):
     text = rtlil.convert(SynthHarness(None, name), name="top")
     assert "module" in text and len(text) > 1000
+
+
+def test_fixtures_are_the_queue_manager_s_blocks():
+    assert set(LOOPS) == {"loop_timer", "loop_decision", "loop_counter", "loop_hold"}
+    timer = LOOPS["loop_timer"]()
+    assert type(timer) is PeriodicTimer
+    assert (timer.int_bits, timer.frac_bits) == (CLEAR_PERIOD.int_bits, CLEAR_PERIOD.frac_bits)
+    decision = LOOPS["loop_decision"]()
+    assert type(decision) is Decision and decision.optimise == "speed"
+    for f in (timer, decision):
+        f._MustUse__silence = True
+
+
+def _counter_run(program, preset=None, monkeypatch=None):
+    """``CounterLoop`` driven by ``program`` (per clock ``(event, clear)``); returns ``count``
+    as seen in every clock. ``preset``: ``(low, high)`` written into the counter's halves
+    before the first clock (the registers ``_split_counter`` returns, captured)."""
+    regs = []
+    real = qm_module._split_counter
+
+    def capture(*args, **kw):
+        value, halves = real(*args, **kw)
+        regs.append(halves)
+        return value, halves
+    monkeypatch.setattr(qm_module, "_split_counter", capture)
+    dut = CounterLoop()
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    seen = []
+
+    async def bench(ctx):
+        if preset is not None:
+            low, low_d, high = regs[0]
+            ctx.set(low, preset & 0xFFFFFFFF)
+            ctx.set(low_d, preset & 0xFFFFFFFF)
+            ctx.set(high, preset >> 32)
+        for event, clear in program:
+            ctx.set(dut.event, event)
+            ctx.set(dut.clear, clear)
+            _, _, count = await ctx.tick().sample(dut.count)
+            seen.append(count)
+    sim.add_testbench(bench)
+    sim.run()
+    assert len(regs) == 1
+    return seen
+
+
+def _counter_expected(program, preset=0):
+    """The count in clock c: the events of the clocks after the latest clear up to c - 3,
+    modulo 2**64 (the inputs are registered, then the event counted, then the low half read
+    a clock late so that it goes with the high half's registered carry); a clear in clock j
+    reads 0 from clock j + 2 on and drops events up to clock j."""
+    out = []
+    for c in range(len(program)):
+        clears = [j for j in range(c - 1) if program[j][1]]
+        start = clears[-1] + 1 if clears else 0
+        base = 0 if clears else preset
+        out.append((base + sum(e for e, _ in program[start:max(start, c - 2)])) & M64)
+    return out
+
+
+@pytest.mark.parametrize("preset", [0, (1 << 32) - 40, (1 << 64) - 40, (5 << 32) - 3])
+def test_counter_loop_counts_like_a_64_bit_counter(preset, monkeypatch):
+    """Events in most clocks from a preset just below the low half's wrap (and the whole
+    counter's): every clock's readout is the exact count of the events three clocks old and
+    earlier, never a half-carried value (``2**32`` missing, or counted twice), across the
+    carry between the halves and the wrap at ``2**64``; then clears."""
+    rnd = random.Random(preset)
+    program = [(int(rnd.random() < 0.9), 0) for _ in range(300)]
+    for j in (150, 151, 230):                         # clears, two back to back
+        program[j] = (program[j][0], 1)
+    got = _counter_run(program, preset, monkeypatch)
+    want = _counter_expected(program, preset)
+    assert got == want
+    if preset:
+        # the readout passed the carry (or the wrap) one by one
+        crossed = (preset & 0xFFFFFFFF) + 100 > 1 << 32
+        assert crossed and any(v & 0xFFFFFFFF < 100 for v in got[:150])
+
+
+def test_counter_loop_readout_is_one_clock_late(monkeypatch):
+    """A single event in clock 10: the count reads 1 from clock 13 on (not 12)."""
+    program = [(int(c == 10), 0) for c in range(20)]
+    got = _counter_run(program, monkeypatch=monkeypatch)
+    assert got == [0] * 13 + [1] * 7
+
+
+def _hold_run(program):
+    dut = HoldLoop()
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    seen = []
+
+    async def bench(ctx):
+        for load, value in program:
+            ctx.set(dut.load, load)
+            ctx.set(dut.value, value)
+            _, _, held = await ctx.tick().sample(dut.held)
+            seen.append(held)
+    sim.add_testbench(bench)
+    sim.run()
+    return seen
+
+
+def _hold_expected(program):
+    """``held`` in clock c, after the latest load in clock i (value V) with c >= i + 2: the
+    count ``V - 2`` loaded at i + 2, one less per clock until below 0, so held exactly while
+    ``c - i <= V``. Before any load the counter starts at 0 (held in clock 0 only)."""
+    out = []
+    for c in range(len(program)):
+        loads = [i for i in range(c - 1) if program[i][0]]
+        if loads:
+            i = loads[-1]
+            out.append(int(c - i <= program[i][1]))
+        else:
+            out.append(int(c == 0))
+    return out
+
+
+def test_hold_loop_counts_down_and_stops():
+    """Loads of 0, 1, 2 and 3 clocks (the ends: no hold, one clock), of random values, of the
+    48-bit maximum (not negative in the 49-bit counter), reloads while counting, and long
+    stretches after the count ran out (it stays out: the counter stops below 0)."""
+    rnd = random.Random(1)
+    program = [(0, rnd.getrandbits(HOLD_BITS)) for _ in range(3000)]
+    at = 10
+    for v in [0, 1, 2, 3, 40, 7, (1 << HOLD_BITS) - 1, 5, 100, 2, 1]:
+        program[at] = (1, v)
+        at += min(v, 60) + rnd.choice((0, 3, 20))     # some reloads before the end
+    program[2000] = (1, 300)
+    got = _hold_run(program)
+    want = _hold_expected(program)
+    assert got == want
+    runs = sum(1 for c in range(1, len(want)) if want[c] and not want[c - 1])
+    assert runs >= 6 and 0 in want[2400:] and sum(want[2000:2400]) == 299

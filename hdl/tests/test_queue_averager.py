@@ -1,191 +1,191 @@
-"""QueueAverager against fpq.queue_averager.QueueAverager: EWMA for every w_q shift and the
-idle-time decay through the host-filled table."""
+"""QueueAverager against fpq.queue_averager: the sampled EWMA ``ewma_step`` for every weight,
+from 0 to the largest values of the queue and the average, with samples every 4 clocks (the
+least the pipeline allows) and sparser; the weight taken with each sample; a weight the
+build fixes; and the publication clock by the model's ``QueueAverager`` (``delay`` =
+``LATENCY``). ``avg`` is compared on every clock: between samples it must not move."""
 import random
 
 import pytest
 from amaranth.sim import Simulator
 
-from fpq import Build, Config
-from fpq.queue_averager import QueueAverager as Model
+from fpq import Build
+from fpq.config import ewma_time_constant
+from fpq.formats import QAVG, QPKTS_BITS, MIN_SAMPLE_PERIOD
+from fpq.queue_averager import ewma_step, QueueAverager as Model
 from fpq_hdl.queue_averager import QueueAverager
-from fpq_hdl.layouts import config_layout, OPTIMISE
-from .hdl_harness import pack
+from fpq_hdl.layouts import fixed_registers
 
 BUILD = Build(table_depth=16)
+LAT = QueueAverager.LATENCY
+Q_MAX = (1 << QPKTS_BITS) - 1
+A_MAX = QAVG.max_raw
 
 
-def _run(optimise, regs, table, samples, build=BUILD):
-    """The averager's ``avg`` after each valid sample ``(valid, q, idle, idle_diff)``."""
-    dut = QueueAverager(build, optimise)
+def simulate(samples, build=BUILD, preset=None, noise=1):
+    """``samples``: ``(clock, q, wq_shift)`` in clock order, at least ``MIN_SAMPLE_PERIOD``
+    apart. In the other clocks ``q`` and ``wq_shift`` carry random values (they must not
+    count). ``preset``: a value written into the average's register before the first clock.
+    Returns ``avg`` as seen in every clock."""
+    dut = QueueAverager(build)
     sim = Simulator(dut)
     sim.add_clock(1e-8)
-    got = []
+    rnd = random.Random(noise)
+    seen = []
+    at = {c: (q, w) for c, q, w in samples}
+    end = samples[-1][0] + LAT + 3
 
     async def bench(ctx):
-        ctx.set(dut.config.as_value(), pack(config_layout(build), regs))
-        for i, w in enumerate(table):
-            ctx.set(dut.table_we, 1)
-            ctx.set(dut.table_addr, i)
-            ctx.set(dut.table_data, w)
-            await ctx.tick()
-        ctx.set(dut.table_we, 0)
-        ctx.set(dut.table_bank, 1)       # the writes went to the inactive bank 1
-        for k in range(len(samples) + QueueAverager.LATENCY):
-            if k < len(samples):
-                valid, q, idle, diff = samples[k]
-                ctx.set(dut.valid, valid)
-                ctx.set(dut.q, q)
-                ctx.set(dut.idle, idle)
-                ctx.set(dut.idle_diff, diff)
+        if preset is not None:
+            ctx.set(dut.avg, preset)
+        for c in range(end):
+            if c in at:
+                q, w = at[c]
+                ctx.set(dut.sample, 1)
             else:
-                ctx.set(dut.valid, 0)
+                q, w = rnd.randrange(Q_MAX + 1), rnd.randrange(32)
+                ctx.set(dut.sample, 0)
+            ctx.set(dut.q, q)
+            ctx.set(dut.wq_shift, w)
             _, _, avg = await ctx.tick().sample(dut.avg)
-            if k >= QueueAverager.LATENCY and samples[k - QueueAverager.LATENCY][0]:
-                got.append(avg)
+            seen.append(avg)
     sim.add_testbench(bench)
     sim.run()
-    return got
+    return seen
 
 
-@pytest.mark.parametrize("fixed", [False, True], ids=["runtime", "fixed"])
-@pytest.mark.parametrize("optimise", OPTIMISE)
-@pytest.mark.parametrize("wq_shift", [0, 1, 5, 9, 16])
-def test_average_matches_model(wq_shift, optimise, fixed):
-    # fixed: the build fixes wq_shift (Build.fixed), so the shift is wiring and the
-    # rounding's chain bits are wq_shift, not 16 masked ones
-    build = Build(table_depth=16, fixed={"wq_shift": wq_shift}) if fixed else BUILD
+def expected(samples, start=0, fixed_shift=None):
+    """The average in every clock: ``ewma_step`` per sample, each seen from ``LATENCY``
+    clocks after its clock on."""
+    out, a, i = [], start, 0
+    end = samples[-1][0] + LAT + 3
+    published = start
+    steps = []
+    for _, q, w in samples:
+        a = ewma_step(a, q, w if fixed_shift is None else fixed_shift)
+        steps.append(a)
+    for c in range(end):
+        while i < len(samples) and samples[i][0] + LAT <= c:
+            published = steps[i]
+            i += 1
+        out.append(published)
+    return out
+
+
+def compare(got, want):
+    first = next((c for c, (g, w) in enumerate(zip(got, want)) if g != w), None)
+    assert first is None, f"clock {first}: avg {got[first]:#x}, model {want[first]:#x}"
+    assert len(got) == len(want)
+
+
+def schedule(rnd, n, gaps=(4, 4, 4, 5, 6, 7, 11, 30), first=3):
+    clocks, c = [], first
+    for _ in range(n):
+        clocks.append(c)
+        c += rnd.choice(gaps)
+    return clocks
+
+
+def queue_values(rnd):
+    """Queues over the whole range: the ends, neighbours of the ends, random, and small
+    steps of a queue that builds up and drains."""
+    state = [rnd.randrange(Q_MAX + 1)]
+
+    def q():
+        r = rnd.random()
+        if r < 0.15:
+            return rnd.choice((0, 1, Q_MAX, Q_MAX - 1))
+        if r < 0.3:
+            return rnd.randrange(Q_MAX + 1)
+        state[0] = max(0, min(Q_MAX, state[0] + rnd.randint(-40, 40)))
+        return state[0]
+    return q
+
+
+@pytest.mark.parametrize("wq_shift", range(17))
+def test_sampled_update_matches_ewma_step(wq_shift):
+    """Every weight of the register map (``wq_shift`` 0..16): 250 samples, 4 or more
+    clocks apart, of queues from 0 to ``2**20 - 1``, from a preset average of
+    ``2**36 - 1`` (the register's top, above any average of a queue: the first steps go
+    down by the widest difference)."""
     rnd = random.Random(wq_shift)
-    config = Config(build=build, wq_shift=wq_shift, tick_hz=1e6, idle_pkt_time_s=1e-4)
-    regs = config.registers()
-    table = config.decay_table()
-    model = Model(regs["wq_shift"], regs["idle_cell_log"], table)
-    samples, want = [], []
-    q = 0
-    for i in range(2000):
-        q = max(0, min((1 << 20) - 1, q + rnd.randint(-3, 4))) if rnd.random() < 0.97 \
-            else rnd.randrange(1 << 20)
-        idle = rnd.random() < 0.05
-        diff = rnd.choice((rnd.randint(-50, 3000), rnd.randint(0, 1 << 30),
-                           rnd.randint(-(1 << 47), (1 << 47) - 1)))
-        valid = rnd.random() < 0.8
-        if valid:
-            t0 = rnd.randrange(1 << 48)
-            if idle:
-                model.went_idle(t0)
-            want.append(model.update(q, (t0 + diff) % (1 << 48)))
-        samples.append((valid, q, idle, diff))
-    got = _run(optimise, regs, table, samples, build)
-    assert got == want
-    assert len(set(want)) > 100
+    q = queue_values(rnd)
+    samples = [(c, q(), wq_shift) for c in schedule(rnd, 250)]
+    got = simulate(samples, preset=A_MAX, noise=wq_shift)
+    want = expected(samples, start=A_MAX)
+    compare(got, want)
+    assert len(set(want)) > 100 or wq_shift >= 14
 
 
-@pytest.mark.parametrize("optimise", OPTIMISE)
-def test_idle_decay_by_every_table_shift(optimise):
-    """A decay table that holds every 6-bit shift (0 .. 63: the average's 37 bits and
-    beyond, which decay to 0), each idle arrival after a full queue that refills the
-    average: every decayed value equals the model's."""
-    config = Config(build=BUILD, wq_shift=0, tick_hz=1e6, idle_pkt_time_s=1e-4)
-    regs = config.registers()
-    rnd = random.Random(7)
-    shifts = list(range(64)) * 4
-    rnd.shuffle(shifts)
-    model = Model(regs["wq_shift"], regs["idle_cell_log"], shifts)
-    samples, want, seen = [], [], set()
-    cl = regs["idle_cell_log"]
-    for i in range(512):
-        idle = i % 2 == 1                # wq_shift 0: a busy arrival sets A = q exactly
-        q = rnd.randrange(1, 1 << 20)
-        diff = ((i // 2) << cl) + rnd.randrange(1 << cl)     # each of the 256 cells once
-        if idle:
-            model.went_idle(0)
-            seen.add(shifts[diff >> cl])
-        want.append(model.update(q, diff))
-        samples.append((True, q, idle, diff))
-    assert seen == set(range(64))
-    assert _run(optimise, regs, shifts, samples) == want
+def test_extreme_differences_at_every_weight():
+    """The largest differences both ways at every weight: from an average of ``2**36 - 1``
+    a sample of an empty queue, from 0 a sample of ``2**20 - 1``, alternated, each weight
+    0..16 in turn (the sign of the shifted difference and the carry of the sum)."""
+    samples, c = [], 4
+    for w in range(17):
+        for q in (Q_MAX, 0, Q_MAX, Q_MAX, 0, 0, 1, Q_MAX - 1):
+            samples.append((c, q, w))
+            c += MIN_SAMPLE_PERIOD
+    for start in (0, A_MAX, A_MAX - (1 << 16) + 1):
+        got = simulate(samples, preset=start, noise=start & 0xFF)
+        compare(got, expected(samples, start=start))
 
 
-@pytest.mark.parametrize("cell_log", [None, 41], ids=["derived", "41"])
-@pytest.mark.parametrize("optimise", OPTIMISE)
-def test_clamped_cells_read_the_active_banks_ends(optimise, cell_log):
-    """Idle times that clamp (negative: entry 0; 255 cells and more: entry 255) next to
-    ones that do not, through random tables in both banks: each next table is written into
-    the inactive bank while the arrivals run, then the banks flip (speed keeps entries 0 and
-    255 in registers beside the table, so they must follow the writes and the flips).
-    With cells of 2**41 ticks no positive idle time reaches 255 cells, and a negative one,
-    read as unsigned, is below the 255-cell bound: only its sign clamps it."""
-    config = Config(build=BUILD, wq_shift=3, tick_hz=1e6, idle_pkt_time_s=1e-4)
-    regs = config.registers()
-    if cell_log is not None:
-        regs["idle_cell_log"] = cell_log
-    cl = regs["idle_cell_log"]
-    rnd = random.Random(11)
-    tables = [[rnd.randrange(64) for _ in range(256)] for _ in range(5)]
-    for t in tables:            # the ends differ from each other and from their neighbours
-        t[0], t[1], t[254], t[255] = rnd.sample(range(1, 40), 4)
-    model = Model(regs["wq_shift"], cl, tables[0])
-    dut = QueueAverager(BUILD, optimise)
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    got, want, kinds = [], [], set()
+def test_the_weight_is_taken_with_each_sample():
+    """A different ``wq_shift`` for every sample (0..31: the register map allows 16, the
+    shifter is exact to 31), samples every 4 clocks, the port changing in every clock in
+    between: each sample is weighted by the value in its own clock."""
+    rnd = random.Random(99)
+    q = queue_values(rnd)
+    samples = [(c, q(), rnd.randrange(32)) for c in schedule(rnd, 1500, gaps=(4, 4, 4, 5))]
+    got = simulate(samples, noise=7)
+    want = expected(samples)
+    compare(got, want)
+    assert len({w for _, _, w in samples}) == 32
 
-    # each kind of idle time, and the smallest it can be (kinds that do not fit a positive
-    # 48-bit time are left out)
-    every = {"neg": lambda: -rnd.randint(1, 1 << 40), "zero": lambda: rnd.randrange(1 << cl),
-             "low": lambda: rnd.randrange(min(1 << (cl + 8), 1 << 47)),
-             "254": lambda: (254 << cl) + rnd.randrange(1 << cl),
-             "255": lambda: (255 << cl) + rnd.randrange(1 << cl),
-             "over": lambda: (256 << cl) + rnd.randrange(1 << (cl + 2)),
-             "huge": lambda: rnd.randrange(1 << 46, 1 << 47), "busy": lambda: 0}
-    least = {"254": 255 << cl, "255": 256 << cl, "over": 260 << cl}
-    kinds_used = [k for k in every if least.get(k, 0) <= 1 << 47]
 
-    def sample():
-        kind = rnd.choice(kinds_used)
-        kinds.add(kind)
-        return rnd.randrange(1 << 16), kind != "busy", every[kind]()
+@pytest.mark.parametrize("k", [0, 1, 4, 9, 15])
+def test_a_weight_the_build_fixes(k):
+    """``Build.fixed`` with ``avg_tau_s`` and ``tick_hz``: ``wq_shift`` is the build's
+    constant (the shifts are wiring), whatever the port carries."""
+    tick_hz = 1e10
+    period = 4 if k < 9 else 1000 if k < 12 else 3_000_000_000
+    tau = ewma_time_constant(k, period) / tick_hz
+    build = Build(table_depth=16, fixed={"avg_tau_s": tau, "tick_hz": tick_hz})
+    fixed = fixed_registers(build)
+    assert fixed["wq_shift"].value == k
+    rnd = random.Random(k)
+    q = queue_values(rnd)
+    samples = [(c, q(), rnd.randrange(32)) for c in schedule(rnd, 300)]
+    got = simulate(samples, build=build, preset=rnd.randrange(A_MAX + 1), noise=k)
+    want = expected(samples, start=got[0], fixed_shift=k)
+    compare(got, want)
+    # the port's values would have given another average
+    assert expected(samples, start=got[0]) != want
 
-    async def bench(ctx):
-        ctx.set(dut.config.as_value(), pack(config_layout(BUILD), regs))
-        for i, w in enumerate(tables[0]):   # the first table into bank 1, then active
-            ctx.set(dut.table_we, 1)
-            ctx.set(dut.table_addr, i)
-            ctx.set(dut.table_data, w)
-            await ctx.tick()
-        ctx.set(dut.table_we, 0)
-        bank = 1
-        ctx.set(dut.table_bank, bank)
-        for phase, table in enumerate(tables):
-            model.configure(regs["wq_shift"], cl, table)
-            following = tables[phase + 1] if phase + 1 < len(tables) else []
-            pending = []
-            for k in range(300 + QueueAverager.LATENCY):
-                if k < 300 and rnd.random() < 0.85:
-                    q, idle, diff = sample()
-                    t0 = rnd.randrange(1 << 48)
-                    if idle:
-                        model.went_idle(t0)
-                    want.append(model.update(q, (t0 + diff) % (1 << 48)))
-                    ctx.set(dut.valid, 1)
-                    ctx.set(dut.q, q)
-                    ctx.set(dut.idle, idle)
-                    ctx.set(dut.idle_diff, diff)
-                else:
-                    ctx.set(dut.valid, 0)
-                # the next table into the inactive bank meanwhile
-                ctx.set(dut.table_we, k < len(following))
-                if k < len(following):
-                    ctx.set(dut.table_addr, k)
-                    ctx.set(dut.table_data, following[k])
-                pending.append(ctx.get(dut.valid))
-                _, _, avg = await ctx.tick().sample(dut.avg)
-                if len(pending) > QueueAverager.LATENCY and pending[-1 - QueueAverager.LATENCY]:
-                    got.append(avg)
-            ctx.set(dut.table_we, 0)
-            bank ^= 1
-            ctx.set(dut.table_bank, bank)
 
-    sim.add_testbench(bench)
-    sim.run()
-    assert kinds == set(kinds_used) and len(kinds) >= 5
-    assert got == want
+def test_publication_clock_is_the_model_s_with_delay_latency():
+    """The model's ``QueueAverager`` with ``delay = LATENCY`` and the sample period changed
+    after every sample (``configure``: the sample already scheduled keeps its clock): the
+    average an arrival of each clock reads (``read``) is ``avg`` in that clock."""
+    rnd = random.Random(3)
+    q = queue_values(rnd)
+    gaps = [rnd.choice((4, 4, 5, 9, 17)) for _ in range(600)]
+    shifts = [rnd.randrange(17) for _ in gaps]
+    qs = [q() for _ in gaps]
+    model = Model(shifts[0], gaps[0], LAT)
+    clocks, c = [], gaps[0]
+    for g in gaps:
+        clocks.append(c)
+        c += g
+    samples = list(zip(clocks, qs, shifts))
+    got = simulate(samples, noise=3)
+    want, i = [], 0
+    for c in range(len(got)):
+        if i < len(samples) and samples[i][0] == c:
+            # the weight in effect at this sample, and the period to the next one
+            model.configure(shifts[i], gaps[i])
+            model.sample_until(c + 1, qs[i])
+            i += 1
+        want.append(model.read(c))
+    assert model.samples == len(samples)
+    compare(got, want)

@@ -13,7 +13,9 @@ from fpq_hdl.synth import main, parse_seeds, _summary, critical_path_lines
     (["--placer-heap-beta", "1.5"], "--placer-heap-beta: 1.5 must be in (0, 1]"),
     (["--router", "router3"], "argument --router: invalid choice: 'router3'"),
     (["--speed", "5"], "argument --speed: invalid choice: 5 (choose from 6, 7, 8)"),
-    (["--fix", "wq_shift=40"], "fixed: wq_shift: 40 is out of range [0, 16]"),
+    (["--fix", "avg_tau_s=2e4"], "fixed: avg_tau_s: 20000.0 is out of range [0.0, 10000.0] s"),
+    # wq_shift is a register derived from avg_tau_s and tick_hz, not a field to fix
+    (["--fix", "wq_shift=9"], "--fix: 'wq_shift=9' must be FIELD=VALUE with FIELD one of"),
     (["--fix", "hash_key=zz"], "--fix hash_key: 'zz' is not hex bytes"),
 ])
 def test_bad_arguments_are_refused_before_any_tool_runs(tmp_path, capsys, argv, message):
@@ -89,7 +91,7 @@ def test_seeds_place_and_route_the_one_netlist_once_each(tmp_path, capsys):
     # a small component (one loop), so that the two runs take seconds; the tools' first
     # use compiles them (1-2.5 min)
     out = tmp_path / "out"
-    assert main(["--component", "loop_compare_select", "--seeds", "2,1", "--out",
+    assert main(["--component", "loop_hold", "--seeds", "2,1", "--out",
                  str(out)]) == 0
     summary = json.loads((out / "seeds.json").read_text())
     fmax = summary["seeds"]
@@ -105,7 +107,7 @@ def test_seeds_place_and_route_the_one_netlist_once_each(tmp_path, capsys):
 @pytest.mark.long
 def test_a_run_past_the_time_limit_is_reported_not_routed(tmp_path, capsys):
     out = tmp_path / "out"
-    assert main(["--component", "loop_compare_select", "--seeds", "1", "--time-limit",
+    assert main(["--component", "loop_hold", "--seeds", "1", "--time-limit",
                  "0.01", "--out", str(out)]) == 1
     summary = json.loads((out / "seeds.json").read_text())
     assert summary["seeds"] == {"1": None} and summary["fmax_mhz"] is None

@@ -67,6 +67,11 @@ def _figures(args):
     return main(args)
 
 
+def _parity(args):
+    from .parity import main
+    return main(args)
+
+
 def _positive_int(text):
     try:
         v = int(text)
@@ -95,6 +100,13 @@ def register(sub):
     p.add_argument("--duration", type=float, help="simulate only this many seconds")
     p.add_argument("--max-events", type=_positive_int, help="keep only the first N descriptors")
     p.set_defaults(func=_trace)
+
+    p = sub.add_parser("parity", help="the bit-exact model against the paper's float model on "
+                                      "a dumbbell, over seeds (RED and FPQ, several N and "
+                                      "link rates)")
+    from .parity import add_arguments as parity_arguments
+    parity_arguments(p)
+    p.set_defaults(func=_parity)
 
     p = sub.add_parser("figures", help="reproduce the papers' figures; writes PNG + CSV and "
                                        "the results section of docs/RESULTS.md")

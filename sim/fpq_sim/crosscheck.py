@@ -62,8 +62,9 @@ def params(discipline, flows, seed, duration=DURATION, warmup=WARMUP, tcp="newre
 def _scenario(p):
     q = {"discipline": p["discipline"], "model": "float"}
     if p["discipline"] == "red":
+        # w_q = 2^-9 per packet: the scenario default avg_tau_s of 512 packet times
         q.update(red_min_th=p["red_min_th"], red_max_th=p["red_max_th"],
-                 red_max_p=p["red_max_p"], wq_shift=9)
+                 red_max_p=p["red_max_p"])
     else:
         q["limit_pkts"] = p["limit_pkts"]
     return validate({

@@ -150,8 +150,7 @@ def plan(quick=False, only=None, seeds=None):
             for tag, sets in (("delack_tick", ["flows.0.delack_tick=true"]),
                               ("delack_0.1", ["flows.0.delack_timeout_s=0.1"]),
                               ("rto3", ["flows.0.rto_init_s=3.0"]),
-                              ("float", ["queue.model=float"]),
-                              ("lag1", ["queue.avg_lag=1"])):
+                              ("float", ["queue.model=float"])):
                 for disc, name in (("traditional", "fpq-traditional"), ("fpq", "fpq-fpq")):
                     add(("fig12", disc, tag), "fig12", name, ["flows.0.count=75"] + sets, True)
     if "validation" in only:
@@ -700,30 +699,44 @@ def _discussion_fig12(trad, fq, sens):
         out[-1] += (f", RFC 2988's 3 s gives {_pct(E(rto3, lambda s: (_times(s) > 7).mean()))} "
                     "(paper: 10 %)")
     out[-1] += "."
-    lag1, flt = sens.get(("traditional", "lag1")), sens.get(("traditional", "float"))
-    if lag1 and flt:
-        f_lag1 = sens[("fpq", "lag1")]
+    flt = sens.get(("traditional", "float"))
+    if flt:
+        f_flt = sens[("fpq", "float")]
         sat = E(trad, lambda s: s["saturated_drops"] / max(1, s["drops"]))
-        out += ["", "The queue manager itself matters for the traditional router here. Each "
+        out += ["", "The bit-exact queue manager behaves as the paper's float model here. Each "
                 "excursion of RED's average above max_th (45 packets) drops every arrival: "
-                f"{_pct(sat)} of its drops in the runs above are of that kind. The float model "
-                "and the bit-exact model built with avg_lag = 1 give drop rates of "
-                f"{_pct(Ek(flt, 'loss_rate'))} and {_pct(Ek(lag1, 'loss_rate'))} (utilisation "
-                f"{_pct(Ek(flt, 'utilisation'))} and {_pct(Ek(lag1, 'utilisation'))}); the "
-                f"build default avg_lag = {fpq.Build().avg_lag} (the RTL's pipeline distance "
-                f"between the averager and the decision) gives {_pct(Ek(trad, 'loss_rate'))} "
-                f"and {_pct(Ek(trad, 'utilisation'))}. The likely mechanism of a difference: "
-                "the decision reads the average of an arrival that many packets earlier, so "
-                "after an idle period the first arrivals are judged on the average from before "
-                "it, without its idle decay. FPQ's drop rate is "
-                f"{_pct(Ek(fq, 'loss_rate'), 2)}, and {_pct(Ek(f_lag1, 'loss_rate'), 2)} with "
-                "avg_lag = 1."]
+                f"{_pct(sat)} of the traditional router's drops in the runs above are of that "
+                "kind. With the float model (RED's per-arrival average with ns-2's idle rule) "
+                f"the traditional router drops {_pct(Ek(flt, 'loss_rate'))} at "
+                f"{_pct(Ek(flt, 'utilisation'))} utilisation, with the bit-exact one (an "
+                "average sampled on the clock, the same time constant) "
+                f"{_pct(Ek(trad, 'loss_rate'))} at {_pct(Ek(trad, 'utilisation'))}; FPQ drops "
+                f"{_pct(Ek(f_flt, 'loss_rate'), 2)} against {_pct(Ek(fq, 'loss_rate'), 2)}."]
     return out + [""]
 
 
 def _overlap(a, b):
     """Whether two estimates' intervals overlap (no difference shown at 95 %)."""
     return a.lo <= b.hi and b.lo <= a.hi
+
+
+def _averager_note():
+    """The bit-exact model's averager in these runs, from the scenarios' own configuration."""
+    from .scenario import load, queue_config
+    lines = []
+    for name, label in (("fpq-traditional", "1 Mbit/s (FPQ paper)"),
+                        ("morris97-30-flows", "10 Mbit/s (1997 paper)")):
+        cfg = queue_config(load(os.path.join(SCEN, name + ".toml")))
+        k, period = cfg.avg_parameters()
+        lines.append(f"{label}: `avg_tau_s` = {cfg.avg_tau_s:g} s (512 packet times), a sample "
+                     f"every {period} clocks at {cfg.tick_hz / 1e6:g} MHz "
+                     f"({period / cfg.tick_hz * 1e3:.3g} ms) weighted 2^-{k}, time constant "
+                     f"{cfg.avg_tau_actual_s():.4g} s")
+    return ["The average queue of the bit-exact model (the hardware's): an EWMA of the queue "
+            "sampled on the queue manager's clock, the decisions reading it "
+            f"{fpq.Build().avg_delay} clocks after each sample; " + "; ".join(lines) + ". The "
+            "float model averages per arrival with w_q = 1 - exp(-pkt_time / avg_tau_s) = "
+            "2^-9 and ns-2's idle rule, as the papers' simulations did."]
 
 
 def results_markdown(res, quick, wall, where, seeds):
@@ -739,6 +752,7 @@ def results_markdown(res, quick, wall, where, seeds):
              "otherwise. The paper's numbers come from the prose of the papers (the plots did "
              "not survive); where the paper gives only a trend, the trend is the comparison.")
     L.append("")
+    L += _averager_note() + [""]
     L.append(f"Noise: every number is the mean over {len(seeds)} seeds with its 95 % "
              "confidence interval, `mean [lo, hi]` (Student's t over the per-seed values; "
              "fpq_sim/stats.py); the plots show the same intervals as error bars or bands. "
@@ -807,7 +821,7 @@ def results_markdown(res, quick, wall, where, seeds):
             if sens:
                 L += ["Sensitivity: the same N = 75 runs with one thing changed (the paper gives "
                       "the delayed-ACK timer as 0.2 s but not how it runs, nor the initial RTO; "
-                      "the last two rows change the queue manager):",
+                      "the last row changes the queue manager):",
                       "", "| variant | trad. median | trad. < 1.75 s | trad. > 7 s | "
                       "trad. p95/p5 | FPQ median | FPQ in [1.75 s, 7 s] |",
                       "|---|---|---|---|---|---|---|",
@@ -818,9 +832,7 @@ def results_markdown(res, quick, wall, where, seeds):
                           "delack_0.1": "delayed-ACK timer 0.1 s (ns default)",
                           "rto3": "initial RTO 3 s (RFC 2988)",
                           "float": "float model of the paper decides instead of the bit-exact "
-                                   "one",
-                          "lag1": "bit-exact model built with avg_lag = 1 instead of "
-                                  f"{fpq.Build().avg_lag}"}
+                                   "one"}
                 for tag, label in labels.items():
                     if ("traditional", tag) in sens:
                         r = _fig12_row(sens[("traditional", tag)], sens[("fpq", tag)])

@@ -70,6 +70,12 @@ class Network:
                                      f"(cocotb-tests/fpq_verilator, installed by make): "
                                      f"{exc}") from None
                 qm, p_one = VerilatedQueueManager(cfg), PROB_ONE
+                wait = sc["queue"]["verdict_wait"]
+                if wait < qm.latency:
+                    raise ValueError(f"queue.verdict_wait: {wait} clocks is less than the "
+                                     f"RTL's latency; allowed range [{qm.latency}, "
+                                     f"{1 << 20}] with queue.model = 'rtl' (and the same in "
+                                     f"runs compared with it)")
         elif isinstance(qm, fpq.QueueManager):
             p_one = PROB_ONE
         elif isinstance(qm, FloatQueueManager):
@@ -78,7 +84,7 @@ class Network:
         self.trace = [] if trace else None
         self.port = OutputPort(sim, qm, b["bandwidth_bps"], b["delay_s"], cfg.tick_hz,
                                b["loss_rate"], random.Random(run["seed"] ^ 0x5EED), self.trace,
-                               p_one)
+                               p_one, sc["queue"]["verdict_wait"])
         if isinstance(qm, Ns2IdleRule):
             qm.port_busy = lambda port=self.port: port.busy
             self.port.on_idle = qm.link_idle

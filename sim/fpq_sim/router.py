@@ -8,7 +8,9 @@ packets wait here; when a packet leaves the queue for the wire the port calls ``
 
 The queue length the manager sees is the number of packets waiting, not counting the one being
 transmitted (as in ns's RED queue). A packet that finds the link idle is enqueued and departs
-at the same timestamp. Timestamps are ``int(t * tick_hz)``.
+at once. Descriptors carry the clock the queue manager accepts them in: the first clock at or
+after ``int(t * tick_hz)`` that its input order allows (``fpq.accept_clock.AcceptClock``, with
+``verdict_wait`` clocks after each arrival for a queue manager that answers late, the RTL).
 
 Events: one when a packet reaches the port, one when its transmission ends; the receiver's
 arrival is scheduled from there (propagation delay), after the optional uniform random loss.
@@ -21,6 +23,7 @@ and whether the packet then at the head goes; those drops count as early drops.
 from collections import deque
 
 from fpq import Arrival, Departure
+from fpq.accept_clock import AcceptClock
 
 __all__ = ["OutputPort"]
 
@@ -30,10 +33,10 @@ class OutputPort:
                  "busy", "tx_end", "arrivals", "drops", "early_drops", "forced_drops",
                  "wire_losses", "lost_total", "saturated_drops", "p_one", "departures", "q_area",
                  "q_last", "busy_time", "trace", "n_sum", "delay_sum", "on_drop",
-                 "on_depart", "on_idle", "_arrive", "_depart", "_dequeue")
+                 "on_depart", "on_idle", "clock", "_arrive", "_depart", "_dequeue")
 
     def __init__(self, sim, qm, bandwidth, delay, tick_hz, loss_rate=0.0, rng=None, trace=None,
-                 p_one=None):
+                 p_one=None, verdict_wait=0):
         self.sim = sim
         self.qm = qm
         self._arrive = qm.arrive
@@ -47,6 +50,7 @@ class OutputPort:
         self.loss_rate = float(loss_rate)
         self.rng = rng
         self.tick_hz = float(tick_hz)
+        self.clock = AcceptClock(verdict_wait)
         # the verdict's probability that means "drop everything" (PROB_ONE raw for the bit-exact
         # model, 1.0 for the float model): counts the drops made with p saturated
         self.p_one = p_one
@@ -75,7 +79,7 @@ class OutputPort:
     def arrive(self, pkt):
         """A data packet reaches the port (event)."""
         now = self.sim.now
-        ts = int(now * self.tick_hz)
+        ts = self.clock.arrival(int(now * self.tick_hz))
         desc = Arrival(ts, pkt.conn.flow_key, pkt.size, False)
         if self.trace is not None:
             self.trace.append(desc)
@@ -121,7 +125,7 @@ class OutputPort:
             pkt, t_in = q.popleft()
         else:
             pkt, t_in = q.popleft()
-            desc = Departure(int(now * self.tick_hz), pkt.size)
+            desc = Departure(self.clock.departure(int(now * self.tick_hz)), pkt.size)
             if self.trace is not None:
                 self.trace.append(desc)
             self._depart(desc)

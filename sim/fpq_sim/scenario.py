@@ -69,9 +69,17 @@ SCHEMA = {
             "(fpq_verilator.VerilatedQueueManager from cocotb-tests/; needs Verilator; built "
             "on first use).", choices=("exact", "float", "rtl")),
         Key("limit_pkts", "int", 0, "Hard buffer limit in packets (0: none).", 0, 65535),
-        Key("avg_lag", "int", 0, "Build-time pipeline distance (arrivals) between the "
-            "averager and the decision of the bit-exact model (fpq.Build.avg_lag); 0: the "
-            "build's default.", 0, 64),
+        Key("avg_delay", "int", 0, "Build-time clocks from a sample of the queue to the "
+            "average the bit-exact model decides with (fpq.Build.avg_delay); 0: the build's "
+            "default.", 0, 127),
+        Key("tick_hz", "float", 150e6, "Clock rate of the queue manager (its time base: "
+            "events are stamped with the clock they are accepted in). With the RTL in the "
+            "loop every simulated clock costs simulation time: choose a low rate there.",
+            1e3, 1e10),
+        Key("verdict_wait", "int", 0, "Clocks after an arrival before the router can hand the "
+            "queue manager its next event (it waits for the verdict). The RTL in the loop "
+            "needs at least its latency (fpq_hdl.queue_manager.LATENCY); runs compared with "
+            "it need the same.", 0, 1 << 20),
         Key("ns2_idle", "bool", True, "Float model only: an arrival it drops at an empty "
             "queue leaves RED's average decaying as an idle queue, as in ns-2 (fpq_sim.ns2idle; "
             "false: the model's own rule, idle only after a departure empties the queue)."),
@@ -146,6 +154,9 @@ SCHEMA = {
     ],
 }
 _QUEUE_PASSTHROUGH = sorted(set(FIELD_BY_NAME) - {"mode", "limit_pkts", "tick_hz"})
+#: Seconds the default ``avg_tau_s`` of a scenario spans in bottleneck packet times: RED's
+#: w_q = 2**-9 per packet at a full link, as ns-2's RED (w_q = 0.002) in the papers.
+AVG_TAU_PACKETS = 512
 
 
 def _check_value(where, key, value):
@@ -254,12 +265,15 @@ def queue_config(sc):
     """The fpq.Config of the bottleneck queue manager for a validated scenario."""
     q, b = sc["queue"], sc["bottleneck"]
     params = dict(q["params"])
-    params.setdefault("idle_pkt_time_s", b["packet_bytes"] * 8.0 / b["bandwidth_bps"])
+    pkt_time = b["packet_bytes"] * 8.0 / b["bandwidth_bps"]
+    params.setdefault("pkt_time_s", pkt_time)
+    params.setdefault("avg_tau_s", AVG_TAU_PACKETS * pkt_time)
+    params["tick_hz"] = q["tick_hz"]
     params.setdefault("seed_decide", (sc["run"]["seed"] * 2 + 1) % 2**64)
     params.setdefault("seed_clear", (sc["run"]["seed"] * 2 + 2) % 2**64)
     if q["limit_pkts"]:
         params["limit_pkts"] = q["limit_pkts"]
-    build = fpq.Build(avg_lag=q["avg_lag"]) if q.get("avg_lag") else None
+    build = fpq.Build(avg_delay=q["avg_delay"]) if q.get("avg_delay") else None
     # CoDel and PIE are not modes of the FPQ queue manager: its configuration then only
     # carries the clock and the buffer limit (mode droptail)
     mode = q["discipline"] if q["discipline"] in ("droptail", "red", "fpq") else "droptail"
@@ -358,6 +372,7 @@ def schema_markdown():
             lines += ["Any other key of `[queue]` is a field of the queue manager's "
                       "configuration (`fpq.Config`, see docs/REGISTERS.md), checked with the "
                       "same ranges: " + ", ".join(f"`{n}`" for n in _QUEUE_PASSTHROUGH) + ". "
-                      "`idle_pkt_time_s` defaults to one bottleneck packet time and the seeds "
-                      "derive from `run.seed`.", ""]
+                      "`pkt_time_s` defaults to one bottleneck packet time, `avg_tau_s` to "
+                      f"{AVG_TAU_PACKETS} of them (RED's w_q = 2^-9 per packet at a full link), "
+                      "and the seeds derive from `run.seed`.", ""]
     return "\n".join(lines)

@@ -18,8 +18,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 BASE_PATH = os.path.join(HERE, "..", "scenarios", "fpq-fpq.toml")
 with open(BASE_PATH, "rb") as _f:
     BASE = tomllib.load(_f)
-QUEUE_FIELDS = ("p_pkts", "v_max", "t_clear_s", "hash_key", "seed_decide", "n_cap", "wq_shift",
-                "red_min_th", "red_max_th", "tick_hz", "mode", "limit_bytes", "ecn")
+QUEUE_FIELDS = ("p_pkts", "v_max", "t_clear_s", "hash_key", "seed_decide", "n_cap", "avg_tau_s",
+                "red_min_th", "red_max_th", "pkt_time_s", "mode", "limit_bytes", "ecn")
 KEYS = [(sec, k.name) for sec, ks in SCHEMA.items() for k in ks] + \
     [("queue", n) for n in QUEUE_FIELDS] + [("run", "nonsense"), ("", "extra"),
                                            ("flows", "cwnd")]

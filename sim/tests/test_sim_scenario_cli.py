@@ -151,3 +151,50 @@ def test_cli_trace_options_are_checked(tmp_path, capsys):
                  str(out)]) == 0
     header, events = read_trace(str(out))
     assert len(events) == 100 and header["metadata"]["config"]["mode"] == "red"
+
+
+def test_queue_clock_keys_and_the_average_s_time_constant(tmp_path):
+    """[queue] tick_hz is the queue manager's clock, avg_delay its build's, and avg_tau_s
+    defaults to 512 bottleneck packet times (RED's w_q = 2^-9 per packet at a full link):
+    576 bytes at 1 Mbit/s are 4.608 ms, so 2.359296 s."""
+    import fpq
+    from fpq_sim.scenario import queue_config
+    path = write(tmp_path, GOOD)
+    cfg = queue_config(load(path))
+    assert cfg.tick_hz == 150e6 and cfg.build == fpq.Build()
+    assert cfg.pkt_time_s == pytest.approx(0.004608, rel=1e-12)
+    assert cfg.avg_tau_s == pytest.approx(2.359296, rel=1e-12)
+    assert cfg.float_wq() == pytest.approx(1 - 2.718281828459045 ** (-1 / 512), rel=1e-9)
+    sc = load(path, ["queue.tick_hz=1e6", "queue.avg_delay=40", "queue.avg_tau_s=0.5",
+                     "queue.verdict_wait=3"])
+    cfg = queue_config(sc)
+    assert (cfg.tick_hz, cfg.build.avg_delay, cfg.avg_tau_s) == (1e6, 40, 0.5)
+    assert sc["queue"]["verdict_wait"] == 3
+    # 0.5 s at 1 MHz = 500,000 clocks = 977.5 samples of time constant 511.5 (2^-9 each)
+    regs = cfg.registers()
+    assert (regs["wq_shift"], regs["avg_sample_period"]) == (9, 978)
+    with pytest.raises(ScenarioError, match=r"queue.verdict_wait: -1 is out of range "
+                                            r"\[0, 1048576\]"):
+        load(path, ["queue.verdict_wait=-1"])
+    with pytest.raises(ScenarioError, match=r"queue.avg_delay: 128 is out of range \[0, 127\]"):
+        load(path, ["queue.avg_delay=128"])
+
+
+def test_router_stamps_accept_clocks_and_a_verdict_wait_holds_events_back(tmp_path):
+    """The bottleneck stamps each descriptor with its accept clock: with verdict_wait = W no
+    event is accepted within W clocks of the arrival before it (here W = 1 ms at 1 MHz,
+    longer than two back-to-back packets' 0.46 ms on the 10 Mbit/s access links, so the wait
+    binds), and the golden model on those clocks reproduces the run exactly."""
+    from fpq_sim.network import Network
+    from fpq.trace import write_trace
+    sc = load(TRAD, ["flows.0.count=30", "queue.tick_hz=1e6", "queue.verdict_wait=1000",
+                     "run.duration_s=20", "run.warmup_s=1"])
+    net = Network(sc, trace=True).run()
+    write_trace(tmp_path / "w.fpqtrace", net.trace, 1e6)   # checks the accept-clock order
+    _, events = read_trace(str(tmp_path / "w.fpqtrace"))
+    gaps = [b.ts - a.ts for a, b in zip(events, events[1:]) if type(a) is Arrival]
+    assert min(gaps) == 1000 and gaps.count(1000) > 10
+    qm = QueueManager(net.config)
+    verdicts = qm.run(events)
+    assert qm.counters == net.qm.counters and qm.snapshot() == net.qm.snapshot()
+    assert sum(v.action >= 2 for v in verdicts) == net.port.lost_total > 0

@@ -72,9 +72,12 @@ def flow_count_row(flows, v_max=5000, t_clear=4.0, rate=10.0, warmup=20.0, measu
     if with_float:
         models.append(("float", FloatQueueManager(cfg)))
     from .queue_manager import Arrival
+    from .accept_clock import AcceptClock
     for name, model in models:
         total = count = 0
-        for ts, key in arrivals:
+        clock = AcceptClock()
+        for want, key in arrivals:
+            ts = clock.arrival(want)
             model.arrive(Arrival(ts, key, 576, False))
             if ts >= start:
                 total += model.n_raw
@@ -179,13 +182,13 @@ def markdown(flow_counts=(10, 100, 1000, 5000), seed=1, progress=print):
     return "\n".join(lines) + "\n"
 
 
-def write_results(text, path):
+def write_results(text, path, begin=BEGIN, end=END):
     """Replace the text between the markers in ``path`` (appended if the markers are absent)."""
     old = open(path).read() if os.path.exists(path) else "# Results\n"
-    block = f"{BEGIN}\n{text}{END}"
-    if BEGIN in old and END in old:
-        head, rest = old.split(BEGIN, 1)
-        new = head + block + rest.split(END, 1)[1]
+    block = f"{begin}\n{text}{end}"
+    if begin in old and end in old:
+        head, rest = old.split(begin, 1)
+        new = head + block + rest.split(end, 1)[1]
     else:
         new = old.rstrip("\n") + "\n\n" + block + "\n"
     from .atomic import write_text

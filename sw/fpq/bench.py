@@ -6,7 +6,8 @@ exercised) through a fresh model; the best of ``--repeat`` runs is reported, bec
 work on the machine only ever makes a run slower. Time is the process's CPU time, so that
 other jobs waiting for the same cores do not count (cache and memory-bandwidth sharing still
 do). Event generation is outside the timing.
-Results are recorded by hand, with date and machine, in ``docs/BENCHMARKS.md``.
+``--record PATH`` writes the results as a measurement record (``fpq.records``), from which
+``fpq benchmarks`` writes the table in docs/BENCHMARKS.md.
 """
 
 import os
@@ -50,6 +51,9 @@ def main(args):
         raise ValueError(f"--arrivals: {args.arrivals} is out of range [1000, 100000000]")
     if not 1 <= args.repeat <= 100:
         raise ValueError(f"--repeat: {args.repeat} is out of range [1, 100]")
+    record = getattr(args, "record", None)
+    if record and not os.path.isdir(os.path.dirname(os.path.abspath(record))):
+        raise ValueError(f"--record: the folder of {record!r} does not exist")
     events = _events(args.arrivals, 1000, 1)
     cases = [
         ("bit-exact, fpq", lambda: QueueManager(Config(limit_pkts=2000))),
@@ -62,7 +66,16 @@ def main(args):
           f"{len(events)} events, best of {args.repeat}")
     print("| model | arrivals | arrivals/s |")
     print("|---|---|---|")
+    rows = []
     for name, make in cases:
         rate, n = measure(make, events, args.repeat)
         print(f"| {name} | {n} | {rate:,.0f} |")
+        rows.append({"model": name, "arrivals": n, "arrivals_per_s": round(rate)})
+    if record:
+        from .records import write_record
+        write_record(record, "bench", {"events": len(events), "repeat": args.repeat,
+                                       "rows": rows},
+                     ["fpq", "bench", "--arrivals", str(args.arrivals), "--repeat",
+                      str(args.repeat)])
+        print(f"wrote {record}")
     return 0

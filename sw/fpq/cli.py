@@ -1,6 +1,7 @@
 """The ``fpq`` command. Subcommands come from the packages that own them:
 
-* ``fpq.cli`` (here): ``demo``, ``regmap``, ``bench``, ``accuracy``, ``trace-csv``;
+* ``fpq.cli`` (here): ``demo``, ``regmap``, ``bench``, ``benchmarks``, ``accuracy``,
+  ``trace-csv``;
 * ``fpq_sim.cli.register(subparsers)``: ``sim``, ``figures``, ``trace`` (TCP simulator);
 * ``fpq_hdl.cli.register(subparsers)``: ``verilog`` (RTL export).
 
@@ -51,6 +52,11 @@ def _accuracy(args):
     return 0
 
 
+def _benchmarks(args):
+    from .benchmarks import main as benchmarks_main
+    return benchmarks_main(args)
+
+
 def _trace_csv(args):
     from .trace import read_trace, write_csv
     header, events = read_trace(args.input)
@@ -88,6 +94,8 @@ def build_parser():
     p = sub.add_parser("bench", help="golden-model throughput benchmark")
     p.add_argument("--arrivals", type=int, default=300_000)
     p.add_argument("--repeat", type=int, default=3, help="runs per case; the best counts")
+    p.add_argument("--record", metavar="PATH.json",
+                   help="also write the results as a measurement record (docs/benchmarks/)")
     p.set_defaults(func=_bench)
 
     p = sub.add_parser("accuracy", help="flow-count accuracy and fixed-vs-float error tables")
@@ -97,6 +105,12 @@ def build_parser():
     p.add_argument("--write", metavar="RESULTS_MD", nargs="?", const="docs/RESULTS.md",
                    help="replace the accuracy section of this file (default docs/RESULTS.md)")
     p.set_defaults(func=_accuracy)
+
+    p = sub.add_parser("benchmarks", help="the current-figures tables of docs/BENCHMARKS.md "
+                                          "from the measurement records in docs/benchmarks/")
+    from .benchmarks import add_arguments as benchmarks_arguments
+    benchmarks_arguments(p)
+    p.set_defaults(func=_benchmarks)
 
     p = sub.add_parser("trace-csv", help="convert a binary trace to CSV")
     p.add_argument("input")

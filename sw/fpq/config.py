@@ -3,36 +3,40 @@
 ``FIELDS`` is the single declaration. From it come:
 
 * :class:`Config`, the validated user-level configuration (errors name the field and range);
-* :meth:`Config.registers` and the tables, i.e. the raw values the hardware holds, which the
+* :meth:`Config.registers` and the r(N) table, i.e. the raw values the hardware holds, which the
   bit-exact model (``fpq.queue_manager``) runs on, so model and RTL see the same numbers;
 * the register map (``fpq.regmap``): addresses, the RTL register file, JSON, C header, docs.
 
-A field is either ``reg`` (a hardware register with the same meaning), or ``host`` (the driver
-folds it into derived registers or the tables: the hardware never sees it directly).
+A field is ``reg`` (a hardware register with the same meaning), ``host`` (the driver folds it
+into derived registers or the table: the hardware never sees it directly), or ``float`` (a
+parameter of the paper's floating-point model only, ``fpq.float_model``; no register).
 """
 
 from dataclasses import dataclass, field as dc_field
 import math
 
 from .formats import (QAVG, PROB, PROB_ONE, CLEAR_PERIOD, RATE, QPKTS_BITS, QBYTES_BITS,
-                      DECAY_SHIFT_BITS)
+                      SAMPLE_PERIOD_BITS, MIN_SAMPLE_PERIOD, WQ_SHIFT_MAX)
 
 __all__ = ["Field", "FIELDS", "Build", "Config", "ConfigError", "MODES", "RSS_KEY",
-           "lt_qt_float", "expand_seed", "DECAY_TABLE_DEPTH", "FLUSH_CLEAR_PERIODS",
-           "REKEY_HOLD_LIMIT", "parse_fixed"]
+           "lt_qt_float", "expand_seed", "REKEY_HOLD_LIMIT", "parse_fixed", "AVG_DELAY",
+           "AVG_WQ_SHIFT", "avg_parameters", "ewma_time_constant"]
 
 MODES = {"droptail": 0, "red": 1, "fpq": 2}
 #: The Microsoft RSS verification key (first 20 bytes are used). Public: set your own in
 #: deployment, an attacker who knows the key can make flows collide (see docs/RELIABILITY.md).
 RSS_KEY = bytes.fromhex("6d5a56da255b0ec24167253d43a38fb0d0ca2bcbae7b30b477cb2da38030f20c"
                         "6a42b73bbeac01fa")[:20]
-DECAY_TABLE_DEPTH = 256
-#: A backlog of clears longer than this many full vector sweeps (8 * t_clear) wipes the
-#: vector instead of replaying the clears one by one (e^-8 of the bits would survive).
-FLUSH_CLEAR_PERIODS = 8
-#: The re-key hold is compared with timestamp differences modulo 2**48 as signed numbers, so
-#: it must stay below 2**47 ticks (10.9 days at 150 MHz).
+#: The re-key hold is a 48-bit register of clocks; below 2**47 (10.9 days at 150 MHz) it also
+#: fits the hardware's signed down-counter.
 REKEY_HOLD_LIMIT = 1 << 47
+#: ``Build.avg_delay`` by default: the clocks the RTL needs from a sample of the queue to the
+#: average it publishes, as seen by an arrival (``fpq_hdl.queue_manager.MIN_AVG_DELAY``).
+AVG_DELAY = 14
+#: The weight per sample, ``2**-AVG_WQ_SHIFT``, that ``avg_tau_s`` is turned into wherever the
+#: sample period allows (``avg_parameters``): 512 samples per time constant, and an average
+#: that settles within 2**-7 packet of a constant queue.
+AVG_WQ_SHIFT = 9
 
 
 class ConfigError(ValueError):
@@ -44,11 +48,12 @@ class Build:
     """Build-time (synthesis) parameters. The RTL is elaborated for one of these."""
     vec_bits: int = 8192       # flow vector size in bits (power of two, 64..65536)
     table_depth: int = 8192    # entries in the r(N) table (power of two, 16..65536)
-    #: Decisions use the average queue after the arrival ``avg_lag`` arrivals earlier; this is
-    #: the pipeline distance between the averager and the decision in the RTL.
-    avg_lag: int = 12
+    #: An arrival accepted at clock c decides with the average of every sample taken at or
+    #: before clock ``c - avg_delay``: the clocks from a sample to the average it publishes.
+    #: The RTL supports any value from its pipeline's own (``AVG_DELAY``) up.
+    avg_delay: int = AVG_DELAY
     #: Configuration fields fixed at build time, as ``(name, value)`` pairs of ``FIELDS``
-    #: (``Build(fixed=(("wq_shift", 9), ("mode", "fpq")))``; a dict is accepted and stored as
+    #: (``Build(fixed=(("avg_tau_s", 1e-3), ("mode", "fpq")))``; a dict is accepted and stored as
     #: sorted pairs). Every ``Config`` of this build has these values (another value is a
     #: ``ConfigError``), and a register whose value depends on fixed fields only is a constant
     #: in the hardware (``fpq.regmap``: kind "fixed", read-only): no shadow, no range check,
@@ -61,8 +66,10 @@ class Build:
             v = getattr(self, name)
             if not isinstance(v, int) or v < lo or v > hi or v & (v - 1):
                 raise ConfigError(f"{name}: {v!r} must be a power of two in [{lo}, {hi}]")
-        if not isinstance(self.avg_lag, int) or not 1 <= self.avg_lag <= 64:
-            raise ConfigError(f"avg_lag: {self.avg_lag!r} must be an integer in [1, 64]")
+        if not isinstance(self.avg_delay, int) or isinstance(self.avg_delay, bool) or \
+                not 1 <= self.avg_delay <= 127:
+            raise ConfigError(f"avg_delay: {self.avg_delay!r} must be an integer in [1, 127] "
+                              f"clocks")
         fixed = self.fixed.items() if isinstance(self.fixed, dict) else self.fixed
         try:
             pairs = [(name, value) for name, value in fixed]
@@ -114,18 +121,17 @@ FIELDS = [
     Field("ecn", "reg", "bool", "-", "1 bit", 0, 1, False,
           "Mark ECN-capable packets instead of dropping them early (forced drops still drop)."),
     Field("tick_hz", "host", "float", "Hz", "host", 1e3, 1e10, 150e6,
-          "Clock-tick rate of descriptor timestamps; converts seconds to ticks."),
+          "Clock rate of the queue manager, whose clock is its time base (descriptors carry "
+          "the clock they are accepted in); converts seconds to clocks."),
     Field("p_pkts", "host", "float", "packets", "host", 0.0, 65535.0, 21.7,
           "P, the delay-bandwidth product (FPQ paper Fig. 5). Folded into the r(N) table."),
     Field("v_max", "reg", "int", "bits", "17 bits", 1, lambda b: b.vec_bits,
           lambda b: min(5000, b.vec_bits),
           "Bits of the flow vector in use (hash range); <= the build-time vector size. "
           "Default: the paper's 5000, or the whole vector if it is smaller."),
-    Field("t_clear_s", "host", "float", "s", "host -> clear_period (UQ32.16 ticks)", 1e-9, 1e6,
-          4.0, "Time to clear as many bits as the vector has (FPQ paper Fig. 4)."),
-    Field("clear_literal", "reg", "bool", "-", "1 bit", 0, 1, False,
-          "Clear schedule: 0 carries the fractional remainder (exact rate); 1 is the paper's "
-          "literal code, which restarts the schedule at each arrival that clears."),
+    Field("t_clear_s", "host", "float", "s", "host -> clear_period (UQ32.16 clocks)", 1e-9,
+          1e6, 4.0, "Time to clear as many bits as the vector has (FPQ paper Fig. 4): a "
+          "random bit is cleared every t_clear / v_max, at least a clock apart."),
     Field("lt_plus_one", "host", "bool", "-", "host", 0, 1, False,
           "Add the OCR's `+1` to the window in l_t = (0.87 / ((q_t+P)/N [+1]))^2."),
     Field("lc_correction", "host", "bool", "-", "host", 0, 1, False,
@@ -133,12 +139,10 @@ FIELDS = [
     Field("n_cap", "reg", "int", "flows", "log2(table_depth) bits", 1,
           lambda b: b.table_depth - 1, lambda b: b.table_depth - 1,
           "Cap on the flow count used for decisions (raw popcount units)."),
-    Field("wq_shift", "reg", "int", "-", "5 bits", 0, 16, 9,
-          "EWMA weight w_q = 2^-wq_shift of the average queue (ns default 0.002 ~ 2^-9)."),
-    Field("idle_pkt_time_s", "host", "float", "s", "host -> idle_cell_log, decay table",
-          1e-12, 10.0, 576 * 8 / 1e6,
-          "Transmission time of a typical packet: while the queue is idle the average decays "
-          "as if one empty-queue sample arrived per this time (RED's idle-time rule)."),
+    Field("avg_tau_s", "host", "float", "s", "host -> wq_shift, avg_sample_period", 0.0, 1e4,
+          2.36, "Time constant of the average queue: a sample of the queue every "
+          "avg_sample_period clocks, weighted 2^-wq_shift. The default is RED's w_q = 2^-9 "
+          "per packet at the FPQ paper's 217 packets/s; 0: no averaging."),
     Field("red_min_th", "reg", "float", "packets", "QAVG UQ20.16", 0.0, QAVG.max_value - 1, 5.0,
           "RED min_th."),
     Field("red_max_th", "reg", "float", "packets", "QAVG UQ20.16", 1.0, QAVG.max_value, 45.0,
@@ -155,7 +159,7 @@ FIELDS = [
           "the vector is wiped and rebuilt under the new key while decisions use the count "
           "held from before (see rekey_hold_t_clear)."),
     Field("rekey_hold_t_clear", "host", "float", "t_clear",
-          "host -> rekey_hold (48-bit ticks)",
+          "host -> rekey_hold (48-bit clocks)",
           0.0, 64.0, 3.0,
           "After a re-key, decisions use the flow count held from before the re-key for this "
           "many t_clear (from the first arrival after it) while the wiped vector refills "
@@ -164,12 +168,22 @@ FIELDS = [
           (1 << 64) - 1, 1, "Seed of the per-arrival random numbers."),
     Field("seed_clear", "host", "int", "-", "host -> rng_clear_state (128 bits)", 0,
           (1 << 64) - 1, 2, "Seed of the random indices of cleared bits."),
+    Field("clear_literal", "float", "bool", "-", "float model only", 0, 1, False,
+          "Float model: clear as the paper's Fig. 4 code does, restarting the schedule at each "
+          "arrival that clears (the effective t_clear grows; 4.6 s instead of 4 s at 217 "
+          "packets/s). The hardware clears at exactly v_max / t_clear per second."),
+    Field("pkt_time_s", "float", "float", "s", "float model only", 1e-12, 10.0,
+          576 * 8 / 1e6,
+          "Float model: transmission time of a typical packet. Its per-arrival EWMA weight is "
+          "w_q = 1 - exp(-pkt_time_s / avg_tau_s) (Adaptive RED's rule), and while the queue "
+          "is idle the average decays as if one empty-queue sample arrived per pkt_time_s "
+          "(RED's idle-time rule)."),
 ]
 FIELD_BY_NAME = {f.name: f for f in FIELDS}
 
 
 def parse_fixed(items, option="--fix"):
-    """``["wq_shift=9", "mode=fpq", "hash_key=6d5a..."]`` -> a dict for ``Build(fixed=...)``.
+    """``["avg_tau_s=1e-3", "mode=fpq", "hash_key=6d5a..."]`` -> a dict for ``Build(fixed=...)``.
     Values are typed by their field (integers in any base, true/false, hex bytes); errors
     name the option, the field and what is allowed. Ranges are checked by ``Build``."""
     out = {}
@@ -217,6 +231,42 @@ def expand_seed(seed):
     return tuple(words)
 
 
+def ewma_time_constant(wq_shift, period):
+    """Time constant, in clocks, of an EWMA with weight ``2**-wq_shift`` per sample and a sample
+    every ``period`` clocks: the ``tau`` of ``(1 - w)^(t / period) = exp(-t / tau)``; 0 when
+    ``w`` is 1 (the average is the latest sample)."""
+    if wq_shift == 0:
+        return 0.0
+    return period / -math.log1p(-2.0 ** -wq_shift)
+
+
+def avg_parameters(tau_clocks):
+    """``(wq_shift, avg_sample_period)`` for a time constant of ``tau_clocks`` clocks.
+
+    The weight is ``2**-AVG_WQ_SHIFT`` and the period the whole number of clocks nearest to
+    ``tau`` (relative error below ``1 / (2 period)``). Where that period would not fit its
+    32-bit register the weight shrinks (``wq_shift`` up to 16); where it would be under
+    ``MIN_SAMPLE_PERIOD`` the weight grows, and below about 5.8 clocks it is 1 (``wq_shift``
+    0, no averaging: the average is the latest sample). Raises ``ValueError`` beyond the
+    longest time constant, ``2**-16`` every ``2**32 - 1`` clocks."""
+    longest = (1 << SAMPLE_PERIOD_BITS) - 1
+    if not (isinstance(tau_clocks, (int, float)) and math.isfinite(tau_clocks)
+            and 0 <= tau_clocks <= ewma_time_constant(WQ_SHIFT_MAX, longest)):
+        raise ValueError(f"time constant {tau_clocks!r} clocks is outside [0, "
+                         f"{ewma_time_constant(WQ_SHIFT_MAX, longest):.6g}]")
+    for k in range(AVG_WQ_SHIFT, WQ_SHIFT_MAX + 1):
+        period = round(tau_clocks / ewma_time_constant(k, 1))
+        if period <= longest:
+            break
+    if period >= MIN_SAMPLE_PERIOD:
+        return k, period
+    for k in range(AVG_WQ_SHIFT - 1, 0, -1):
+        period = round(tau_clocks / ewma_time_constant(k, 1))
+        if period >= MIN_SAMPLE_PERIOD:
+            return k, period
+    return 0, MIN_SAMPLE_PERIOD
+
+
 def lt_qt_float(n, p_pkts, plus_one=False):
     """FPQ paper Fig. 5: ``(q_t, l_t)`` for a flow count ``n`` (``n < 1`` is treated as 1)."""
     n = max(float(n), 1.0)
@@ -256,8 +306,11 @@ class Config:
     out-of-range values raise :class:`ConfigError` naming the field and its range."""
     values: dict = dc_field(default_factory=dict)
     build: Build = dc_field(default_factory=Build)
+    #: Raw register values that replace the ones derived from ``values`` (``override``).
+    raw: tuple = ()
 
     def __init__(self, build=None, **values):
+        object.__setattr__(self, "raw", ())
         build = build or Build()
         unknown = sorted(set(values) - set(FIELD_BY_NAME))
         if unknown:
@@ -284,9 +337,42 @@ class Config:
             raise AttributeError(name) from None
 
     def replace(self, **changes):
+        """A copy with some fields changed (and the same ``override`` registers)."""
         v = dict(self.values)
         v.update(changes)
-        return Config(build=self.build, **v)
+        return Config(build=self.build, **v).override(**dict(self.raw))
+
+    def override(self, **registers):
+        """A copy whose named registers hold these raw values instead of the ones derived
+        from the fields: a model of hardware whose registers were written directly (say
+        ``wq_shift`` and ``avg_sample_period``, which ``avg_tau_s`` otherwise chooses).
+        Each value is checked against the register map's range, as a commit would; the
+        registers a build fixes cannot be overridden."""
+        from .regmap import registers as regmap, check_registers
+        regs = {r.name: r for r in regmap(self.build)}
+        raw = dict(self.raw)
+        for name, value in registers.items():
+            r = regs.get(name)
+            if r is None or r.kind not in ("config", "fixed"):
+                raise ConfigError(f"override: {name!r} is not a configuration register; "
+                                  f"registers: {', '.join(n for n, x in regs.items() if x.kind == 'config')}")
+            if r.kind == "fixed":
+                raise ConfigError(f"override: {name} is fixed in this build (Build.fixed)")
+            if isinstance(value, bool) or not isinstance(value, int) or \
+                    not r.lo <= value <= r.hi:
+                raise ConfigError(f"override: {name}: {value!r} is out of range "
+                                  f"[{r.lo}, {r.hi}]")
+            raw[name] = value
+        out = Config.__new__(Config)
+        object.__setattr__(out, "values", self.values)
+        object.__setattr__(out, "build", self.build)
+        object.__setattr__(out, "raw", tuple(sorted(raw.items())))
+        bad = check_registers(out.registers(), self.build)
+        if bad is not None:
+            name = regmap(self.build)[bad].name
+            raise ConfigError(f"override: {name}: the registers fail the commit check "
+                              f"(docs/REGISTERS.md)")
+        return out
 
     def _check_relations(self):
         v = self.values
@@ -296,26 +382,18 @@ class Config:
         period = v["t_clear_s"] * v["tick_hz"] / v["v_max"]
         if period < 1.0:
             raise ConfigError(
-                f"t_clear_s: {v['t_clear_s']} s clears more than one bit per tick with "
+                f"t_clear_s: {v['t_clear_s']} s clears more than one bit per clock with "
                 f"v_max={v['v_max']} at tick_hz={v['tick_hz']:g}; allowed range "
                 f"[{v['v_max'] / v['tick_hz']:.6g}, ...] s")
         if period * (1 << CLEAR_PERIOD.frac_bits) > CLEAR_PERIOD.max_raw:
             raise ConfigError(f"t_clear_s: {v['t_clear_s']} s is longer than the clear-period "
                               f"register holds; allowed range [..., "
                               f"{CLEAR_PERIOD.max_value * v['v_max'] / v['tick_hz']:.6g}] s")
-        # flush_after = 8 t_clear in UQ48.16 ticks must fit its 64-bit register
-        if FLUSH_CLEAR_PERIODS * v["v_max"] * self.clear_period_raw() >= 1 << 64:
-            longest = ((1 << 64) - 1) / (FLUSH_CLEAR_PERIODS << CLEAR_PERIOD.frac_bits) \
-                / v["tick_hz"]
-            raise ConfigError(f"t_clear_s: {v['t_clear_s']} s makes the flush threshold "
-                              f"({FLUSH_CLEAR_PERIODS} t_clear) overflow its 64-bit register "
-                              f"at tick_hz={v['tick_hz']:g}; allowed range [..., "
-                              f"{longest:.6g}] s")
-        # (with the default 3 t_clear this cannot fail once flush_after fits)
+        # (avg_tau_s: its range, up to 1e4 s, fits the averager's registers at any tick_hz)
         if self.rekey_hold_raw() >= REKEY_HOLD_LIMIT:
             longest = (REKEY_HOLD_LIMIT - 1) / (v["t_clear_s"] * v["tick_hz"])
             raise ConfigError(f"rekey_hold_t_clear: {v['rekey_hold_t_clear']} t_clear is "
-                              f"longer than the hold register's signed 48-bit tick range "
+                              f"longer than the hold register's signed 48-bit clock range "
                               f"with t_clear_s={v['t_clear_s']} at tick_hz="
                               f"{v['tick_hz']:g}; allowed range [0, {longest:.6g}] t_clear")
 
@@ -325,28 +403,28 @@ class Config:
         return CLEAR_PERIOD.to_raw(v["t_clear_s"] * v["tick_hz"] / v["v_max"], "t_clear_s")
 
     def rekey_hold_raw(self):
-        """The re-key hold in ticks (the ``rekey_hold`` register)."""
+        """The re-key hold in clocks (the ``rekey_hold`` register)."""
         v = self.values
         return int(round(v["rekey_hold_t_clear"] * v["t_clear_s"] * v["tick_hz"]))
 
-    def idle_cell_log(self):
-        """Ticks per idle-decay table cell, as a power of two: 255 cells span the time the
-        average takes to decay by 2^-36 (to zero in QAVG)."""
+    def avg_parameters(self):
+        """``(wq_shift, avg_sample_period)``: the averager's registers for ``avg_tau_s``
+        (``fpq.config.avg_parameters``)."""
         v = self.values
-        per_pkt = -math.log2(1 - 2.0 ** -v["wq_shift"]) if v["wq_shift"] else 64.0
-        full_ticks = QAVG.width / per_pkt * v["idle_pkt_time_s"] * v["tick_hz"]
-        return max(0, min(47, math.ceil(math.log2(max(full_ticks / 255, 1.0)))))
+        return avg_parameters(v["avg_tau_s"] * v["tick_hz"])
 
-    def decay_table(self):
-        """Right shift of the average for an arrival after ``c`` idle cells (c = 0..255):
-        the float decay ``(1-w)^(1 + c*cell/pkt_time)`` rounded to a power of two, as in
-        Linux's RED ``Stab``."""
+    def avg_tau_actual_s(self):
+        """The time constant the averager's registers give (``avg_tau_s`` rounded)."""
+        k, period = self.avg_parameters()
+        return ewma_time_constant(k, period) / self.values["tick_hz"]
+
+    def float_wq(self):
+        """The float model's per-arrival EWMA weight, ``1 - exp(-pkt_time_s / avg_tau_s)``
+        (Adaptive RED's rule for a time constant; 1 when ``avg_tau_s`` is 0)."""
         v = self.values
-        per_pkt = -math.log2(1 - 2.0 ** -v["wq_shift"]) if v["wq_shift"] else 64.0
-        cell_pkts = (1 << self.idle_cell_log()) / (v["idle_pkt_time_s"] * v["tick_hz"])
-        top = (1 << DECAY_SHIFT_BITS) - 1
-        return [min(top, int(round((1 + c * cell_pkts) * per_pkt)))
-                for c in range(DECAY_TABLE_DEPTH)]
+        if v["avg_tau_s"] == 0:
+            return 1.0
+        return -math.expm1(-v["pkt_time_s"] / v["avg_tau_s"])
 
     def n_effective(self, n):
         """The flow count the table uses for raw popcount ``n`` (correction, N < 1 -> 1)."""
@@ -374,16 +452,15 @@ class Config:
         slope1 = (max_p / PROB_ONE) / ((max_th - min_th) / (1 << QAVG.frac_bits))
         slope2 = (1 - max_p / PROB_ONE) / (max_th / (1 << QAVG.frac_bits))
         period = self.clear_period_raw()
+        wq_shift, sample_period = self.avg_parameters()
         return {
             "mode": MODES[v["mode"]],
             "ecn": int(v["ecn"]),
             "v_max": v["v_max"],
             "clear_period": period,
-            "flush_after": FLUSH_CLEAR_PERIODS * v["v_max"] * period,
-            "clear_literal": int(v["clear_literal"]),
             "n_cap": v["n_cap"],
-            "wq_shift": v["wq_shift"],
-            "idle_cell_log": self.idle_cell_log(),
+            "wq_shift": wq_shift,
+            "avg_sample_period": sample_period,
             "red_min_th": min_th,
             "red_max_th": max_th,
             "red_max_p": max_p,
@@ -396,6 +473,7 @@ class Config:
             "rng_decide_state": _words_to_int(expand_seed(v["seed_decide"])),
             "rng_clear_state": _words_to_int(expand_seed(v["seed_clear"])),
             "rekey_hold": self.rekey_hold_raw(),
+            **dict(self.raw),
         }
 
     def to_dict(self):

@@ -41,8 +41,9 @@ OVERLOAD = 1.3
 
 def run(flows, arrivals, seed, config=None):
     """Run both models; returns ``{name: (LinkRun, model)}`` and the phase boundaries."""
+    # the average follows the queue within a tenth of a second: the phases last seconds
     cfg = config or Config(mode="fpq", p_pkts=125.0, limit_pkts=4000, seed_decide=seed,
-                           seed_clear=seed + 1)
+                           seed_clear=seed + 1, avg_tau_s=0.1, pkt_time_s=1 / LINK_PKTS)
     keys = flow_keys(flows, seed)
     rate1 = OVERLOAD * LINK_PKTS / flows
     # phase 1 holds about 3/4 of the arrivals: phase 2 carries a third of the flows
@@ -117,6 +118,22 @@ _SAME = ("arrivals", "drops", "early_drops", "forced_drops", "loss_rate", "avg_q
          "events")
 
 
+#: The queue manager's clock in the TCP runs: the RTL in the loop pays for every simulated
+#: clock, and 100 kHz (10 us per clock, 461 clocks per packet at 1 Mbit/s) keeps the idle
+#: clocks of 500 simulated seconds to 5e7.
+TCP_TICK_HZ = 1e5
+
+
+def _verdict_wait():
+    """Clocks the router waits for each verdict, the same in all three runs so that they
+    see the same events: the RTL's latency (``fpq.accept_clock``)."""
+    try:
+        from fpq_hdl.queue_manager import LATENCY
+    except ImportError:
+        return 0
+    return LATENCY
+
+
 def _tcp_run(args, model, trace=False):
     from fpq_sim.figures import SCEN
     from fpq_sim.network import Network
@@ -124,7 +141,8 @@ def _tcp_run(args, model, trace=False):
     sc = load(os.path.join(SCEN, "fpq-fpq.toml"),
               [f"flows.0.count={args.flows}", f"run.duration_s={args.duration}",
                f"run.warmup_s={min(20.0, args.duration / 5)}", f"run.seed={args.seed}",
-               f"queue.model={model}"])
+               f"queue.model={model}", f"queue.tick_hz={TCP_TICK_HZ}",
+               f"queue.verdict_wait={_verdict_wait()}"])
     net = Network(sc, trace=trace)
     net.run()
     return net, net.summary(transfer_times=True)

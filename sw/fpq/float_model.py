@@ -4,13 +4,15 @@ the accuracy reference of the bit-exact model.
 Same interface as :class:`fpq.queue_manager.QueueManager` (``arrive``/``depart``, verdicts with
 ``n``, ``avg`` in packets and ``prob`` in [0, 1]), but:
 
-* time is continuous (``ts / tick_hz`` seconds); clears follow Fig. 4 literally: on each arrival
+* time is continuous (``ts / tick_hz`` seconds); clears follow Fig. 4: on each arrival
   ``n_clear = floor(v_max (t - t_last) / t_clear)``; if positive, clear that many bits drawn
-  uniformly *with replacement* and set ``t_last = t`` (or, in carry mode, advance ``t_last`` by
-  exactly ``n_clear * t_clear / v_max``). The paper sets the arrival's bit first, then clears;
-  so does this model;
-* the average queue is the float EWMA with ns-2's idle rule (``avg *= (1-w)^m`` for the
-  ``m`` packet times the queue was idle) and no pipeline lag;
+  uniformly *with replacement* and advance ``t_last`` by exactly ``n_clear * t_clear / v_max``
+  (the rate the hardware keeps), or, with ``clear_literal``, set ``t_last = t`` as the
+  paper's code does. The paper sets the arrival's bit first, then clears; so does this model;
+* the average queue is RED's per-arrival float EWMA, with the weight
+  ``w_q = 1 - exp(-pkt_time_s / avg_tau_s)`` (``Config.float_wq``) and ns-2's idle rule
+  (``avg *= (1-w)^m`` for the ``m`` packet times the queue was idle), updated before the
+  decision (no publication delay);
 * FPQ drops with probability ``l_a = l_t q_a / q_t`` (saturated at 1), RED with Floyd's
   ``p_a = p_b / (1 - count p_b)``; random numbers come from Python's ``random.Random``.
 
@@ -45,7 +47,7 @@ class FloatQueueManager:
         self.max_queue = 0
         self.seq = 0
         self.counters = dict.fromkeys(COUNTERS, 0)
-        self.w = 2.0 ** -cfg.wq_shift
+        self.w = cfg.float_wq()
 
     def count_flows(self, flow, t):
         """FPQ paper Fig. 4 (connection_count)."""
@@ -94,7 +96,7 @@ class FloatQueueManager:
         n = self.count_flows(flow, t)
         # averager (ns-2 RED estimator, with the idle period as m empty samples)
         if self.idle:
-            m = (t - self.idle_since) / cfg.idle_pkt_time_s
+            m = (t - self.idle_since) / cfg.pkt_time_s
             self.avg *= (1 - self.w) ** m
             self.idle = False
         self.avg += self.w * (self.occ_pkts - self.avg)

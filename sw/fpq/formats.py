@@ -10,9 +10,10 @@ from dataclasses import dataclass
 import math
 
 __all__ = [
-    "UFixed", "RateFormat", "QAVG", "PROB", "CLEAR_PERIOD", "TIME_BITS", "QPKTS_BITS",
-    "QBYTES_BITS", "LENGTH_BITS", "RATE", "DECAY_SHIFT_BITS", "FLOW_BITS", "HASH_BITS",
-    "PROB_ONE", "RAND_BITS", "COUNTER_BITS", "SEQ_BITS", "wrap_signed",
+    "UFixed", "RateFormat", "QAVG", "PROB", "CLEAR_PERIOD", "HOLD_BITS", "QPKTS_BITS",
+    "QBYTES_BITS", "LENGTH_BITS", "RATE", "SAMPLE_PERIOD_BITS", "MIN_SAMPLE_PERIOD",
+    "WQ_SHIFT_MAX", "FLOW_BITS", "HASH_BITS", "PROB_ONE", "RAND_BITS", "COUNTER_BITS",
+    "SEQ_BITS",
 ]
 
 
@@ -114,24 +115,21 @@ QAVG = UFixed("QAVG", 20, 16)
 #: Drop/mark probability, ``p * 2**32``; 1.0 is ``2**32`` (hence one integer bit).
 PROB = UFixed("PROB", 1, 32)
 PROB_ONE = 1 << 32
-#: Ticks between two clears of the flow vector (``t_clear * tick_hz / v_max``).
+#: Clocks between two clears of the flow vector (``t_clear * tick_hz / v_max``), >= 1.
 CLEAR_PERIOD = UFixed("CLEAR_PERIOD", 32, 16)
 #: FPQ ``r(N) = l_t / q_t`` per packet of average queue, and RED slopes.
 RATE = RateFormat("RATE", 16, 6)
 
-TIME_BITS = 48        # timestamps in clock ticks; all time arithmetic is modulo 2**48
+HOLD_BITS = 48        # the re-key hold, in clocks (a down-counter in hardware)
 QPKTS_BITS = 20       # queue occupancy and limit, packets
 QBYTES_BITS = 32      # queue occupancy and limit, bytes
 LENGTH_BITS = 16      # packet length, bytes
-DECAY_SHIFT_BITS = 6  # idle-decay table entries: right shift of the average
+SAMPLE_PERIOD_BITS = 32  # clocks between two samples of the average queue
+MIN_SAMPLE_PERIOD = 4    # the average's update takes 4 clocks in hardware (no 1-clock loop)
+WQ_SHIFT_MAX = 16        # the average's weight per sample is 2**-wq_shift, 0..16
 FLOW_BITS = 104       # IPv4 5-tuple: src 32 | dst 32 | sport 16 | dport 16 | proto 8
 HASH_BITS = 32        # Toeplitz hash output
 RAND_BITS = 32        # random numbers
 COUNTER_BITS = 64     # statistics counters
 SEQ_BITS = 32         # verdict sequence number (wraps)
 
-
-def wrap_signed(x, bits):
-    """``x`` modulo ``2**bits`` as a signed number in ``[-2**(bits-1), 2**(bits-1))``."""
-    half = 1 << (bits - 1)
-    return ((x + half) & ((1 << bits) - 1)) - half

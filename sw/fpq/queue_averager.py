@@ -1,48 +1,115 @@
-"""Bit-exact model of the queue averager: RED's EWMA with w_q = 2**-wq_shift and idle decay.
+"""Bit-exact model of the queue averager: an EWMA of the queue sampled on the clock.
 
-The average ``A`` is a QAVG raw integer (UQ20.16 packets). It is updated once per arrival, with
-``q`` = the exact queue length in packets that the arrival found (before its own enqueue)::
+The average ``A`` is a QAVG raw integer (UQ20.16 packets). Sample ``i`` is taken at clock
+``S_i`` (``S_0 = avg_sample_period``, ``S_{i+1} = S_i + avg_sample_period``, the period in
+effect at ``S_i``), with ``q`` = the packet occupancy after every event accepted at or before
+``S_i``, and ``wq_shift`` in effect at ``S_i``::
 
-    if idle:   A = A >> decay_table[min((t - idle_since) >> idle_cell_log, 255)];  idle = 0
-    else:      A = A + ((q << 16) - A) >> wq_shift          # arithmetic shift (floor)
+    A = A + ((q << 16) - A) >> wq_shift          # arithmetic shift (floor)
 
-``idle`` is set, with ``idle_since = t_dep``, by a departure that empties the queue, and cleared
-by the next arrival (as ns-2's RED does). The decay table holds the float decay
-``(1-w)^(1 + idle/packet_time)`` rounded to a power of two, as Linux's RED ``Stab`` does, so
-the hardware needs no multiplier in the averager's one-cycle loop.
+The result is published at clock ``S_i + delay`` (``Build.avg_delay``): an arrival accepted at
+clock ``c`` decides with the average after every sample with ``S_i + delay <= c`` (0 before
+the first). Sampling on the clock makes the average a time average, as PIE and hardware AQMs
+keep theirs: RED's per-arrival EWMA needs an idle-time correction to be one, and cannot span a
+round-trip time at 100 GbE (148.8 M arrivals/s). The time constant is ``avg_sample_period /
+-ln(1 - 2**-wq_shift)`` clocks (``fpq.config.avg_parameters`` chooses the two).
+
+A long idle period costs the model a few steps per distinct step size (``ewma_repeat``), not a
+step per sample.
 """
 
-from .formats import TIME_BITS, QAVG, wrap_signed
+from collections import deque
 
-__all__ = ["QueueAverager"]
+from .formats import QAVG
+
+__all__ = ["QueueAverager", "ewma_step", "ewma_repeat"]
 
 _FX = QAVG.frac_bits
 
 
+def ewma_step(a, q, shift):
+    """One sample: ``a + (((q << 16) - a) >> shift)``."""
+    return a + (((q << _FX) - a) >> shift)
+
+
+def ewma_repeat(a, q, shift, n):
+    """``n`` samples of the same queue ``q``, exactly as ``n`` calls of ``ewma_step``.
+
+    While the step ``((q << 16) - a) >> shift`` keeps its value the average moves by equal
+    amounts, so the steps of one size are taken at once; it stops at the fixed point (the
+    difference in ``[0, 2**shift)``). Work: one turn per distinct step size, at most about
+    ``2**shift`` plus ``2**shift * ln(range)`` for a full queue draining."""
+    target = q << _FX
+    while n > 0:
+        d = target - a
+        step = d >> shift
+        if step == 0:
+            return a
+        if step > 0:      # d in [step << shift, (step + 1) << shift): rises by step per sample
+            j = (d - (step << shift)) // step + 1
+        else:             # -d in ((m - 1) << shift, m << shift], m = -step: falls by m
+            m = -step
+            j = (-d - ((m - 1) << shift) + m - 1) // m
+        if j > n:
+            j = n
+        a += j * step
+        n -= j
+    return a
+
+
 class QueueAverager:
-    def __init__(self, wq_shift, idle_cell_log, decay_table):
-        self.avg = 0
-        self.idle = False
-        self.idle_since = 0
-        self.configure(wq_shift, idle_cell_log, decay_table)
+    """The sampled average, with its publication delay. ``sample_until(c, q)`` takes the
+    samples due before clock ``c`` (the occupancy was ``q`` since the last event);
+    ``read(c)`` is the average an arrival at ``c`` decides with."""
+    __slots__ = ("avg", "published", "next_sample", "pending", "wq_shift", "period", "delay",
+                 "samples")
 
-    def configure(self, wq_shift, idle_cell_log, decay_table):
+    def __init__(self, wq_shift, period, delay):
+        self.avg = 0              # after the latest sample taken
+        self.published = 0        # after the latest sample published
+        self.next_sample = period
+        self.pending = deque()    # (publish clock, average) of samples not yet published
         self.wq_shift = wq_shift
-        self.cell_log = idle_cell_log
-        self.decay = list(decay_table)
+        self.period = period
+        self.delay = delay
+        self.samples = 0          # samples taken (statistics, not in hardware)
 
-    def went_idle(self, t):
-        self.idle = True
-        self.idle_since = t
+    def configure(self, wq_shift, period):
+        """New registers; the sample already scheduled keeps its clock."""
+        self.wq_shift = wq_shift
+        self.period = period
 
-    def update(self, q, t):
+    def sample_until(self, clock, q, first_read=None):
+        """Take the samples due at clocks before ``clock``, all of occupancy ``q``; no read
+        comes before ``first_read`` (default ``clock``)."""
+        s = self.next_sample
+        if s >= clock:
+            return
+        period, delay, shift = self.period, self.delay, self.wq_shift
+        count = (clock - 1 - s) // period + 1
+        # samples published by the first read (s + delay <= first_read) matter only through
+        # the last one for any later read: take them at once
+        read = clock if first_read is None else first_read
+        done = (read - delay - s) // period + 1 if read - delay >= s else 0
         a = self.avg
-        if self.idle:
-            cells = wrap_signed(t - self.idle_since, TIME_BITS)
-            cells = 0 if cells < 0 else min(cells >> self.cell_log, 255)
-            a >>= self.decay[cells]
-            self.idle = False
-        else:
-            a += ((q << _FX) - a) >> self.wq_shift
+        if done:
+            if done > count:
+                done = count
+            a = ewma_repeat(a, q, shift, done)
+            self.pending.clear()
+            self.published = a
+        target = q << _FX
+        pending = self.pending
+        for i in range(done, count):
+            a += (target - a) >> shift
+            pending.append((s + i * period + delay, a))
         self.avg = a
-        return a
+        self.next_sample = s + count * period
+        self.samples += count
+
+    def read(self, clock):
+        """The average published at or before ``clock``."""
+        pending = self.pending
+        while pending and pending[0][0] <= clock:
+            self.published = pending.popleft()[1]
+        return self.published

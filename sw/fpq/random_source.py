@@ -11,13 +11,52 @@ already protect. Seeds are expanded to the state by ``fpq.config.expand_seed`` (
 an all-zero state (the generator's fixed point) is replaced by ``w = 1``, in hardware too.
 """
 
-__all__ = ["XorShift128"]
+__all__ = ["XorShift128", "advance_state"]
 
 #: Numbers generated ahead per refill of the model's buffer (a speed measure only: the sequence
 #: is the same as one ``step`` at a time). A multiple of 4 (the refill loop is unrolled by 4).
 BLOCK = 1024
 
 _M = 0xFFFFFFFF
+#: Columns of the state transition T^(2^i) as 128-bit integers (state = x | y << 32 |
+#: z << 64 | w << 96): the generator is linear over GF(2), so a jump of k steps is the product
+#: of the powers for the bits of k. Filled on first use.
+_POWERS = []
+
+
+def _step_state(s):
+    x, y, z, w = s & _M, (s >> 32) & _M, (s >> 64) & _M, s >> 96
+    t = (x ^ (x << 11)) & _M
+    w2 = w ^ (w >> 19) ^ t ^ (t >> 8)
+    return y | z << 32 | w << 64 | w2 << 96
+
+
+def _apply(columns, s):
+    out = 0
+    i = 0
+    while s:
+        if s & 1:
+            out ^= columns[i]
+        s >>= 1
+        i += 1
+    return out
+
+
+def advance_state(state, k):
+    """The 128-bit state after ``k`` steps from ``state`` (jump-ahead, ``O(log k)`` matrix
+    products): what ``k`` calls of ``step`` leave."""
+    if not _POWERS:
+        _POWERS.append([_step_state(1 << i) for i in range(128)])
+    i = 0
+    while k:
+        while i >= len(_POWERS):
+            last = _POWERS[-1]
+            _POWERS.append([_apply(last, c) for c in last])
+        if k & 1:
+            state = _apply(_POWERS[i], state)
+        k >>= 1
+        i += 1
+    return state
 
 
 class XorShift128:
@@ -89,6 +128,24 @@ class XorShift128:
             out += self._buf[:need]
             self._pos = min(need, BLOCK)
         return out
+
+    def skip(self, k):
+        """Skip ``k`` outputs (the same state as ``k`` calls of ``next``), in ``O(log k)``
+        time for large ``k``: a long idle period's clears of an empty vector cost nothing."""
+        left = len(self._buf) - self._pos
+        if k <= left:
+            self._pos += k
+            return
+        k -= left
+        if k <= BLOCK:
+            self._pos = len(self._buf)
+            self.take(k)
+            return
+        state = advance_state(self.x | self.y << 32 | self.z << 64 | self.w << 96, k)
+        self._buf = []
+        self._pos = 0
+        self.x, self.y, self.z, self.w = (state & _M, (state >> 32) & _M, (state >> 64) & _M,
+                                          state >> 96)
 
     def next(self):
         pos = self._pos

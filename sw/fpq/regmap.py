@@ -13,17 +13,23 @@ Behaviour the hardware guarantees (and the model mirrors in :func:`check_registe
   one clock. If any value is out of range the commit is rejected: nothing changes,
   ``STATUS.COMMIT_REJECTED`` is set and ``STATUS.REJECT_INDEX`` names the first bad register
   (its index in ``REGISTERS``). So no verdict is ever computed from half-old, half-new values.
-* A commit that changes ``v_max`` wipes the flow vector (the port stalls ``vec_bits`` clocks);
-  one that changes a ``rng_*_state`` reloads that generator.
+* A commit applies in one clock, ``ts``: every arrival and departure accepted before ``ts``, and
+  every clear and sample of the queue due before it, was handled under the old values,
+  everything from ``ts`` on is under the new ones (the golden model's
+  ``QueueManager.configure(config, ts)``). The clock-driven engines do not stop: a clear or a
+  sample already scheduled keeps its clock, the next ones follow the new periods.
+* A commit that changes ``v_max`` wipes the flow vector (the arrival port stalls about
+  ``vec_bits`` clocks; clears due meanwhile draw their random number and clear nothing); one
+  that changes a ``rng_*_state`` reloads that generator.
 * Live re-key: a commit that changes ``hash_key`` wipes the vector too (bits set under the old
   key mean nothing under the new one) and latches the flow count ``N`` of that moment. The
-  first arrival after it starts a hold of ``rekey_hold`` ticks: arrivals before its end
-  (timestamp difference modulo 2**48, signed) decide with the held count while the vector
+  first arrival after it starts a hold of ``rekey_hold`` clocks: arrivals accepted before its
+  end decide with the held count while the vector
   refills under the new key; the telemetry ``n`` shows the held count and ``n_raw`` the
   rebuilding one. A re-key during a hold keeps the count held by the first (the vector has not
   been rebuilt yet) and restarts the hold; a ``rekey_hold`` of 0 ends any hold at once.
-* Table writes (``rate_table``, ``decay_table``) go to the inactive bank; a commit swaps the
-  banks of each table written since the last commit. Reads of a table return 0 (a host read port would cost a second copy of
+* Table writes (``rate_table``) go to the inactive bank; a commit after a table write swaps
+  the banks. Reads of a table return 0 (a host read port would cost a second copy of
   each table RAM; the host keeps what it wrote). The hardware does not track which entries
   were written: a host that rewrites only part of a table before a commit swaps in a bank
   whose other entries are still those of two commits ago, so write the whole table every
@@ -55,9 +61,9 @@ import json
 import os
 
 from .atomic import write_text
-from .config import FIELDS, Build, Config, DECAY_TABLE_DEPTH, REKEY_HOLD_LIMIT
+from .config import FIELDS, Build, Config, REKEY_HOLD_LIMIT
 from .formats import (QAVG, PROB, PROB_ONE, CLEAR_PERIOD, RATE, QPKTS_BITS, QBYTES_BITS,
-                      DECAY_SHIFT_BITS, TIME_BITS)
+                      HOLD_BITS, SAMPLE_PERIOD_BITS, MIN_SAMPLE_PERIOD, WQ_SHIFT_MAX)
 from .queue_manager import COUNTERS
 
 __all__ = ["Register", "Table", "registers", "tables", "check_registers", "write_all",
@@ -110,13 +116,13 @@ def _config_specs(build):
         ("ecn", 1, 0, 1, "bool", fdoc["ecn"]),
         ("v_max", 17, 1, build.vec_bits, "bits", fdoc["v_max"]),
         ("clear_period", CLEAR_PERIOD.width, 1 << CLEAR_PERIOD.frac_bits, CLEAR_PERIOD.max_raw,
-         str(CLEAR_PERIOD), "Ticks between two clears (>= 1.0): t_clear * tick_hz / v_max."),
-        ("flush_after", 64, 0, (1 << 64) - 1, "UQ48.16 ticks",
-         "Backlog of clears (in ticks) at which the vector is wiped instead: 8 t_clear."),
-        ("clear_literal", 1, 0, 1, "bool", fdoc["clear_literal"]),
+         str(CLEAR_PERIOD), "Clocks between two clears (>= 1.0): t_clear * tick_hz / v_max."),
         ("n_cap", 16, 1, build.table_depth - 1, "flows", fdoc["n_cap"]),
-        ("wq_shift", 5, 0, 16, "shift", fdoc["wq_shift"]),
-        ("idle_cell_log", 6, 0, 47, "shift", "Ticks per idle-decay table cell, log2."),
+        ("wq_shift", 5, 0, WQ_SHIFT_MAX, "shift",
+         "Weight of a sample in the average queue, 2^-wq_shift (from avg_tau_s)."),
+        ("avg_sample_period", SAMPLE_PERIOD_BITS, MIN_SAMPLE_PERIOD,
+         (1 << SAMPLE_PERIOD_BITS) - 1, "clocks",
+         "Clocks between two samples of the queue into its average (from avg_tau_s)."),
         ("red_min_th", QAVG.width, 0, QAVG.max_raw, str(QAVG), fdoc["red_min_th"]),
         ("red_max_th", QAVG.width, 1 << QAVG.frac_bits, QAVG.max_raw, str(QAVG),
          fdoc["red_max_th"] + " Commit also rejects max_th < min_th + 1.0."),
@@ -130,12 +136,14 @@ def _config_specs(build):
         ("limit_bytes", QBYTES_BITS, 1, (1 << QBYTES_BITS) - 1, "bytes", fdoc["limit_bytes"]),
         ("hash_key", 160, 0, (1 << 160) - 1, "key bits 0..159, bit 0 = MSB of byte 0 at the top",
          fdoc["hash_key"]),
-        ("rng_decide_state", 128, 0, (1 << 128) - 1, "xorshift128 x|y|z|w (x low)",
-         "State loaded into the per-arrival generator (all-zero loads w = 1)."),
-        ("rng_clear_state", 128, 0, (1 << 128) - 1, "xorshift128 x|y|z|w (x low)",
-         "State loaded into the clear-index generator (all-zero loads w = 1)."),
-        ("rekey_hold", TIME_BITS, 0, REKEY_HOLD_LIMIT - 1, "ticks",
-         "After a commit that changes hash_key: ticks, from the first arrival after it, during "
+        ("rng_decide_state", 128, 1, (1 << 128) - 1, "xorshift128 x|y|z|w (x low)",
+         "State loaded into the per-arrival generator (not all zero: the generator's fixed "
+         "point)."),
+        ("rng_clear_state", 128, 1, (1 << 128) - 1, "xorshift128 x|y|z|w (x low)",
+         "State loaded into the clear-index generator (not all zero: the generator's fixed "
+         "point)."),
+        ("rekey_hold", HOLD_BITS, 0, REKEY_HOLD_LIMIT - 1, "clocks",
+         "After a commit that changes hash_key: clocks, from the first arrival after it, during "
          "which decisions use the flow count held from before the re-key (0: no hold)."),
     ]
 
@@ -146,9 +154,8 @@ def _config_specs(build):
 SOURCES = {
     "mode": ("mode",), "ecn": ("ecn",), "v_max": ("v_max",),
     "clear_period": ("t_clear_s", "tick_hz", "v_max"),
-    "flush_after": ("t_clear_s", "tick_hz", "v_max"),
-    "clear_literal": ("clear_literal",), "n_cap": ("n_cap",), "wq_shift": ("wq_shift",),
-    "idle_cell_log": ("wq_shift", "idle_pkt_time_s", "tick_hz"),
+    "n_cap": ("n_cap",), "wq_shift": ("avg_tau_s", "tick_hz"),
+    "avg_sample_period": ("avg_tau_s", "tick_hz"),
     "red_min_th": ("red_min_th",), "red_max_th": ("red_max_th",),
     "red_max_p": ("red_max_p",),
     "red_slope1": ("red_min_th", "red_max_th", "red_max_p"),
@@ -169,7 +176,8 @@ def is_fixed(name, build):
 TELEMETRY = [
     ("n_raw", 17, "ro", "Flow-vector popcount N."),
     ("n", 16, "ro", "min(N, n_cap): the count decisions use."),
-    ("avg", QAVG.width, "ro", "Average queue (QAVG) after the latest arrival."),
+    ("avg", QAVG.width, "ro", "Average queue (QAVG): the latest published, which arrivals "
+     "decide with."),
     ("occ_pkts", QPKTS_BITS, "ro", "Queue occupancy, packets."),
     ("occ_bytes", QBYTES_BITS, "ro", "Queue occupancy, bytes."),
     ("max_queue", QPKTS_BITS, "rc", "Largest occupancy seen (packets); write clears."),
@@ -183,7 +191,7 @@ def registers(build=None):
     regs = [
         Register("id", 0x000, 32, "ro", "control", 0, 0, ID_VALUE, "const", "'FPQ1'."),
         Register("build", 0x004, 32, "ro", "control", 0, 0, build_word(build), "fields",
-                 "[4:0] log2 vec_bits, [9:5] log2 table_depth, [16:10] avg_lag, [17] some "
+                 "[4:0] log2 vec_bits, [9:5] log2 table_depth, [16:10] avg_delay, [17] some "
                  "configuration fixed at build time."),
         Register("control", 0x008, 2, "wo", "control", 0, 0, 0, "strobes",
                  "bit 0 COMMIT, bit 1 CLEAR_ERRORS."),
@@ -219,17 +227,15 @@ def registers(build=None):
 def tables(build=None):
     build = build or Build()
     return [
-        Table("decay_table", 0x1000, DECAY_TABLE_DEPTH, DECAY_SHIFT_BITS, "shift",
-              "Idle decay: right shift of the average after c idle cells."),
         Table("rate_table", 0x40000, build.table_depth, RATE.width, "RATE m16 s6",
               "FPQ r(n) = l_t(n) / q_t(n) for n = 0 .. table_depth-1."),
     ]
 
 
 def build_word(build):
-    """The ``build`` register's value for ``build`` (sizes, ``avg_lag``, the fixed bit)."""
+    """The ``build`` register's value for ``build`` (sizes, ``avg_delay``, the fixed bit)."""
     return ((build.vec_bits.bit_length() - 1) | ((build.table_depth.bit_length() - 1) << 5)
-            | (build.avg_lag << 10) | (bool(build.fixed) << BUILD_FIXED_BIT))
+            | (build.avg_delay << 10) | (bool(build.fixed) << BUILD_FIXED_BIT))
 
 
 def check_registers(values, build=None):
@@ -253,7 +259,7 @@ def to_json(build=None):
     build = build or Build()
     return json.dumps({
         "build": {"vec_bits": build.vec_bits, "table_depth": build.table_depth,
-                  "avg_lag": build.avg_lag,
+                  "avg_delay": build.avg_delay,
                   "fixed": build.fixed_json()},
         "bus": {"data_bits": 32, "address": "byte", "word_order": "least significant first"},
         "registers": [dict(r.__dict__, words=r.words, index=i)
@@ -272,7 +278,7 @@ def to_c_header(build=None):
              "#ifndef FPQ_REGS_H", "#define FPQ_REGS_H", "",
              f"#define FPQ_BUILD_VEC_BITS {build.vec_bits}u",
              f"#define FPQ_BUILD_TABLE_DEPTH {build.table_depth}u",
-             f"#define FPQ_BUILD_AVG_LAG {build.avg_lag}u",
+             f"#define FPQ_BUILD_AVG_DELAY {build.avg_delay}u",
              f"#define FPQ_ID_VALUE 0x{ID_VALUE:08x}u",
              f"#define FPQ_CONTROL_COMMIT 0x{CONTROL_COMMIT:x}u",
              f"#define FPQ_CONTROL_CLEAR_ERRORS 0x{CONTROL_CLEAR_ERRORS:x}u"]
@@ -300,8 +306,8 @@ def to_markdown(build=None):
     out = ["# Register map", "",
            "Generated by `make regmap` from `sw/fpq/config.py` (the one configuration source) "
            "and `sw/fpq/regmap.py`; do not edit by hand. Build: "
-           f"vec_bits {build.vec_bits}, table_depth {build.table_depth}, avg_lag "
-           f"{build.avg_lag}. Byte addresses; 32-bit words; wide registers take consecutive "
+           f"vec_bits {build.vec_bits}, table_depth {build.table_depth}, avg_delay "
+           f"{build.avg_delay}. Byte addresses; 32-bit words; wide registers take consecutive "
            "words, least significant first.", "",
            "## Behaviour", ""]
     doc = __doc__.split("Behaviour the hardware guarantees (and the model mirrors in "
@@ -322,7 +328,8 @@ def to_markdown(build=None):
                    f"{t.doc} |")
     out += ["", "## Configuration fields", "",
             "User-level fields (`fpq.Config`). `host` fields are folded by the driver into "
-            "derived registers or the tables.", "",
+            "derived registers or the r(N) table; `float` fields are parameters of the paper's "
+            "float model only (`fpq.float_model`).", "",
             "| field | kind | type | unit | hardware format | range | default | description |",
             "|---|---|---|---|---|---|---|---|"]
     for f in FIELDS:

@@ -10,6 +10,7 @@ give it. Everything is seeded and reproducible.
 from collections import deque
 import random
 
+from .accept_clock import AcceptClock
 from .flow_hash import pack_flow
 from .queue_manager import Arrival, Departure, ENQUEUE, MARK
 
@@ -30,7 +31,8 @@ def flow_keys(count, seed=0):
 
 
 def poisson_arrivals(keys, rate_per_flow, t_start, t_end, tick_hz, rnd):
-    """Merged Poisson arrivals of ``keys`` in ``[t_start, t_end)`` seconds: ``[(ts_ticks, key)]``."""
+    """Merged Poisson arrivals of ``keys`` in ``[t_start, t_end)`` seconds: ``[(clock, key)]``
+    (``int(t * tick_hz)``; arrivals of one clock are spread by ``serve_link``'s stamping)."""
     if not keys or rate_per_flow <= 0:
         return []
     total = rate_per_flow * len(keys)
@@ -54,22 +56,25 @@ class LinkRun:
 
 
 def serve_link(model, arrivals, link_pkts_per_s, length, tick_hz, ecn=False, keep_events=True):
-    """Feed ``arrivals`` ([(ts, key)], sorted) to ``model`` in front of a FIFO link that sends
+    """Feed ``arrivals`` ([(clock, key)], sorted) to ``model`` in front of a FIFO link that sends
     ``link_pkts_per_s`` packets of ``length`` bytes per second. Departures due at or before an
-    arrival's timestamp are given to the model first. Returns a :class:`LinkRun`."""
+    arrival's clock are given to the model first; every event is stamped with its accept
+    clock (``fpq.accept_clock``). Returns a :class:`LinkRun`."""
     service = max(1, int(round(tick_hz / link_pkts_per_s)))
     run = LinkRun()
     events, verdicts, samples = run.events, run.verdicts, run.samples
     fifo = deque()        # departure times of the accepted packets
     busy_until = 0
     arrive, depart = model.arrive, model.depart
+    clock = AcceptClock()
     accepted = (ENQUEUE, MARK)
-    for ts, key in arrivals:
-        while fifo and fifo[0] <= ts:
-            dep = Departure(fifo.popleft(), length)
+    for want, key in arrivals:
+        while fifo and fifo[0] <= want:
+            dep = Departure(clock.departure(fifo.popleft()), length)
             depart(dep)
             if keep_events:
                 events.append(dep)
+        ts = clock.arrival(want)
         arr = Arrival(ts, key, length, ecn)
         v = arrive(arr)
         if keep_events:
@@ -81,7 +86,7 @@ def serve_link(model, arrivals, link_pkts_per_s, length, tick_hz, ecn=False, kee
             busy_until = start + service
             fifo.append(busy_until)
     while fifo:
-        dep = Departure(fifo.popleft(), length)
+        dep = Departure(clock.departure(fifo.popleft()), length)
         depart(dep)
         if keep_events:
             events.append(dep)

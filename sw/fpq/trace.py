@@ -4,10 +4,10 @@ Binary layout (all little-endian)::
 
     offset  size  field
     0       8     magic  b"FPQTRACE"
-    8       2     version (1)
+    8       2     version (2)
     10      2     record size in bytes (32)
     12      4     metadata length M in bytes
-    16      8     tick_hz (float64): ticks per second of the timestamps
+    16      8     tick_hz (float64): the queue manager's clock rate (clocks per second)
     24      8     record count R
     32      M     metadata: UTF-8 JSON object (scenario, seed, ...)
     32+M    pad   zero bytes up to a multiple of 8
@@ -17,9 +17,13 @@ Binary layout (all little-endian)::
             length u16 (bytes, 1..65535) | src_ip u32 | dst_ip u32 | src_port u16 |
             dst_port u16 | proto u8 | 7 zero bytes
 
-Departures carry zeros in the 5-tuple. Records are in the order the queue manager sees them;
-timestamps never decrease. Readers check everything and name the first bad record; writers
-write to a temporary file and rename it, so a failed write leaves no partial file.
+``ts`` is the clock in which the queue manager accepts the event (``fpq.QueueManager``'s
+contract). Departures carry zeros in the 5-tuple. Records are in the order the queue manager
+sees them, in clock order with at most one arrival and one departure per clock, the departure
+first (``fpq.accept_clock`` stamps events that way). Version 1 traces carried arrival times of
+an earlier contract, in which verdicts did not depend on the clock; they are refused. Readers
+check everything and name the first bad record; writers write to a temporary file and rename
+it, so a failed write leaves no partial file.
 """
 
 import json
@@ -35,7 +39,7 @@ from .queue_manager import Arrival, Departure
 __all__ = ["write_trace", "read_trace", "write_csv", "read_csv", "TraceError", "RECORD_DTYPE"]
 
 MAGIC = b"FPQTRACE"
-VERSION = 1
+VERSION = 2
 _HEAD = struct.Struct("<8sHHIdQ")
 RECORD_DTYPE = np.dtype([("ts", "<u8"), ("kind", "u1"), ("flags", "u1"), ("length", "<u2"),
                          ("src_ip", "<u4"), ("dst_ip", "<u4"), ("src_port", "<u2"),
@@ -54,9 +58,19 @@ def _atomic_write(path, write):
             write(f)
 
 
+_ORDER = ("in clock order with at most one arrival and one departure per clock, the "
+          "departure first")
+
+
+def _order_error(i, kind, ts, prev_kind, prev_ts):
+    names = ("arrival", "departure")
+    return (f"event {i}: {names[kind]} at clock {ts} after the {names[prev_kind]} at clock "
+            f"{prev_ts}: events must be {_ORDER}")
+
+
 def _to_records(events):
     rec = np.zeros(len(events), RECORD_DTYPE)
-    prev = 0
+    prev, prev_kind = -1, 1
     for i, ev in enumerate(events):
         if type(ev) is Departure:
             ts, length = ev
@@ -69,17 +83,17 @@ def _to_records(events):
             fields = unpack_flow(flow)
         if not isinstance(ts, int) or not 0 <= ts < (1 << 64):
             raise TraceError(f"event {i}: ts {ts!r} is out of range [0, 2**64)")
-        if ts < prev:
-            raise TraceError(f"event {i}: ts {ts} is earlier than the previous event's {prev}")
+        if ts < prev or (ts == prev and not (prev_kind == 1 and kind == 0)):
+            raise TraceError(_order_error(i, kind, ts, prev_kind, prev))
         if not 1 <= length <= 0xFFFF:
             raise TraceError(f"event {i}: length {length!r} is out of range [1, 65535]")
-        prev = ts
+        prev, prev_kind = ts, kind
         rec[i] = (ts, kind, flags, length, *fields, b"\0" * 7)
     return rec
 
 
 def write_trace(path, events, tick_hz, metadata=None):
-    """Write ``events`` (Arrival / Departure) to ``path``; ``tick_hz`` scales the timestamps."""
+    """Write ``events`` (Arrival / Departure) to ``path``; ``tick_hz`` is the clock rate."""
     rec = _to_records(events)
     meta = json.dumps(metadata or {}, sort_keys=True).encode()
     pad = (-(_HEAD.size + len(meta))) % 8
@@ -102,7 +116,8 @@ def read_records(path):
     if magic != MAGIC:
         raise TraceError(f"{path}: magic {magic!r} is not {MAGIC!r}: not an FPQ trace")
     if version != VERSION:
-        raise TraceError(f"{path}: version {version} is not supported (only {VERSION})")
+        raise TraceError(f"{path}: version {version} is not supported (only {VERSION}, whose "
+                         f"ts is the queue manager's accept clock; re-record the trace)")
     if rsize != RECORD_DTYPE.itemsize:
         raise TraceError(f"{path}: record size {rsize} is not {RECORD_DTYPE.itemsize}")
     if not (tick_hz > 0 and tick_hz < 1e15):
@@ -142,11 +157,13 @@ def _check(path, rec):
     for name in ("src_ip", "dst_ip", "src_port", "dst_port", "proto"):
         first(dep & (rec[name] != 0), f"{name} must be 0 in a departure")
     if rec.size > 1:
-        back = np.flatnonzero(rec["ts"][1:] < rec["ts"][:-1])
-        if back.size:
-            i = int(back[0]) + 1
-            raise TraceError(f"{path}: record {i}: ts {rec['ts'][i]} is earlier than record "
-                             f"{i - 1}'s {rec['ts'][i - 1]}")
+        ts, kind = rec["ts"], rec["kind"]
+        back = (ts[1:] < ts[:-1]) | ((ts[1:] == ts[:-1]) & ~((kind[:-1] == 1) & (kind[1:] == 0)))
+        bad = np.flatnonzero(back)
+        if bad.size:
+            i = int(bad[0]) + 1
+            raise TraceError(f"{path}: record {i}: " + _order_error(
+                i, int(kind[i]), int(ts[i]), int(kind[i - 1]), int(ts[i - 1]))[len(f"event {i}: "):])
 
 
 def records_to_events(rec):
@@ -205,7 +222,7 @@ def read_csv(path):
         raise TraceError(f"{path}: line {line}: not UTF-8 text (byte {exc.start})") from None
     out = []
     reader = csv.reader(io.StringIO(text, newline=""))
-    lineno, prev = 1, 0
+    lineno, prev, prev_kind = 1, -1, 1
     try:
         head = next(reader, None)
         if tuple(head or ()) != CSV_COLUMNS:
@@ -216,10 +233,11 @@ def read_csv(path):
                 ev = _csv_event(row)
             except ValueError as exc:
                 raise TraceError(f"{path}: line {lineno}: {exc}") from None
-            if ev.ts < prev:
-                raise TraceError(f"{path}: line {lineno}: ts {ev.ts} is earlier than the "
-                                 f"previous event's {prev}")
-            prev = ev.ts
+            kind = int(type(ev) is Departure)
+            if ev.ts < prev or (ev.ts == prev and not (prev_kind == 1 and kind == 0)):
+                raise TraceError(f"{path}: line {lineno}: " + _order_error(
+                    0, kind, ev.ts, prev_kind, prev)[len("event 0: "):])
+            prev, prev_kind = ev.ts, kind
             out.append(ev)
     except csv.Error as exc:
         raise TraceError(f"{path}: line {reader.line_num}: not valid CSV ({exc})") from None

@@ -6,7 +6,7 @@
 
 #define FPQ_BUILD_VEC_BITS 8192u
 #define FPQ_BUILD_TABLE_DEPTH 8192u
-#define FPQ_BUILD_AVG_LAG 12u
+#define FPQ_BUILD_AVG_DELAY 14u
 #define FPQ_ID_VALUE 0x46505131u
 #define FPQ_CONTROL_COMMIT 0x1u
 #define FPQ_CONTROL_CLEAR_ERRORS 0x2u
@@ -19,7 +19,7 @@
 #define FPQ_REG_ID 0x00000u
 #define FPQ_REG_ID_WIDTH 32u
 #define FPQ_REG_ID_INDEX 0u
-/* [4:0] log2 vec_bits, [9:5] log2 table_depth, [16:10] avg_lag, [17] some configuration fixed at build time. [ro, 32 bits, fields] */
+/* [4:0] log2 vec_bits, [9:5] log2 table_depth, [16:10] avg_delay, [17] some configuration fixed at build time. [ro, 32 bits, fields] */
 #define FPQ_REG_BUILD 0x00004u
 #define FPQ_REG_BUILD_WIDTH 32u
 #define FPQ_REG_BUILD_INDEX 1u
@@ -43,133 +43,122 @@
 #define FPQ_REG_V_MAX 0x00048u
 #define FPQ_REG_V_MAX_WIDTH 17u
 #define FPQ_REG_V_MAX_INDEX 6u
-/* Ticks between two clears (>= 1.0): t_clear * tick_hz / v_max. [rw, 48 bits, UQ32.16] */
+/* Clocks between two clears (>= 1.0): t_clear * tick_hz / v_max. [rw, 48 bits, UQ32.16] */
 #define FPQ_REG_CLEAR_PERIOD 0x00050u
 #define FPQ_REG_CLEAR_PERIOD_WIDTH 48u
 #define FPQ_REG_CLEAR_PERIOD_INDEX 7u
-/* Backlog of clears (in ticks) at which the vector is wiped instead: 8 t_clear. [rw, 64 bits, UQ48.16 ticks] */
-#define FPQ_REG_FLUSH_AFTER 0x00058u
-#define FPQ_REG_FLUSH_AFTER_WIDTH 64u
-#define FPQ_REG_FLUSH_AFTER_INDEX 8u
-/* Clear schedule: 0 carries the fractional remainder (exact rate); 1 is the paper's literal code, which restarts the schedule at each arrival that clears. [rw, 1 bits, bool] */
-#define FPQ_REG_CLEAR_LITERAL 0x00060u
-#define FPQ_REG_CLEAR_LITERAL_WIDTH 1u
-#define FPQ_REG_CLEAR_LITERAL_INDEX 9u
 /* Cap on the flow count used for decisions (raw popcount units). [rw, 16 bits, flows] */
-#define FPQ_REG_N_CAP 0x00064u
+#define FPQ_REG_N_CAP 0x00058u
 #define FPQ_REG_N_CAP_WIDTH 16u
-#define FPQ_REG_N_CAP_INDEX 10u
-/* EWMA weight w_q = 2^-wq_shift of the average queue (ns default 0.002 ~ 2^-9). [rw, 5 bits, shift] */
-#define FPQ_REG_WQ_SHIFT 0x00068u
+#define FPQ_REG_N_CAP_INDEX 8u
+/* Weight of a sample in the average queue, 2^-wq_shift (from avg_tau_s). [rw, 5 bits, shift] */
+#define FPQ_REG_WQ_SHIFT 0x0005cu
 #define FPQ_REG_WQ_SHIFT_WIDTH 5u
-#define FPQ_REG_WQ_SHIFT_INDEX 11u
-/* Ticks per idle-decay table cell, log2. [rw, 6 bits, shift] */
-#define FPQ_REG_IDLE_CELL_LOG 0x0006cu
-#define FPQ_REG_IDLE_CELL_LOG_WIDTH 6u
-#define FPQ_REG_IDLE_CELL_LOG_INDEX 12u
+#define FPQ_REG_WQ_SHIFT_INDEX 9u
+/* Clocks between two samples of the queue into its average (from avg_tau_s). [rw, 32 bits, clocks] */
+#define FPQ_REG_AVG_SAMPLE_PERIOD 0x00060u
+#define FPQ_REG_AVG_SAMPLE_PERIOD_WIDTH 32u
+#define FPQ_REG_AVG_SAMPLE_PERIOD_INDEX 10u
 /* RED min_th. [rw, 36 bits, UQ20.16] */
-#define FPQ_REG_RED_MIN_TH 0x00070u
+#define FPQ_REG_RED_MIN_TH 0x00068u
 #define FPQ_REG_RED_MIN_TH_WIDTH 36u
-#define FPQ_REG_RED_MIN_TH_INDEX 13u
+#define FPQ_REG_RED_MIN_TH_INDEX 11u
 /* RED max_th (>= min_th + 1). Commit also rejects max_th < min_th + 1.0. [rw, 36 bits, UQ20.16] */
-#define FPQ_REG_RED_MAX_TH 0x00078u
+#define FPQ_REG_RED_MAX_TH 0x00070u
 #define FPQ_REG_RED_MAX_TH_WIDTH 36u
-#define FPQ_REG_RED_MAX_TH_INDEX 14u
+#define FPQ_REG_RED_MAX_TH_INDEX 12u
 /* RED max_p. [rw, 33 bits, UQ1.32] */
-#define FPQ_REG_RED_MAX_P 0x00080u
+#define FPQ_REG_RED_MAX_P 0x00078u
 #define FPQ_REG_RED_MAX_P_WIDTH 33u
-#define FPQ_REG_RED_MAX_P_INDEX 15u
+#define FPQ_REG_RED_MAX_P_INDEX 13u
 /* max_p / (max_th - min_th), per packet (driver computes). [rw, 22 bits, RATE m16 s6] */
-#define FPQ_REG_RED_SLOPE1 0x00088u
+#define FPQ_REG_RED_SLOPE1 0x00080u
 #define FPQ_REG_RED_SLOPE1_WIDTH 22u
-#define FPQ_REG_RED_SLOPE1_INDEX 16u
+#define FPQ_REG_RED_SLOPE1_INDEX 14u
 /* (1 - max_p) / max_th, per packet (driver computes; gentle RED). [rw, 22 bits, RATE m16 s6] */
-#define FPQ_REG_RED_SLOPE2 0x0008cu
+#define FPQ_REG_RED_SLOPE2 0x00084u
 #define FPQ_REG_RED_SLOPE2_WIDTH 22u
-#define FPQ_REG_RED_SLOPE2_INDEX 17u
+#define FPQ_REG_RED_SLOPE2_INDEX 15u
 /* Gentle RED: p rises from max_p to 1 between max_th and 2 max_th. [rw, 1 bits, bool] */
-#define FPQ_REG_RED_GENTLE 0x00090u
+#define FPQ_REG_RED_GENTLE 0x00088u
 #define FPQ_REG_RED_GENTLE_WIDTH 1u
-#define FPQ_REG_RED_GENTLE_INDEX 18u
+#define FPQ_REG_RED_GENTLE_INDEX 16u
 /* Hard queue limit in packets (forced drop above it). [rw, 20 bits, packets] */
-#define FPQ_REG_LIMIT_PKTS 0x00094u
+#define FPQ_REG_LIMIT_PKTS 0x0008cu
 #define FPQ_REG_LIMIT_PKTS_WIDTH 20u
-#define FPQ_REG_LIMIT_PKTS_INDEX 19u
+#define FPQ_REG_LIMIT_PKTS_INDEX 17u
 /* Hard queue limit in bytes (forced drop above it). [rw, 32 bits, bytes] */
-#define FPQ_REG_LIMIT_BYTES 0x00098u
+#define FPQ_REG_LIMIT_BYTES 0x00090u
 #define FPQ_REG_LIMIT_BYTES_WIDTH 32u
-#define FPQ_REG_LIMIT_BYTES_INDEX 20u
+#define FPQ_REG_LIMIT_BYTES_INDEX 18u
 /* Toeplitz hash key. Secret in deployment. A commit that changes it re-keys live: the vector is wiped and rebuilt under the new key while decisions use the count held from before (see rekey_hold_t_clear). [rw, 160 bits, key bits 0..159, bit 0 = MSB of byte 0 at the top] */
 #define FPQ_REG_HASH_KEY 0x000a0u
 #define FPQ_REG_HASH_KEY_WIDTH 160u
-#define FPQ_REG_HASH_KEY_INDEX 21u
-/* State loaded into the per-arrival generator (all-zero loads w = 1). [rw, 128 bits, xorshift128 x|y|z|w (x low)] */
+#define FPQ_REG_HASH_KEY_INDEX 19u
+/* State loaded into the per-arrival generator (not all zero: the generator's fixed point). [rw, 128 bits, xorshift128 x|y|z|w (x low)] */
 #define FPQ_REG_RNG_DECIDE_STATE 0x000c0u
 #define FPQ_REG_RNG_DECIDE_STATE_WIDTH 128u
-#define FPQ_REG_RNG_DECIDE_STATE_INDEX 22u
-/* State loaded into the clear-index generator (all-zero loads w = 1). [rw, 128 bits, xorshift128 x|y|z|w (x low)] */
+#define FPQ_REG_RNG_DECIDE_STATE_INDEX 20u
+/* State loaded into the clear-index generator (not all zero: the generator's fixed point). [rw, 128 bits, xorshift128 x|y|z|w (x low)] */
 #define FPQ_REG_RNG_CLEAR_STATE 0x000d0u
 #define FPQ_REG_RNG_CLEAR_STATE_WIDTH 128u
-#define FPQ_REG_RNG_CLEAR_STATE_INDEX 23u
-/* After a commit that changes hash_key: ticks, from the first arrival after it, during which decisions use the flow count held from before the re-key (0: no hold). [rw, 48 bits, ticks] */
+#define FPQ_REG_RNG_CLEAR_STATE_INDEX 21u
+/* After a commit that changes hash_key: clocks, from the first arrival after it, during which decisions use the flow count held from before the re-key (0: no hold). [rw, 48 bits, clocks] */
 #define FPQ_REG_REKEY_HOLD 0x000e0u
 #define FPQ_REG_REKEY_HOLD_WIDTH 48u
-#define FPQ_REG_REKEY_HOLD_INDEX 24u
+#define FPQ_REG_REKEY_HOLD_INDEX 22u
 /* Counter: arrivals; write clears. [rc, 64 bits, count] */
 #define FPQ_REG_ARRIVALS 0x00200u
 #define FPQ_REG_ARRIVALS_WIDTH 64u
-#define FPQ_REG_ARRIVALS_INDEX 25u
+#define FPQ_REG_ARRIVALS_INDEX 23u
 /* Counter: enqueued; write clears. [rc, 64 bits, count] */
 #define FPQ_REG_ENQUEUED 0x00208u
 #define FPQ_REG_ENQUEUED_WIDTH 64u
-#define FPQ_REG_ENQUEUED_INDEX 26u
+#define FPQ_REG_ENQUEUED_INDEX 24u
 /* Counter: marked; write clears. [rc, 64 bits, count] */
 #define FPQ_REG_MARKED 0x00210u
 #define FPQ_REG_MARKED_WIDTH 64u
-#define FPQ_REG_MARKED_INDEX 27u
+#define FPQ_REG_MARKED_INDEX 25u
 /* Counter: early drops; write clears. [rc, 64 bits, count] */
 #define FPQ_REG_EARLY_DROPS 0x00218u
 #define FPQ_REG_EARLY_DROPS_WIDTH 64u
-#define FPQ_REG_EARLY_DROPS_INDEX 28u
+#define FPQ_REG_EARLY_DROPS_INDEX 26u
 /* Counter: forced drops; write clears. [rc, 64 bits, count] */
 #define FPQ_REG_FORCED_DROPS 0x00220u
 #define FPQ_REG_FORCED_DROPS_WIDTH 64u
-#define FPQ_REG_FORCED_DROPS_INDEX 29u
+#define FPQ_REG_FORCED_DROPS_INDEX 27u
 /* Counter: departures; write clears. [rc, 64 bits, count] */
 #define FPQ_REG_DEPARTURES 0x00228u
 #define FPQ_REG_DEPARTURES_WIDTH 64u
-#define FPQ_REG_DEPARTURES_INDEX 30u
+#define FPQ_REG_DEPARTURES_INDEX 28u
 /* Counter: dep errors; write clears. [rc, 64 bits, count] */
 #define FPQ_REG_DEP_ERRORS 0x00230u
 #define FPQ_REG_DEP_ERRORS_WIDTH 64u
-#define FPQ_REG_DEP_ERRORS_INDEX 31u
+#define FPQ_REG_DEP_ERRORS_INDEX 29u
 /* Flow-vector popcount N. [ro, 17 bits, ] */
 #define FPQ_REG_N_RAW 0x00280u
 #define FPQ_REG_N_RAW_WIDTH 17u
-#define FPQ_REG_N_RAW_INDEX 32u
+#define FPQ_REG_N_RAW_INDEX 30u
 /* min(N, n_cap): the count decisions use. [ro, 16 bits, ] */
 #define FPQ_REG_N 0x00284u
 #define FPQ_REG_N_WIDTH 16u
-#define FPQ_REG_N_INDEX 33u
-/* Average queue (QAVG) after the latest arrival. [ro, 36 bits, ] */
+#define FPQ_REG_N_INDEX 31u
+/* Average queue (QAVG): the latest published, which arrivals decide with. [ro, 36 bits, ] */
 #define FPQ_REG_AVG 0x00288u
 #define FPQ_REG_AVG_WIDTH 36u
-#define FPQ_REG_AVG_INDEX 34u
+#define FPQ_REG_AVG_INDEX 32u
 /* Queue occupancy, packets. [ro, 20 bits, ] */
 #define FPQ_REG_OCC_PKTS 0x00290u
 #define FPQ_REG_OCC_PKTS_WIDTH 20u
-#define FPQ_REG_OCC_PKTS_INDEX 35u
+#define FPQ_REG_OCC_PKTS_INDEX 33u
 /* Queue occupancy, bytes. [ro, 32 bits, ] */
 #define FPQ_REG_OCC_BYTES 0x00294u
 #define FPQ_REG_OCC_BYTES_WIDTH 32u
-#define FPQ_REG_OCC_BYTES_INDEX 36u
+#define FPQ_REG_OCC_BYTES_INDEX 34u
 /* Largest occupancy seen (packets); write clears. [rc, 20 bits, ] */
 #define FPQ_REG_MAX_QUEUE 0x00298u
 #define FPQ_REG_MAX_QUEUE_WIDTH 20u
-#define FPQ_REG_MAX_QUEUE_INDEX 37u
-/* Idle decay: right shift of the average after c idle cells. */
-#define FPQ_DECAY_TABLE 0x01000u
-#define FPQ_DECAY_TABLE_DEPTH 256u
+#define FPQ_REG_MAX_QUEUE_INDEX 35u
 /* FPQ r(n) = l_t(n) / q_t(n) for n = 0 .. table_depth-1. */
 #define FPQ_RATE_TABLE 0x40000u
 #define FPQ_RATE_TABLE_DEPTH 8192u

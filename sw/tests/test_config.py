@@ -26,7 +26,8 @@ def test_plus_one_lowers_lt():
 @pytest.mark.parametrize("field, value, fragment", [
     ("v_max", 0, "v_max: 0 is out of range [1, 8192]"),
     ("v_max", 8193, "v_max: 8193 is out of range [1, 8192]"),
-    ("wq_shift", 17, "wq_shift: 17 is out of range [0, 16]"),
+    ("avg_tau_s", -1.0, "avg_tau_s: -1.0 is out of range [0.0, 10000.0] s"),
+    ("pkt_time_s", 0.0, "pkt_time_s: 0.0 is out of range"),
     ("red_max_p", 1.5, "red_max_p: 1.5 is out of range [0.0, 1.0]"),
     ("mode", "blue", "mode: 'blue' must be one of droptail, red, fpq"),
     ("n_cap", 8192, "n_cap: 8192 is out of range [1, 8191]"),
@@ -49,8 +50,62 @@ def test_unknown_field_is_named():
 def test_relations_are_checked():
     with pytest.raises(ConfigError, match="red_max_th: 5.5 must be >= red_min_th \\+ 1"):
         Config(red_min_th=5, red_max_th=5.5)
-    with pytest.raises(ConfigError, match="t_clear_s: .* more than one bit per tick"):
+    with pytest.raises(ConfigError, match="t_clear_s: .* more than one bit per clock"):
         Config(tick_hz=1e3, t_clear_s=1.0, v_max=5000)
+    # the longest avg_tau_s at the fastest clock still fits the averager's registers
+    assert Config(tick_hz=1e10, avg_tau_s=1e4).avg_tau_actual_s() == pytest.approx(1e4, 1e-6)
+
+
+@pytest.mark.parametrize("tau_clocks", [0.0, 3.0, 5.0, 6.0, 15.0, 40.0, 1e3, 2047.9, 1e6, 1e9,
+                                        2.2e12, 1e14, 2.8e14])
+def test_avg_tau_becomes_a_weight_and_a_sample_period(tau_clocks):
+    from fpq.config import avg_parameters, ewma_time_constant, AVG_WQ_SHIFT
+    from fpq.formats import MIN_SAMPLE_PERIOD
+    k, period = avg_parameters(tau_clocks)
+    assert 0 <= k <= 16 and MIN_SAMPLE_PERIOD <= period < 2 ** 32
+    got = ewma_time_constant(k, period)
+    if tau_clocks < 5.77:                         # below 2^-1 every 4 clocks: no averaging
+        assert (k, got) == (0, 0.0)
+    elif tau_clocks < 2047:                       # 2^-9 would need samples under 4 clocks
+        assert k < AVG_WQ_SHIFT and period >= MIN_SAMPLE_PERIOD
+        assert got == pytest.approx(tau_clocks, rel=0.6)
+    else:                                         # the whole number of clocks nearest
+        assert k >= AVG_WQ_SHIFT
+        assert abs(got - tau_clocks) <= ewma_time_constant(k, 0.5) + 1e-6 * tau_clocks
+    if tau_clocks >= 2.2e12:                      # 2^32 samples of 2^-9 do not reach it
+        assert k > AVG_WQ_SHIFT
+
+
+def test_avg_tau_beyond_the_registers_is_refused():
+    from fpq.config import avg_parameters
+    with pytest.raises(ValueError, match="outside"):
+        avg_parameters(3e14)
+    with pytest.raises(ValueError, match="outside"):
+        avg_parameters(float("nan"))
+
+
+def test_float_model_weight_is_adaptive_red_s_rule():
+    c = Config(avg_tau_s=2.0, pkt_time_s=0.004)
+    assert c.float_wq() == pytest.approx(1 - 2.718281828 ** (-0.002), rel=1e-9)
+    assert Config(avg_tau_s=0.0).float_wq() == 1.0
+
+
+def test_override_replaces_derived_registers_within_their_range():
+    c = Config().override(wq_shift=3, avg_sample_period=10)
+    r = c.registers()
+    assert (r["wq_shift"], r["avg_sample_period"]) == (3, 10)
+    assert c.replace(mode="red").registers()["wq_shift"] == 3       # kept by replace
+    assert c != Config() and Config().override() == Config()
+    with pytest.raises(ConfigError, match=r"override: avg_sample_period: 3 is out of range "
+                                          r"\[4, 4294967295\]"):
+        Config().override(avg_sample_period=3)
+    with pytest.raises(ConfigError, match="override: 'wq' is not a configuration register"):
+        Config().override(wq=3)
+    with pytest.raises(ConfigError, match="override: red_max_th: the registers fail"):
+        Config().override(red_max_th=Config().registers()["red_min_th"])
+    fixed = Build(fixed={"avg_tau_s": 1.0, "tick_hz": 1e6})
+    with pytest.raises(ConfigError, match="override: wq_shift is fixed in this build"):
+        Config(build=fixed).override(wq_shift=2)
 
 
 def test_build_parameters_are_checked():
@@ -78,10 +133,10 @@ def test_rate_format_relative_error():
 # ---- fixed fields (Build.fixed) ------------------------------------------------------------
 @pytest.mark.parametrize("fixed, fragment", [
     ({"wq": 1}, "fixed: wq is not allowed"),
-    ({"wq_shift": 17}, "fixed: wq_shift: 17 is out of range [0, 16]"),
+    ({"avg_tau_s": -2.0}, "fixed: avg_tau_s: -2.0 is out of range [0.0, 10000.0] s"),
     ({"mode": "codel"}, "fixed: mode: 'codel' must be one of droptail, red, fpq"),
     ({"hash_key": b"short"}, "fixed: hash_key: must be exactly 20 bytes"),
-    ((("wq_shift", 9), ("wq_shift", 9)), "fixed: a repeated field"),
+    ((("avg_tau_s", 9), ("avg_tau_s", 9)), "fixed: a repeated field"),
     (5, "fixed: 5 must be (field, value) pairs"),
 ])
 def test_bad_fixed_fields_are_named(fixed, fragment):
@@ -91,13 +146,13 @@ def test_bad_fixed_fields_are_named(fixed, fragment):
 
 
 def test_fixed_fields_are_every_config_s_values_and_nothing_else_is_accepted():
-    b = Build(fixed={"wq_shift": 5, "mode": "red", "red_min_th": 3})
-    assert b.fixed == (("mode", "red"), ("red_min_th", 3.0), ("wq_shift", 5))
-    assert b == Build(fixed=(("wq_shift", 5), ("red_min_th", 3.0), ("mode", "red")))
+    b = Build(fixed={"avg_tau_s": 5, "mode": "red", "red_min_th": 3})
+    assert b.fixed == (("avg_tau_s", 5.0), ("mode", "red"), ("red_min_th", 3.0))
+    assert b == Build(fixed=(("avg_tau_s", 5), ("red_min_th", 3.0), ("mode", "red")))
     cfg = Config(build=b, red_max_p=0.1)
-    assert (cfg.wq_shift, cfg.mode, cfg.red_min_th, cfg.red_max_p) == (5, "red", 3.0, 0.1)
-    assert Config(build=b, wq_shift=5).registers() == cfg.replace(red_max_p=0.02).registers()
-    for field, other in (("wq_shift", 9), ("mode", "fpq"), ("red_min_th", 3.5)):
+    assert (cfg.avg_tau_s, cfg.mode, cfg.red_min_th, cfg.red_max_p) == (5.0, "red", 3.0, 0.1)
+    assert Config(build=b, avg_tau_s=5).registers() == cfg.replace(red_max_p=0.02).registers()
+    for field, other in (("avg_tau_s", 9), ("mode", "fpq"), ("red_min_th", 3.5)):
         with pytest.raises(ConfigError, match=f"{field}: .* this build fixes it to"):
             Config(build=b, **{field: other})
         with pytest.raises(ConfigError, match=f"{field}: .* this build fixes it to"):

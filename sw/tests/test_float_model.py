@@ -1,4 +1,6 @@
 """The float model follows the FPQ paper's Figs. 4-7 literally."""
+import math
+
 import pytest
 
 from fpq import Config, Arrival, Departure, pack_flow, DROP_EARLY
@@ -59,7 +61,8 @@ def test_fpq_probability_is_fig5_fig6():
 
 
 def test_red_floyd_count_drops_at_least_every_one_over_p():
-    m = model(mode="red", red_min_th=0, red_max_th=100, red_max_p=0.1, wq_shift=0)
+    m = model(mode="red", red_min_th=0, red_max_th=100, red_max_p=0.1, avg_tau_s=0.0)
+    assert m.w == 1.0                                # no averaging: avg is the queue
     t = 0
     for _ in range(50):
         t += 1000
@@ -78,8 +81,21 @@ def test_red_floyd_count_drops_at_least_every_one_over_p():
     assert max(gaps) <= int(1 / p_b) + 1
 
 
+def test_weight_is_adaptive_red_s_rule_for_the_time_constant():
+    # w_q = 1 - exp(-pkt_time_s / avg_tau_s) (Config.float_wq): a time constant of
+    # 1 / ln(16/15) packet times is a weight of exactly 1/16 per arrival
+    m = model(avg_tau_s=0.001 / math.log(16 / 15), pkt_time_s=0.001)
+    assert m.w == pytest.approx(1 / 16, rel=1e-12)
+    for i in range(5):                             # a queue of 3 seen by every arrival
+        m.occ_pkts = 3
+        m.arrive(Arrival(1000 * (i + 1), flow(1), 100))
+    assert m.avg == pytest.approx(3 * (1 - (15 / 16) ** 5), rel=1e-12)
+
+
 def test_idle_decay_is_one_minus_w_to_the_idle_packets():
-    m = model(wq_shift=4, idle_pkt_time_s=0.001)
+    # weight 1/16 (as above); 10 ms idle at 1 ms per packet time = 10 empty samples, then the
+    # arrival's own sample of the empty queue: 16 (15/16)^11
+    m = model(avg_tau_s=0.001 / math.log(16 / 15), pkt_time_s=0.001)
     m.avg = 16.0
     m.occ_pkts = 1
     m.occ_bytes = 100

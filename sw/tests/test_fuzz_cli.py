@@ -32,7 +32,7 @@ OPTIONS = [
     (["trace", SCENARIO], "--duration", float, 0.0, 500.0),
     (["trace", SCENARIO], "--max-events", int, 1, None),
     (["figures", "--no-progress"], "--jobs", int, 1, 256),
-    (["verilog"], "--avg-lag", int, 12, 64),
+    (["verilog"], "--avg-delay", int, 1, 127),
 ]
 OUT = {"demo": ["--out", "{d}/demo"], "trace": ["--out", "{d}/t.fpqtrace"],
        "figures": ["--out", "{d}/fig", "--raw", "{d}/raw", "--results-md", "{d}/R.md"],
@@ -116,6 +116,10 @@ def test_unknown_subcommands_and_options(words):
     (["figures", "--jobs=100000"], "--jobs: 100000 is out of range [1, 256]"),
     (["trace", SCENARIO, "--out=x", "--max-events=0"], "--max-events: 0 is out of range [1"),
     (["sim", SCENARIO, "--set", "queue.v_max=0"], "queue.v_max: 0 is out of range [1, 8192]"),
+    (["sim", SCENARIO, "--set", "queue.avg_tau_s=-1"],
+     "queue.avg_tau_s: -1 is out of range [0.0, 10000.0] s"),
+    (["verilog", "-o", "q.v", "--avg-delay=128"],
+     "avg_delay: 128 must be an integer in [1, 127] clocks"),
     (["trace-csv", SCENARIO, "out.csv"], "not an FPQ trace"),
 ])
 def test_real_command_exit_status_and_message(tmp_path, argv, fragment):

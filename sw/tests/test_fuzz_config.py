@@ -6,6 +6,7 @@ commit check), or one ConfigError names the field. Case counts: docs/RELIABILITY
 import math
 
 from hypothesis import given, settings, strategies as st
+import pytest
 
 from fpq import Config, ConfigError
 from fpq.config import FIELDS, Build
@@ -26,7 +27,10 @@ def test_random_fields(values):
     except ConfigError as exc:
         msg = str(exc)
         named = [n for n in values if msg.startswith(f"{n}:")]
-        related = msg.startswith(("red_max_th:", "t_clear_s:", "unknown configuration field"))
+        # relations between fields name the field the message is about (the hold is
+        # rekey_hold_t_clear x t_clear_s x tick_hz clocks)
+        related = msg.startswith(("red_max_th:", "t_clear_s:", "rekey_hold_t_clear:",
+                                  "unknown configuration field"))
         assert named or related, (values, msg)
         return
     build = Build()
@@ -59,20 +63,39 @@ def test_out_of_range_numbers_name_field_and_range(field, data):
         raise AssertionError(f"{field.name}={value!r} accepted")
 
 
-def test_flush_threshold_must_fit_its_register():
-    """Found by checking accepted configurations against the commit check: with a 65536-bit
-    vector, t_clear x tick_hz >= 2^45 made flush_after (8 t_clear in UQ48.16 ticks) exceed
-    64 bits, which the hardware cannot hold. Now a ConfigError naming t_clear_s."""
-    from fpq.config import ConfigError as Error
+@pytest.mark.parametrize("tick_hz, v_max, longest_s", [
+    (1e6, 1, 4294.967295), (150e6, 5000, 143165.5765), (1e10, 8192, 3518.437208)])
+def test_clear_period_must_fit_its_register(tick_hz, v_max, longest_s):
+    """clear_period = t_clear x tick_hz / v_max clocks is a UQ32.16 register: the longest
+    t_clear is (2**32 - 2**-16) v_max / tick_hz (worked out by hand: 2**32 clocks at 1 MHz
+    are 4294.967296 s). Just under it is accepted and passes the commit check, just over it
+    is a ConfigError naming t_clear_s and the range. (The hold, 3 t_clear by default, must
+    fit too; it is set to 0 here.)"""
+    ok = Config(tick_hz=tick_hz, v_max=v_max, t_clear_s=longest_s * (1 - 1e-9),
+                rekey_hold_t_clear=0.0)
+    assert check_registers(ok.registers()) is None
+    with pytest.raises(ConfigError, match=r"^t_clear_s: .* is longer than the clear-period "
+                                          r"register holds; allowed range \[\.\.\., "):
+        Config(tick_hz=tick_hz, v_max=v_max, t_clear_s=longest_s * (1 + 1e-9),
+               rekey_hold_t_clear=0.0)
+
+
+def test_the_re_key_hold_must_fit_its_register():
+    """Found by checking accepted configurations against the commit check (then for the
+    flush threshold, a register the clock-driven clears no longer need): t_clear_s 1e6 s at
+    140 MHz is a hold of 3 t_clear = 4.2e14 clocks, beyond the 48-bit register's 2**47.
+    A ConfigError names rekey_hold_t_clear and the range that fits (2**47 / 1.4e14 =
+    1.005 t_clear)."""
     build = Build(vec_bits=65536)
-    try:
+    with pytest.raises(ConfigError, match=r"^rekey_hold_t_clear: 3.0 t_clear is longer .*"
+                                          r"allowed range \[0, 1.00527\] t_clear"):
         Config(build=build, v_max=65536, t_clear_s=1e6, tick_hz=1.4e8)
-    except Error as exc:
-        assert str(exc).startswith("t_clear_s: ") and "allowed range" in str(exc)
-    else:
-        raise AssertionError("accepted")
-    ok = Config(build=build, v_max=65536, t_clear_s=2e5, tick_hz=1.4e8)
+    ok = Config(build=build, v_max=65536, t_clear_s=1e6, tick_hz=1.4e8,
+                rekey_hold_t_clear=1.0)                 # 1.4e14 clocks
     assert check_registers(ok.registers(), build) is None
+    with pytest.raises(ConfigError, match=r"^rekey_hold_t_clear: 1.01 t_clear is longer"):
+        Config(build=build, v_max=65536, t_clear_s=1e6, tick_hz=1.4e8,
+               rekey_hold_t_clear=1.01)                # 1.414e14 clocks
 
 
 @settings(max_examples=300, deadline=None)
@@ -82,7 +105,8 @@ def test_accepted_clear_settings_fit_the_registers(vec_bits, t_clear, tick_hz, d
     build = Build(vec_bits=vec_bits)
     v_max = data.draw(st.integers(1, vec_bits))
     try:
-        cfg = Config(build=build, v_max=v_max, t_clear_s=t_clear, tick_hz=tick_hz)
+        cfg = Config(build=build, v_max=v_max, t_clear_s=t_clear, tick_hz=tick_hz,
+                     rekey_hold_t_clear=0.0)
     except ConfigError as exc:
         assert str(exc).startswith("t_clear_s: ") and "allowed range" in str(exc), exc
         return

@@ -3,6 +3,7 @@ truncation of binary traces; cells, rows and bytes of CSV traces; failing writer
 file gives one TraceError naming the file and the header field, record or line and column;
 writers leave nothing behind. Case counts: docs/RELIABILITY.md."""
 
+import copy
 import os
 import struct
 
@@ -10,7 +11,7 @@ import numpy as np
 from hypothesis import given, settings, strategies as st, HealthCheck
 import pytest
 
-from fpq import Arrival, Departure
+from fpq import Arrival, Departure, Build, Config, QueueManager
 from fpq.trace import (write_trace, read_trace, write_csv, read_csv, TraceError, RECORD_DTYPE,
                        CSV_COLUMNS)
 
@@ -19,6 +20,8 @@ FUZZ = settings(max_examples=300, deadline=None,
 EVENTS = [Departure(3 * i, 50 + i) if i % 3 == 0 else
           Arrival(3 * i, (i * 7919) << 40 | 80 << 8 | 6, 100 + i, i % 2 == 0) for i in range(30)]
 HEAD = struct.Struct("<8sHHIdQ")
+#: a fresh model per example is a copy of this one (building the hash tables takes longer)
+MODEL = QueueManager(Config(build=Build(vec_bits=64, table_depth=16), v_max=64, n_cap=15))
 
 
 def _good(tmp_path, meta=None):
@@ -33,7 +36,7 @@ def _files(folder):
 
 @FUZZ
 @given(magic=st.one_of(st.just(b"FPQTRACE"), st.binary(min_size=8, max_size=8)),
-       version=st.one_of(st.just(1), st.integers(0, 0xFFFF)),
+       version=st.one_of(st.just(2), st.integers(0, 0xFFFF)),
        rsize=st.one_of(st.just(32), st.integers(0, 0xFFFF)),
        mlen_delta=st.one_of(st.just(0), st.integers(-30, 1 << 20)),
        tick_hz=st.one_of(st.just(1e6), st.floats(allow_nan=True, allow_infinity=True)),
@@ -44,7 +47,7 @@ def test_header_fields(tmp_path, magic, version, rsize, mlen_delta, tick_hz, cou
     mlen2, count2 = max(0, mlen + mlen_delta), max(0, count + count_delta)
     bad = path.with_name("bad.fpqtrace")
     bad.write_bytes(HEAD.pack(magic, version, rsize, mlen2, tick_hz, count2) + data[HEAD.size:])
-    valid = (magic == b"FPQTRACE" and version == 1 and rsize == 32 and mlen2 == mlen
+    valid = (magic == b"FPQTRACE" and version == 2 and rsize == 32 and mlen2 == mlen
              and 0 < tick_hz < 1e15 and count2 == count)       # documented tick_hz range
     if valid:
         header, events = read_trace(bad)
@@ -60,25 +63,37 @@ def test_header_fields(tmp_path, magic, version, rsize, mlen_delta, tick_hz, cou
 
 @st.composite
 def records(draw):
-    """A record array of 1..20 records with mostly valid, sometimes invalid, fields."""
+    """A record array of 1..20 records with mostly valid, sometimes invalid, fields; each
+    field is broken in about one record of 20 to 40, so that the ts order (checked last)
+    is reached too: clocks equal to the previous one or going back."""
     n = draw(st.integers(1, 20))
     rec = np.zeros(n, RECORD_DTYPE)
     raw = rec.view(np.uint8).reshape(n, 32)
+
+    def rare(good, bad, one_in):
+        return draw(st.sampled_from(bad)) if draw(st.integers(0, one_in - 1)) == 0 else \
+            draw(st.sampled_from(good))
     t = 0
     for i in range(n):
-        t += draw(st.integers(0, 1000))
-        kind = draw(st.sampled_from([0, 0, 1, 1, 2, 255]))
-        rec[i]["ts"] = max(0, t - draw(st.sampled_from([0, 0, 0, 0, 5000])))
+        t += draw(st.sampled_from([0, 0, 1, 1, 2, 1000]))
+        kind = rare([0, 1], [2, 255], 40)
+        rec[i]["ts"] = max(0, t - rare([0], [1, 5000], 10))
         rec[i]["kind"] = kind
-        rec[i]["flags"] = draw(st.sampled_from([0, 1, 0, 1, 2, 128]))
-        rec[i]["length"] = draw(st.sampled_from([1, 576, 65535, 0]))
-        if kind == 0 or draw(st.integers(0, 9)) == 0:
+        rec[i]["flags"] = rare([0, 1], [2, 128], 40)
+        rec[i]["length"] = rare([1, 576, 65535], [0], 40)
+        if kind == 0 or draw(st.integers(0, 39)) == 0:
             rec[i]["src_ip"] = draw(st.integers(0, (1 << 32) - 1))
             rec[i]["dst_port"] = draw(st.integers(0, 0xFFFF))
             rec[i]["proto"] = draw(st.integers(0, 255))
-        if draw(st.integers(0, 19)) == 0:
+        if draw(st.integers(0, 39)) == 0:
             raw[i, 25 + draw(st.integers(0, 6))] = draw(st.integers(1, 255))
     return rec
+
+
+def _out_of_order(prev_ts, prev_kind, ts, kind):
+    """The queue manager's order broken: a clock going back, or a clock shared other than by
+    a departure and the arrival after it."""
+    return ts < prev_ts or (ts == prev_ts and not (prev_kind == 1 and kind == 0))
 
 
 def _first_problem(rec):
@@ -95,8 +110,8 @@ def _first_problem(rec):
             if bad(r, i):
                 return i, field
     for i in range(1, len(rec)):
-        if rec[i]["ts"] < rec[i - 1]["ts"]:
-            return i, "ts"
+        if _out_of_order(rec[i - 1]["ts"], rec[i - 1]["kind"], rec[i]["ts"], rec[i]["kind"]):
+            return i, ("arrival", "departure")[rec[i]["kind"]] + f" at clock {rec[i]['ts']} "
     return None
 
 
@@ -114,6 +129,7 @@ def test_record_fields(tmp_path, rec):
         _, events = read_trace(bad)
         assert len(events) == len(rec)
         assert [type(e) is Departure for e in events] == [bool(k) for k in rec["kind"]]
+        copy.deepcopy(MODEL).run(events)        # the queue manager takes them in this order
         return
     with pytest.raises(TraceError) as info:
         read_trace(bad)
@@ -140,13 +156,16 @@ def test_byte_flips_and_truncation(tmp_path, flips, cut):
         assert str(exc).startswith(f"{bad}: "), exc
         return
     assert len(events) == header["count"]     # what was accepted is a well-formed trace
-    ts = [e.ts for e in events]
-    assert ts == sorted(ts) and all(1 <= e.length <= 65535 for e in events)
+    assert all(1 <= e.length <= 65535 for e in events)
+    kinds = [int(type(e) is Departure) for e in events]
+    assert not any(_out_of_order(a.ts, ka, b.ts, kb)
+                   for a, ka, b, kb in zip(events, kinds, events[1:], kinds[1:]))
 
 
 CELL = st.one_of(st.text(max_size=8), st.sampled_from(["", "-1", "65536", "256", "1.5", "0x10",
                                                        "1.2.3", "1.2.3.256", "arr", "dep", "2",
-                                                       "18446744073709551616", " 7"]))
+                                                       "18446744073709551616", " 7"]),
+                 st.sampled_from(["<prev ts>", "<next ts>"]))   # in the ts column: a neighbour's
 
 
 @FUZZ
@@ -158,6 +177,9 @@ def test_csv_cells(tmp_path, edits):
     lines = good.read_text().splitlines()
     for row, col, text in edits:
         cells = lines[row].split(",")
+        if text in ("<prev ts>", "<next ts>"):      # a clock shared with a neighbour
+            other = lines[row - 1 if text == "<prev ts>" else min(row + 1, len(EVENTS))]
+            text = other.split(",")[0] if col == "ts" and other[0].isdigit() else "x"
         cells[CSV_COLUMNS.index(col)] = text.replace(",", ";").replace("\n", " ")\
             .replace("\r", " ").replace('"', "'")
         lines[row] = ",".join(cells)
@@ -170,11 +192,14 @@ def test_csv_cells(tmp_path, edits):
         assert msg.startswith(f"{bad}: line "), msg
         line = int(msg.split("line ")[1].split(":")[0])
         rows = {row for row, _, _ in edits}        # an edited ts may break the next line's order
-        assert line - 1 in rows or (line - 2 in rows and "earlier than" in msg), (msg, edits)
+        assert line - 1 in rows or (line - 2 in rows and "clock order" in msg), (msg, edits)
         return
-    # accepted: each edited line still reads as a well-formed event
+    # accepted: each edited line still reads as a well-formed event, in the queue manager's
+    # order
     assert len(events) == len(EVENTS)
-    assert [e.ts for e in events] == sorted(e.ts for e in events)
+    kinds = [int(type(e) is Departure) for e in events]
+    assert not any(_out_of_order(a.ts, ka, b.ts, kb)
+                   for a, ka, b, kb in zip(events, kinds, events[1:], kinds[1:]))
 
 
 @FUZZ
@@ -189,7 +214,8 @@ def test_csv_bytes(tmp_path, data, keep_header):
 
 
 @FUZZ
-@given(bad_at=st.integers(0, len(EVENTS) - 1), what=st.sampled_from(["length", "ts", "flow"]),
+@given(bad_at=st.integers(0, len(EVENTS) - 1),
+       what=st.sampled_from(["length", "ts", "order", "flow"]),
        csv=st.booleans())
 def test_failed_writes_leave_the_old_file_and_no_temporary(tmp_path, bad_at, what, csv):
     import tempfile
@@ -202,6 +228,10 @@ def test_failed_writes_leave_the_old_file_and_no_temporary(tmp_path, bad_at, wha
         events[bad_at] = ev._replace(length=0 if bad_at % 2 else 70000)
     elif what == "ts":
         events[bad_at] = ev._replace(ts=-1)
+    elif what == "order":           # the previous event's clock, or one before it where a
+        prev = events[bad_at - 1] if bad_at else Departure(0, 1)    # departure then an arrival
+        share = type(prev) is Departure and type(ev) is Arrival     # may share it
+        events[bad_at] = ev._replace(ts=prev.ts - share if bad_at else -1)
     elif type(ev) is Arrival:
         events[bad_at] = ev._replace(flow=1 << 104)
     else:

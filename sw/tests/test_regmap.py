@@ -39,7 +39,9 @@ def test_defaults_pass_the_commit_check_and_bad_values_name_their_register():
     assert check_registers(values) is None
     idx = {r.name: i for i, r in enumerate(regs)}
     for name, bad in (("mode", 3), ("v_max", 0), ("v_max", 8193), ("wq_shift", 17),
-                      ("red_max_p", (1 << 32) + 1), ("clear_period", 5)):
+                      ("avg_sample_period", 3), ("avg_sample_period", 1 << 32),
+                      ("red_max_p", (1 << 32) + 1), ("clear_period", 5),
+                      ("rekey_hold", 1 << 47)):
         v = dict(values, **{name: bad})
         assert check_registers(v) == idx[name], name
     # max_th below min_th + 1.0 is rejected on max_th
@@ -106,23 +108,27 @@ def test_register_sources_are_exactly_the_fields_that_change_it():
         changed = base.replace(**{f.name: _alternative(f)}).registers()
         moved = {name for name in raw if changed[name] != raw[name]}
         listed = {name for name, fields in SOURCES.items() if f.name in fields}
-        # a register may keep its value by rounding (e.g. the idle cell's log2), never move
-        # without listing the field
+        # a register may keep its value by rounding (e.g. wq_shift when avg_tau_s changes),
+        # never move without listing the field
         assert moved <= listed, (f.name, moved - listed)
         if f.kind == "reg" or f.name.startswith("seed"):
             assert moved, f.name
+        if f.kind == "float":                     # float-model parameters: no register
+            assert not listed and not moved, f.name
 
 
 def test_a_register_whose_fields_are_all_fixed_is_a_read_only_constant():
     import json
     from fpq.regmap import to_json, BUILD_FIXED_BIT
-    b = Build(fixed={"wq_shift": 7, "tick_hz": 24e6, "idle_pkt_time_s": 1e-6,
+    b = Build(fixed={"avg_tau_s": 1e-3, "tick_hz": 24e6, "pkt_time_s": 1e-6,
                      "t_clear_s": 2.0, "hash_key": bytes(range(20))})
     raw = Config(build=b).registers()
     regs = {r.name: r for r in registers(b)}
     fixed = {n for n, r in regs.items() if r.kind == "fixed"}
-    # clear_period needs v_max too, rekey_hold its own field: both stay configurable
-    assert fixed == {"wq_shift", "idle_cell_log", "hash_key"}
+    # the averager's two registers come from avg_tau_s and tick_hz alone; clear_period needs
+    # v_max too, rekey_hold its own field: both stay configurable; pkt_time_s is no register
+    assert fixed == {"wq_shift", "avg_sample_period", "hash_key"}
+    assert (raw["wq_shift"], raw["avg_sample_period"]) == (9, 47)    # 24,000 clocks / 511.5
     for n in fixed:
         assert (regs[n].access, regs[n].reset) == ("ro", raw[n])
     assert regs["clear_period"].kind == regs["rekey_hold"].kind == "config"

@@ -1,12 +1,17 @@
-"""Trace files: binary and CSV round trips, exact errors, nothing half-written."""
+"""Trace files: binary and CSV round trips, exact errors, the accept-clock order, nothing
+half-written."""
+import copy
 import os
 import struct
 
 from hypothesis import given, settings, strategies as st, HealthCheck
 import pytest
 
-from fpq import Arrival, Departure, pack_flow
+from fpq import Arrival, Departure, pack_flow, Config, Build, QueueManager
 from fpq.trace import (write_trace, read_trace, write_csv, read_csv, TraceError, RECORD_DTYPE)
+
+ORDER = ("events must be in clock order with at most one arrival and one departure per clock, "
+         "the departure first")
 
 arrival = st.builds(Arrival, st.just(0), st.integers(0, (1 << 104) - 1), st.integers(1, 65535),
                     st.booleans())
@@ -15,15 +20,27 @@ departure = st.builds(Departure, st.just(0), st.integers(1, 65535))
 
 @st.composite
 def event_lists(draw):
+    """Events in the queue manager's order: clocks rising, a clock shared only by a departure
+    and the arrival after it; from clock 0 or up to the largest a record holds."""
     evs = draw(st.lists(st.one_of(arrival, departure), max_size=60))
-    t, out = 0, []
+    t = draw(st.sampled_from([0, (1 << 64) - 1 - 60 * (1 << 40)]))
+    out, prev = [], None
     for ev in evs:
-        t += draw(st.integers(0, 1 << 40))
+        dt = draw(st.integers(0, 1 << 40))
+        if prev is not None and dt == 0 and not (type(prev) is Departure and type(ev) is Arrival):
+            dt = 1
+        t += dt
+        prev = ev
         out.append(ev._replace(ts=t))
     return out
 
 
-@settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
+# a fresh model per example is a copy of this one (building the hash tables takes longer)
+MODEL = QueueManager(Config(build=Build(vec_bits=64, table_depth=16), v_max=64, n_cap=15))
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(events=event_lists())
 def test_binary_and_csv_round_trip(tmp_path, events):
     path = tmp_path / "t.fpqtrace"
@@ -34,6 +51,8 @@ def test_binary_and_csv_round_trip(tmp_path, events):
     assert os.path.getsize(path) % 8 == 0
     write_csv(tmp_path / "t.csv", events)
     assert read_csv(tmp_path / "t.csv") == events
+    # what a trace holds, the queue manager takes in that order
+    copy.deepcopy(MODEL).run(back)
 
 
 def _good(tmp_path):
@@ -69,8 +88,76 @@ def test_record_errors_name_record_and_field(tmp_path):
         read_trace(_bad(tmp_path, bad))
     bad = bytearray(data)
     bad[start + 32:start + 40] = struct.pack("<Q", 1)   # record 1 ts earlier than record 0
-    with pytest.raises(TraceError, match="record 1: ts 1 is earlier than record 0's 5"):
+    with pytest.raises(TraceError, match=r"record 1: departure at clock 1 after the arrival at "
+                                         r"clock 5: events must be in clock order"):
         read_trace(_bad(tmp_path, bad))
+    bad[start + 32:start + 40] = struct.pack("<Q", 5)   # the departure in the arrival's clock
+    with pytest.raises(TraceError, match="record 1: departure at clock 5 after the arrival at "
+                                         "clock 5"):
+        read_trace(_bad(tmp_path, bad))
+
+
+FLOW = pack_flow(1, 2, 3, 4, 6)
+
+
+@pytest.mark.parametrize("events, bad", [
+    ([Arrival(5, FLOW, 100), Arrival(5, FLOW, 100)], "arrival at clock 5 after the arrival"),
+    ([Departure(5, 100), Departure(5, 100)], "departure at clock 5 after the departure"),
+    ([Arrival(5, FLOW, 100), Departure(5, 100)], "departure at clock 5 after the arrival"),
+    ([Departure(5, 100), Arrival(5, FLOW, 100), Departure(5, 100)],
+     "departure at clock 5 after the arrival"),
+    ([Departure(5, 100), Arrival(5, FLOW, 100), Arrival(6, FLOW, 100)], None),
+])
+def test_one_arrival_and_one_departure_per_clock_the_departure_first(tmp_path, events, bad):
+    # the queue manager's order (QueueManager refuses the same events): writer, binary
+    # reader and CSV reader agree
+    path, csv = tmp_path / "o.fpqtrace", tmp_path / "o.csv"
+    i = len(events) - 1
+    if bad is None:
+        write_trace(path, events, 1e6)
+        write_csv(csv, events)
+        assert read_trace(path)[1] == read_csv(csv) == events
+        copy.deepcopy(MODEL).run(events)
+        return
+    for write in (lambda: write_trace(path, events, 1e6), lambda: write_csv(csv, events)):
+        with pytest.raises(TraceError, match=f"^event {i}: {bad} at clock 5: {ORDER}$"):
+            write()
+    with pytest.raises(ValueError, match="must be an integer clock >= 6"):
+        copy.deepcopy(MODEL).run(events)
+    # the same records written past the writer's check: the readers name them
+    write_trace(path, events[:i], 1e6)
+    rec = bytearray(path.read_bytes())
+    write_trace(path, events[i:], 1e6)
+    last = path.read_bytes()[-RECORD_DTYPE.itemsize:]
+    struct.pack_into("<Q", rec, 24, len(events))
+    path.write_bytes(bytes(rec) + last)
+    with pytest.raises(TraceError, match=f"record {i}: {bad} at clock 5: {ORDER}"):
+        read_trace(path)
+    write_csv(csv, events[:i])
+    kind = "dep" if type(events[i]) is Departure else "arr"
+    row = "5,dep,,,,,,100," if kind == "dep" else "5,arr,0.0.0.1,0.0.0.2,3,4,6,100,0"
+    csv.write_text(csv.read_text() + row + "\n")
+    with pytest.raises(TraceError, match=f"line {i + 2}: {bad} at clock 5: {ORDER}"):
+        read_csv(csv)
+
+
+def test_clocks_of_any_size_up_to_what_a_record_holds(tmp_path):
+    path = tmp_path / "big.fpqtrace"
+    top = [Departure((1 << 64) - 2, 10), Arrival((1 << 64) - 1, FLOW, 10)]
+    write_trace(path, top, 1e6)
+    assert read_trace(path)[1] == top
+    for ts in ((1 << 64), -1, 5.0):
+        with pytest.raises(TraceError, match=r"event 0: ts .* is out of range \[0, 2\*\*64\)"):
+            write_trace(path, [Departure(ts, 10)], 1e6)
+    assert read_trace(path)[1] == top
+
+
+def test_version_1_traces_are_refused(tmp_path):
+    # version 1 held arrival times of the earlier contract, not accept clocks
+    path, data = _good(tmp_path)
+    with pytest.raises(TraceError, match=r"version 1 is not supported \(only 2, whose ts is the "
+                                         r"queue manager's accept clock; re-record the trace\)"):
+        read_trace(_bad(tmp_path, data[:8] + struct.pack("<H", 1) + data[10:]))
 
 
 @settings(max_examples=200)
@@ -89,7 +176,8 @@ def test_garbage_gives_trace_error_only(tmp_path_factory, data, cut):
 
 def test_writer_checks_and_leaves_no_partial_file(tmp_path):
     path = tmp_path / "out.fpqtrace"
-    with pytest.raises(TraceError, match="event 1: ts 3 is earlier than the previous event's 9"):
+    with pytest.raises(TraceError, match="event 1: departure at clock 3 after the departure at "
+                                         "clock 9: " + ORDER):
         write_trace(path, [Departure(9, 10), Departure(3, 10)], 1e6)
     with pytest.raises(TraceError, match=r"event 0: length 0 is out of range \[1, 65535\]"):
         write_trace(path, [Departure(9, 0)], 1e6)

@@ -1,0 +1,124 @@
+"""``fpq benchmarks``: the current-figures tables of docs/BENCHMARKS.md, from the measurement
+records in docs/benchmarks/ (``fpq.records``).
+
+Each table row is one record; the row names the record's file, its date and commit, and the
+command that measured it is listed under the table, so every figure can be measured again.
+``--write`` replaces the text between ``<!-- BEGIN fpq benchmarks -->`` and ``<!-- END fpq
+benchmarks -->``; the prose around it (method, what limits each figure, decisions) is written
+by hand.
+"""
+
+import os
+
+from .records import read_records
+
+__all__ = ["markdown", "main", "BEGIN", "END"]
+
+BEGIN, END = "<!-- BEGIN fpq benchmarks -->", "<!-- END fpq benchmarks -->"
+
+
+def _mhz(v):
+    return "not routed" if v is None else f"{v:.1f}"
+
+
+def _synth_rows(recs):
+    rows = []
+    for name, r in recs:
+        res = r["results"]
+        s = res.get("fmax_mhz") or {}
+        u = res.get("utilization") or {}
+        seeds = ", ".join(f"{_mhz(v)}" for _, v in sorted(res["seeds"].items(),
+                                                             key=lambda kv: int(kv[0])))
+        fixed = ", ".join(f"{k}={v}" for k, v in sorted((res.get("fixed") or {}).items()))
+        rows.append(
+            f"| `{name}` | {res['component']} | {res['vec_bits']} / {res['table_depth']}"
+            f"{' (fixed: ' + fixed + ')' if fixed else ''} | {res['speed']} | "
+            f"{res['router']} | {seeds} | **{_mhz(s.get('min'))}** / {_mhz(s.get('median'))}"
+            f" / {_mhz(s.get('max'))} | {u.get('TRELLIS_COMB', '-')} | "
+            f"{u.get('TRELLIS_FF', '-')} | {u.get('DP16KD', '-')} | "
+            f"{u.get('MULT18X18D', '-')} |")
+    return rows
+
+
+def _dated(recs):
+    """The line under a table: when its records were measured (one date, or the first and
+    the last), at which commits."""
+    dates = sorted({r["date"][:10] for _, r in recs})
+    commits = ", ".join(sorted({r["commit"] or "uncommitted tree" for _, r in recs}))
+    when = dates[0] if len(dates) == 1 else f"{dates[0]} to {dates[-1]}"
+    return f"_Measured {when} (commit {commits})._"
+
+
+
+def markdown(records):
+    """The tables, as Markdown, for ``records`` (``{name: record}``)."""
+    out = []
+    synth = sorted(((n, r) for n, r in records.items() if r["kind"] == "synth"),
+                   key=lambda nr: (nr[1]["results"]["component"] != "queue_manager",
+                                   nr[1]["results"]["component"], nr[0]))
+    head = ("| record | design | vec_bits / table_depth | speed | router | Fmax by seed (MHz) | "
+            "min / median / max (MHz) | LUT | FF | DP16KD | DSP |",
+            "|---|---|---|---|---|---|---|---|---|---|---|")
+    top = [(n, r) for n, r in synth if r["results"]["component"] == "queue_manager"]
+    rest = [(n, r) for n, r in synth if r["results"]["component"] != "queue_manager"]
+    if top:
+        out += ["### The queue manager on ECP5-85F (`python -m fpq_hdl.synth`)", "",
+                *head, *_synth_rows(top), "", _dated(top), ""]
+    if rest:
+        out += ["### Components and one-clock loops alone (`--component NAME`)", "",
+                *head, *_synth_rows(rest), "", _dated(rest), ""]
+    boards = sorted((n, r) for n, r in records.items() if r["kind"] == "board")
+    if boards:
+        out += ["### Boards (`fpq board build BOARD`, the self-test design)", "",
+                "| record | board | vec_bits / table_depth | design clock (MHz) | "
+                "routed Fmax (MHz) | met | logic | FF | block RAM | DSP |",
+                "|---|---|---|---|---|---|---|---|---|---|"]
+
+        def used(res, key):
+            v = res.get("resources", {}).get(key)
+            return f"{v['used']} / {v['available']}" if v else "-"
+        for n, r in boards:
+            res = r["results"]
+            b = res.get("build", {})
+            logic = used(res, "LC") if "LC" in res.get("resources", {}) else used(res, "LUT")
+            out.append(f"| `{n}` | {res['board']} | {b.get('vec_bits', '-')} / "
+                       f"{b.get('table_depth', '-')} | {res['clock_mhz']:g} | "
+                       f"{_mhz(res.get('fmax_mhz'))} | {'yes' if res.get('met') else 'no'} | "
+                       f"{logic} | {used(res, 'FF')} | {used(res, 'BRAM')} | "
+                       f"{used(res, 'DSP')} |")
+        out += ["", _dated(boards), ""]
+    bench = sorted((n, r) for n, r in records.items() if r["kind"] == "bench")
+    if bench:
+        out += ["### The golden model's speed (`fpq bench`, one core)", "",
+                "| record | model | arrivals | arrivals/s |", "|---|---|---|---|"]
+        for n, r in bench:
+            for row in r["results"]["rows"]:
+                out.append(f"| `{n}` | {row['model']} | {row['arrivals']} | "
+                           f"{row['arrivals_per_s']:,} |")
+        out += ["", _dated(bench), ""]
+    out += ["Commands (from docs/benchmarks/, one record per file):", ""]
+    for n, r in sorted(records.items()):
+        out.append(f"- `{n}`: `{r['command']}` ({r['machine']['machine']}, "
+                   f"{r['machine']['cpus']} cores, Python {r['machine']['python']})")
+    return "\n".join(out) + "\n"
+
+
+def main(args):
+    records = read_records(args.records)
+    text = markdown(records)
+    if args.write:
+        from .accuracy import write_results
+        write_results(text, args.write, BEGIN, END)
+        print(f"wrote {args.write} ({len(records)} records)")
+    else:
+        print(text)
+    return 0
+
+
+def add_arguments(p):
+    root = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+    p.add_argument("--records", default=os.path.join(root, "docs", "benchmarks"),
+                   help="folder of measurement records (default docs/benchmarks)")
+    p.add_argument("--write", metavar="BENCHMARKS_MD", nargs="?",
+                   const=os.path.join(root, "docs", "BENCHMARKS.md"),
+                   help="replace the tables in this file (default docs/BENCHMARKS.md)")
