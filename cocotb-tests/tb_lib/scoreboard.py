@@ -105,7 +105,7 @@ def _peek(rng):
 class Record:
     """The golden model fed the bench's record in order: ``depart(ts, length)``,
     ``arrive(ts, flow, length, ecn)`` (returns the expected verdict word), ``configure(cfg,
-    ts)``; ``events`` keeps the record (``replay`` runs it through a fresh model). Coverage
+    ts)``; ``events`` keeps the record. Coverage
     of the flow vector's hazards comes from the clear schedule and the arrivals' indices."""
 
     def __init__(self, config, cov):
@@ -178,21 +178,6 @@ class Record:
             hit("early drop of an ECN-capable packet (ECN off)" if ecn else
                 "early drop of a packet not ECN-capable")
         return verdict_word(v)
-
-
-def replay(config, events):
-    """A fresh golden model run on a record (``Record.events``); returns it and its
-    verdicts."""
-    model = Model(config)
-    out = []
-    for ev in events:
-        if type(ev) is Departure:
-            model.depart(ev)
-        elif type(ev) is Arrival:
-            out.append(model.arrive(ev))
-        else:
-            model.configure(ev[1], ev[2])
-    return model, out
 
 
 class Scoreboard:

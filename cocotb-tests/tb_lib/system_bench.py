@@ -195,13 +195,6 @@ class SystemTB(QueueManagerTB):
         self.rec = Record(self.config, self.cov)
 
     # ---- the script ---------------------------------------------------------------------
-    async def reset(self):
-        dut = self.dut
-        self._withdraw()
-        dut.rst.value = 1
-        await self.tick(2)
-        dut.rst.value = 0
-
     async def run_script(self):
         from cocotb.clock import Clock
         plan = self.plan
