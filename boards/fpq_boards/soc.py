@@ -92,7 +92,7 @@ class SelfTestSoC(wiring.Component):
         # optimise="speed": the bus is registered once between the bridge and the targets
         # (decode and fan-out out of the queue manager's clock-critical paths), and the
         # register file's read multiplexer is two registered stages (on the ULX3S its one
-        # stage was the critical path, 12.6 ns of 13.3 at 75 MHz, 2026-11-24): reads take 3
+        # stage was the critical path at 75 MHz): reads take 3
         # clocks. "area" (a small FPGA at a low clock): neither, reads take 1
         speed = optimise == "speed"
         self.regs = RegisterFile(self.build, const_rom=not speed, read_latency=2 if speed else 1)
@@ -118,11 +118,9 @@ class SelfTestSoC(wiring.Component):
 
         # A FIFO keeps the queue manager's arrival ready (credit, wipe, the register file's
         # hold) from fanning out into the generator: the handshake only moves the FIFO's
-        # pointers (first ULX3S build, when ready was a deeper function: 70.7 MHz with that
-        # path critical). Its output is registered (a synchronous read), so the descriptor
-        # comes from flip-flops into the queue manager's first stage (a LUT-RAM read in front
-        # of it was the ULX3S critical path at 80 MHz, 77.9 MHz, when the descriptor carried
-        # a timestamp for the clear schedule). 4 entries: a buffered FIFO of 2 would pass one
+        # pointers. Its output is registered (a synchronous read), so the descriptor comes
+        # from flip-flops into the queue manager's first stage (a LUT-RAM read in front of it
+        # would add to that stage's path). 4 entries: a buffered FIFO of 2 would pass one
         # arrival every other clock.
         if self.arrival_fifo:
             m.submodules.arrival_fifo = af = SyncFIFOBuffered(width=ARRIVAL.size, depth=4)

@@ -22,8 +22,8 @@ class Multiplier(wiring.Component):
     ``style="generic"`` is the same registers and product in portable Amaranth (simulation,
     the Verilog export, iCE40), clock for clock identical, except that its registers have no
     reset: Yosys's iCE40 DSP mapping moves registers without a reset into the ``SB_MAC16``
-    (on the iCEBreaker design: 466 logic cells and 4 of the 8 DSPs fewer than with a reset,
-    2026-11-24), and nothing downstream uses a product that no valid operand produced.
+    (on the iCEBreaker design: about 470 logic cells and 4 of the 8 DSPs fewer than with a
+    reset), and nothing downstream uses a product that no valid operand produced.
 
     The registers replace the ones a user would put on the operands and on the product, so
     a multiply stage costs no clock more than with fabric registers.

@@ -75,7 +75,7 @@ class RegisterFile(wiring.Component):
         ``BusSignature`` says. 2: the read multiplexer in two registered stages (16-word
         groups, then the group), ``r_data`` two clocks after ``r_en``, for a clock at which
         one multiplexer from the bus address to ``r_data`` is too slow (the ULX3S design's
-        critical path was that multiplexer, 2026-11-24). Not with ``const_rom``.
+        critical path was that multiplexer). Not with ``const_rom``.
 
     Attributes
     ----------
