@@ -196,12 +196,14 @@ class Decision(wiring.Component):
         (``a = 0``), ``K - l(t-1) < 0`` or ``y > K + d(t-1) - l(t-1)`` (``a = 1``); forced
         (packets) if ``x >= limit_pkts + dv(t) + dv(t-1) - a`` or (``a = 1``) ``1 - dv(t) >=
         limit_pkts`` (slot t - 1's departure from an empty queue); its departure is short
-        (bytes) if ``d(t) > 0`` and ``y < d(t) + d(t-1)`` (``a = 0``), ``l(t-1) < d(t)`` and ``y < d(t) +
-        d(t-1) - l(t-1)`` (``a = 1``), and from an empty queue if ``x <= dv(t-1)`` and
-        ``a = 0`` (the saturation of each departure worked through the max)."""
+        (bytes) if ``d(t) > 0`` and ``y < d(t) + d(t-1)`` (``a = 0``), ``l(t-1) < d(t)``
+        and ``y < d(t) + d(t-1) - l(t-1)`` (``a = 1``), and from an empty queue if ``x <=
+        dv(t-1)`` and ``a = 0`` (the saturation of each departure worked through the
+        max)."""
         cfg = self.config
         occ_p, occ_b = self.occ_pkts, self.occ_bytes
-        (av_b, dv_b, _, len_b, dep_b), (av0, dv0, _, len0, dep0),             (av1, dv1, _, len1, dep1) = slots
+        (av_b, dv_b, _, len_b, dep_b), (av0, dv0, _, len0, dep0), \
+            (av1, dv1, _, len1, dep1) = slots
         lim_b, lim_p = cfg.limit_bytes, cfg.limit_pkts
         wb = QBYTES_BITS + 4                          # signed byte sums
         # ---- cycle -2 (the fields at the port): slot t's own terms

@@ -42,8 +42,9 @@ class FlowCounter(wiring.Component):
 
     **Wipe.** ``wipe`` (cycle 0; also out of reset) zeroes the vector: ``busy`` is high from
     the next clock until an arrival accepted after it finds the vector empty (``vec_bits +
-    2`` clocks; out of reset from the first clock); arrivals must not be accepted meanwhile. Clears of slots during
-    the wipe draw their number and clear nothing; N is 0 from the wipe's slot on.
+    2`` clocks; out of reset from the first clock); arrivals must not be accepted
+    meanwhile. Clears of slots during the wipe draw their number and clear nothing; N is 0
+    from the wipe's slot on.
 
     Throughput: one arrival and one clear per clock.
 

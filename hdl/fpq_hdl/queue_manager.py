@@ -192,8 +192,8 @@ class QueueManager(wiring.Component):
         they count; ``counter_clear`` bit i clears counter i.
     n_raw, n, avg, occ_pkts, occ_bytes, max_queue, busy : Out
         Telemetry: ``n_raw`` is N after the slot ``N_RAW_DELAY`` clocks ago; ``n`` the capped
-        or held count, ``N_TELEMETRY_DELAY`` clocks after its slot; ``avg`` the average arrivals decide with;
-        ``clear_max_queue`` clears ``max_queue``.
+        or held count, ``N_TELEMETRY_DELAY`` clocks after its slot; ``avg`` the average
+        arrivals decide with; ``clear_max_queue`` clears ``max_queue``.
     """
 
     def __init__(self, build=None, ram_style="generic", verdict_fifo="distributed",
