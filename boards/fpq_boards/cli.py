@@ -14,13 +14,10 @@ def _build(args):
                     fixed=parse_fixed(args.fix) if args.fix else None)
     if args.record:
         from fpq.records import write_record
-        res = s["resources"]
         write_record(args.record, "board", {
             "board": s["board"], "clock_mhz": s["clock_mhz"], "fmax_mhz": s["fmax_mhz"],
             "met": s["timing_met"], "goal_mhz": s["goal_mhz"], "build": s["build"],
-            "nextpnr": s["nextpnr"],
-            **{k: res[k]["used"] for k in ("LUT", "FF", "BRAM", "DSP") if k in res},
-            "resources": res})
+            "nextpnr": s["nextpnr"], "resources": s["resources"]})
         print(f"wrote {args.record}")
     return 0 if (s["timing_met"] or not args.strict) else 1
 
