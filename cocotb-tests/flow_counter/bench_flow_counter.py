@@ -79,7 +79,7 @@ class FlowCounterTB:
         """The model's view of a slot at ``self.cycle``: returns (set index, clear index)."""
         m = self.model
         if regs is not None:
-            m.configure(regs["v_max"], ONE)          # wipes if v_max changed
+            m.configure(regs["v_max"], ONE, self.cycle)  # wipes if v_max changed
             self.regs = regs
         if wipe:
             m.wipe()

@@ -86,7 +86,7 @@ class QueueAveragerTB:
             used = shift if self.fixed is None else self.fixed
             if used != m.wq_shift:
                 hit(P + "w_q rewritten between samples")
-            m.configure(used, nxt)
+            m.configure(used, nxt, at - 1)     # the period a sample steps with: a clock before
             a0 = m.avg
             m.sample_until(at + 1, q)
             hit(P + f"w_q = 2^-{used}")

@@ -9,10 +9,10 @@ __all__ = ["PeriodicTimer"]
 
 class PeriodicTimer(wiring.Component):
     """``fire`` in the clocks ``ceil(D_j)``, ``D_0 = period``, ``D_{j+1} = D_j + period``,
-    counted from the clock after ``restart`` (clock 0), with ``period`` read in the clock of
-    each fire (so a new period applies from the strobe after the next one, as
-    ``fpq.flow_counter.FlowCounter`` and ``fpq.queue_averager.QueueAverager`` schedule their
-    clears and samples).
+    counted from the clock after ``restart`` (clock 0), with ``period`` read in the clock
+    before each fire (so a new period applies from the strobe after the next one, or the one
+    after that if the change comes in a strobe's clock, as ``fpq.flow_counter.FlowCounter``
+    and ``fpq.queue_averager.QueueAverager`` schedule their clears and samples).
 
     How, with no compare of a time: the gap to the next strobe is ``ceil(D_{j+1}) -
     ceil(D_j)``. With ``R = ceil(D_j) - D_j`` (the fraction owed, ``frac_bits`` wide) it is
@@ -20,7 +20,9 @@ class PeriodicTimer(wiring.Component):
     one subtraction whose borrow is the compare. A down-counter of clocks to the next strobe
     is reloaded with the gap at each strobe. Every one-clock loop is one carry chain and one
     LUT: the counter (decrement, its borrow selects the reload), ``R`` (subtract, enable), the
-    strobe (the counter's borrow or the gap's "1 clock" flag, by the strobe itself).
+    strobe (the counter's borrow or the gap's "1 clock" flag, by the strobe itself). What the
+    strobe needs of the period (its fraction, ``int - 1``, ``int - 2``, ``int == 1``) is
+    registered a clock ahead, so no subtraction or compare of the period sits in those loops.
 
     Latency: ``fire`` is a register. Throughput: a strobe per clock at most (``period >=
     1.0``; the register map refuses smaller periods, with which the strobes come at an
@@ -48,7 +50,11 @@ class PeriodicTimer(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         fb, ib = self.frac_bits, self.int_bits
-        p_frac, p_int = self.period[:fb], self.period[fb:]
+        # the period as the strobes read it: registered, with what the reload derives from it
+        p_frac = Signal(fb) if fb else None
+        if fb:
+            m.d.sync += p_frac.eq(self.period[:fb])
+        p_int = self.period[fb:]
         # ``tick``: a strobe, or the virtual one of clock 0 that loads the first gap
         tick = Signal()
         cnt = Signal(ib)                     # clocks to the next strobe, minus 2 (mod 2**ib)
@@ -64,7 +70,7 @@ class PeriodicTimer(wiring.Component):
         pm1 = Signal(ib)
         pm2 = Signal(ib)
         one = Signal()
-        m.d.comb += [pm1.eq(p_int - 1), pm2.eq(p_int - 2), one.eq(p_int == 1)]
+        m.d.sync += [pm1.eq(p_int - 1), pm2.eq(p_int - 2), one.eq(p_int == 1)]
         dec = Signal(ib + 1)
         m.d.comb += dec.eq(cnt - 1)
         run = Signal()                       # stopped out of reset, until a restart

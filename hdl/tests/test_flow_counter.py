@@ -59,7 +59,7 @@ def plan(config, clocks, arrive, wipes=(), seeds=None, v_maxes=None, period=None
             model.rng.load(seed)
         if t in v_maxes or t in period:
             v_max = v_maxes.get(t, v_max)
-            model.configure(v_max, period.get(t, model.period))     # a new v_max wipes
+            model.configure(v_max, period.get(t, model.period), t)  # a new v_max wipes
         wipe = t in wipe_clocks
         if wipe and t not in v_maxes:
             model.wipe()

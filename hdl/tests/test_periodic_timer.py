@@ -4,7 +4,7 @@ fraction, in which ``fpq.queue_averager.QueueAverager`` takes its samples (``sam
 for constant periods, periods that change at any clock, and restarts of the time base.
 
 The expected clocks come from the model's own code: a model is created at every restart
-with the period the port shows in clock 0, a period change in clock c is the model's
+with the period the port shows in the restart's clock, a period change in clock c is the model's
 ``configure`` at c (after the clock before it was advanced), and a strobe is expected in
 clock c exactly when the model's ``advance(c)`` applies a clear there (``sample_until(c +
 1)`` takes a sample at c). A timer narrower than the queue manager's (``PeriodicTimer(6,
@@ -56,8 +56,8 @@ class _Clears:
         self.scale = FX - frac_bits
         self.model = ClearModel(64, 1, period << self.scale, 1)
 
-    def configure(self, period):
-        self.model.configure(1, period << self.scale)
+    def configure(self, period, clock):
+        self.model.configure(1, period << self.scale, clock)
 
     def fires(self, clock):
         n = self.model.advance(clock)
@@ -72,8 +72,8 @@ class _Samples:
         assert frac_bits == 0
         self.model = SampleModel(0, period, 1)
 
-    def configure(self, period):
-        self.model.configure(0, period)
+    def configure(self, period, clock):
+        self.model.configure(0, period, clock)
 
     def fires(self, clock):
         before = self.model.samples
@@ -89,9 +89,10 @@ def expected(frac_bits, program, schedule=_Clears):
     for restart, period in program:
         if clock is not None:
             if clock == 0:
-                model = schedule(frac_bits, period)
-            elif period != prev:
-                model.configure(period)
+                # the first gap is read in the restart's clock, like any later one
+                model = schedule(frac_bits, prev)
+            if period != prev:
+                model.configure(period, clock)
                 changes.append(clock)
             out.append(model.fires(clock))
             clock += 1
@@ -157,7 +158,7 @@ def _random_program(rnd, clocks, periods, p_change, p_restart, idle=10):
 
 def _coverage(want, program, changes):
     """How period changes fell relative to the strobes: in a strobe's clock, the clock before
-    it and the clock after it (the strobe reads the period in its own clock), counted on the
+    it and the clock after it (the strobe reads the period in the clock before it), counted on the
     model's schedule."""
     fire_clocks = [k for k, f in enumerate(want) if f]
     change_clocks = [k for k in range(1, len(program))
@@ -171,8 +172,8 @@ def _coverage(want, program, changes):
 def test_period_changes_at_any_clock_keep_the_scheduled_strobe():
     """The clear timer with its period changed at random clocks (1 in 12), among periods with
     fractions that are 0, one LSB, all ones and random: the strobe already scheduled keeps its
-    clock, and each later one follows the period the port showed in the clock of the strobe
-    before it. Restarts now and then (1 in 3000)."""
+    clock, and each later one follows the period the port showed in the clock before the
+    strobe before it. Restarts now and then (1 in 3000)."""
     rnd = random.Random(5)
     periods = [ONE, ONE + 1, ONE + 0xFFFF, 2 * ONE + 0x8000, 2 * ONE + 1, 3 * ONE + 0xFFFF,
                5 * ONE] + [rnd.randrange(ONE, 9 * ONE) for _ in range(5)]
@@ -241,20 +242,17 @@ def test_restart_starts_the_time_base_afresh():
     assert [c - base2 for c in range(base2, len(want)) if want[c]][:4] == [3, 5, 7, 9]
 
 
-@pytest.mark.xfail(strict=True, reason="a period change in clock 0 (a commit at ts = 0): the "
-                   "timer reads the period for its first strobe in clock 0, the model's "
-                   "configure at ts = 0 keeps the first clear and sample scheduled at the "
-                   "old period (unreachable through RegisterFile, whose first commit comes "
-                   "after the reset's wipe)")
 def test_a_period_change_in_clock_0_keeps_the_first_strobe():
     """``fpq.QueueManager.configure(config, ts=0)``: the clear and the sample already
-    scheduled (at reset, from the period before clock 0) keep their clocks. The timer shows
-    the old period in the restart's clock and the new one from clock 0 on."""
+    scheduled (at reset, from the period before clock 0) keep their clocks, and the ones
+    after the first follow the new period. The timer shows the old period in the restart's
+    clock and the new one from clock 0 on."""
     old, new = 10 * ONE, 3 * ONE
     program = [(0, old)] * 3 + [(1, old)] + [(0, new)] * 60
     model = ClearModel(64, 1, old, 1)           # the reset state: the first clear at 10
-    model.configure(1, new)                     # the commit at clock 0
+    model.configure(1, new, 0)                  # the commit at clock 0
     want = [0] * 4 + [model.advance(c) for c in range(60)]
     assert want.index(1) == 4 + 10
+    assert [c for c in range(60) if want[4 + c]][:3] == [10, 13, 16]
     got = simulate(CLEAR_PERIOD.int_bits, CLEAR_PERIOD.frac_bits, program)
     assert got == want

@@ -182,8 +182,9 @@ def test_publication_clock_is_the_model_s_with_delay_latency():
     want, i = [], 0
     for c in range(len(got)):
         if i < len(samples) and samples[i][0] == c:
-            # the weight in effect at this sample, and the period to the next one
-            model.configure(shifts[i], gaps[i])
+            # the weight in effect at this sample, and the period to the next one (a
+            # configuration of the clock before: the period a sample steps with is read then)
+            model.configure(shifts[i], gaps[i], c - 1)
             model.sample_until(c + 1, qs[i])
             i += 1
         want.append(model.read(c))

@@ -61,8 +61,8 @@ class QueueAverager:
     """The sampled average, with its publication delay. ``sample_until(c, q)`` takes the
     samples due before clock ``c`` (the occupancy was ``q`` since the last event);
     ``read(c)`` is the average an arrival at ``c`` decides with."""
-    __slots__ = ("avg", "published", "next_sample", "pending", "wq_shift", "period", "delay",
-                 "samples")
+    __slots__ = ("avg", "published", "next_sample", "pending", "wq_shift", "period",
+                 "then_period", "delay", "samples")
 
     def __init__(self, wq_shift, period, delay):
         self.avg = 0              # after the latest sample taken
@@ -71,13 +71,21 @@ class QueueAverager:
         self.pending = deque()    # (publish clock, average) of samples not yet published
         self.wq_shift = wq_shift
         self.period = period
+        #: the period to step with after the next sample, when that sample is due in the
+        #: clock of a commit (it steps with the period before the commit)
+        self.then_period = None
         self.delay = delay
         self.samples = 0          # samples taken (statistics, not in hardware)
 
-    def configure(self, wq_shift, period):
-        """New registers; the sample already scheduled keeps its clock."""
+    def configure(self, wq_shift, period, clock):
+        """New registers from ``clock`` on (every sample due before it was taken). The sample
+        already scheduled keeps its clock; a sample due in ``clock`` itself steps to its
+        successor with the old period (the timer reads the period a clock before a sample)."""
         self.wq_shift = wq_shift
-        self.period = period
+        if self.next_sample <= clock:
+            self.then_period = period
+        else:
+            self.period = period
 
     def sample_until(self, clock, q, first_read=None):
         """Take the samples due at clocks before ``clock``, all of occupancy ``q``; no read
@@ -85,6 +93,12 @@ class QueueAverager:
         s = self.next_sample
         if s >= clock:
             return
+        if self.then_period is not None:
+            # the sample due in a commit's clock: taken, and stepped with the old period
+            new, self.then_period = self.then_period, None
+            self.sample_until(s + 1, q, clock if first_read is None else first_read)
+            self.period = new
+            return self.sample_until(clock, q, first_read)
         period, delay, shift = self.period, self.delay, self.wq_shift
         count = (clock - 1 - s) // period + 1
         # samples published by the first read (s + delay <= first_read) matter only through

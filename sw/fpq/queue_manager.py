@@ -144,8 +144,8 @@ class QueueManager:
             self._hold = 1 if regs["rekey_hold"] else 0
             if regs["v_max"] == old["v_max"]:
                 self.fc.wipe()                 # (a new v_max wipes it in fc.configure)
-        self.fc.configure(regs["v_max"], regs["clear_period"])
-        self.avg.configure(regs["wq_shift"], regs["avg_sample_period"])
+        self.fc.configure(regs["v_max"], regs["clear_period"], ts)
+        self.avg.configure(regs["wq_shift"], regs["avg_sample_period"], ts)
         if regs["rng_decide_state"] != old["rng_decide_state"]:
             self.rng.load(regs["rng_decide_state"])
         if regs["rng_clear_state"] != old["rng_clear_state"]:
@@ -190,7 +190,7 @@ class QueueManager:
         # cases, none or exactly one, inline)
         due = fc.next_due
         if due <= ts << _CFX:
-            if due + fc.period > ts << _CFX:
+            if due + fc.period > ts << _CFX and fc.then_period is None:
                 idx = (self._rand_clear() * fc.v_max) >> 32
                 bits = fc.bits
                 if bits[idx]:
