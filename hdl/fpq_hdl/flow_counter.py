@@ -28,16 +28,16 @@ class FlowCounter(wiring.Component):
     registers, not functions of the old bits: the bit ends 1 or 0 whatever it was); each bank
     is two RAMs (one per read port). A clear and a set of the same index in one slot is the
     clear first: the bit ends 1 and N changes as for the set alone, so the clear's write is
-    dropped. The RAMs have read latency 2 (``BlockRAM``, output register); reads are not
-    transparent, so the bank words written in the two previous clocks are forwarded (the
-    write data), and the old bit for N is forwarded logically: after a set at an address the
-    bit is 1, after a clear 0, whatever the RAM read. The same flow on every clock counts
-    once and nothing stalls.
+    dropped. The RAMs have read latency 2 (``BlockRAM``, output register) and the writes are
+    registered; reads are not transparent, so the bank words written by the three previous
+    slots are forwarded (the write data), and the old bit for N is forwarded logically: after
+    a set at an address the bit is 1, after a clear 0, whatever the RAM read. The same flow
+    on every clock counts once and nothing stalls.
 
     * cycle ``set_delay``: read addresses (set and clear index, registered);
     * ``set_delay + 1``: RAM output register; address matches with the writes in flight;
-    * ``set_delay + 2``: old bits, writes, N's increment/decrement (registered);
-    * ``set_delay + 3``: ``N += inc - dec`` (or 0 after a wipe); ``n_raw`` is valid at
+    * ``set_delay + 2``: old bits, write data, N's increment/decrement (registered);
+    * ``set_delay + 3``: writes; ``N += inc - dec`` (or 0 after a wipe); ``n_raw`` is valid at
       ``set_delay + 4``, the popcount after this slot's clear and set.
 
     **Wipe.** ``wipe`` (cycle 0; also out of reset) zeroes the vector: ``busy`` is high from
@@ -160,7 +160,7 @@ class FlowCounter(wiring.Component):
         m.d.sync += [sv1.eq(self.set_valid), cv1.eq(clr_v0), wipe1.eq(wipe_s0), a1.eq(a0),
                      b1.eq(b0), same1.eq(self.set_valid & clr_v0 & (a0 == b0)),
                      rw1.eq(wiping)]
-        # cycle set_delay + 2: old bits, writes
+        # cycle set_delay + 2: old bits, write data
         sv, cv2, wipe2, same, rw2 = Signal(), Signal(), Signal(), Signal(), Signal()
         a, b = Signal(ib), Signal(ib)
         m.d.sync += [sv.eq(sv1), cv2.eq(cv1), wipe2.eq(wipe1), a.eq(a1), b.eq(b1),
@@ -171,47 +171,60 @@ class FlowCounter(wiring.Component):
         # read ever needs a wipe's write forwarded, only the slots' own writes.
         cwe = cw & ~rw2
 
-        # The writes of the two slots before a read are not in the RAM it reads (read at
-        # cycle set_delay, non-transparent; they write at set_delay + 1 and set_delay). Their
-        # addresses are compared with the read addresses at cycle set_delay, registered, and
-        # combined with their write enables at set_delay + 1, registered again: at set_delay
-        # + 2 the forwarding is one select from registers. ``slots[0]`` holds the write
-        # enables of the slot two before (past set_delay + 2 when the read is at + 1).
-        slots = [(Signal(name="ls_en"), Signal(name="lc_en"), Signal(name="lc_wen"))]
-        m.d.sync += Cat(*slots[0]).eq(Cat(sv, cw, cwe))
+        # A slot's writes are registered (their data comes from the RAMs' read through the
+        # forwarding select: registering them keeps that path off the RAM's input), so a
+        # slot writes at set_delay + 3. The writes of the three slots before a read are then
+        # not in the RAM it reads (read at cycle set_delay, non-transparent; they write at
+        # set_delay + 2, + 1 and set_delay). Their addresses are compared with the read
+        # addresses at cycle set_delay, registered, and combined with their write enables at
+        # set_delay + 1, registered again: at set_delay + 2 the forwarding is one select from
+        # registers. ``slots[k]`` holds the enables of the slot k + 2 before (at set_delay +
+        # 3 + k when the read is at + 1). The wipe's writes are not registered (they come
+        # from registers): a wipe takes the ports in the clocks it writes, and a slot's write
+        # in such a clock is dropped (the wipe zeroes that address later or did already;
+        # the reads it would feed are the ones a wipe makes stale, ``rw2``, ``wiping``).
+        slots = [(Signal(name=f"ls_en{k}"), Signal(name=f"lc_en{k}"), Signal(name=f"lc_wen{k}"))
+                 for k in range(2)]
+        m.d.sync += [Cat(*slots[0]).eq(Cat(sv, cw, cwe)), Cat(*slots[1]).eq(Cat(*slots[0]))]
+        a3, b3 = Signal(ib), Signal(ib)
+        m.d.sync += [a3.eq(a), b3.eq(b)]
         eq = {}
         for x, x0 in (("a", a0), ("b", b0)):
-            for y, y_prev in (("a1", a1), ("b1", b1), ("a2", a), ("b2", b)):
+            for y, y_prev in (("a1", a1), ("b1", b1), ("a2", a), ("b2", b), ("a3", a3),
+                              ("b3", b3)):
                 e = eq[x, y] = Signal(name=f"eq_{x}_{y}")
                 m.d.sync += e.eq(x0 == y_prev)        # cycle set_delay
         # at set_delay + 1: the slot before is at set_delay + 2 (``sv``, ``cw``, ``cwe``), the
-        # one before that in ``slots[0]``
-        s2_sv, s2_cw, s2_cwe = slots[0]
+        # ones before that in ``slots``
+        en_prev = [(sv, cw, cwe), slots[0], slots[1]]
         fw = {}
-        for key, e1, en1, e2, en2 in (("pb", eq["b", "a1"], sv, eq["b", "a2"], s2_sv),
-                                      ("qa", eq["a", "b1"], cwe, eq["a", "b2"], s2_cwe)):
-            m1, m2 = Signal(name=f"fwd_{key}_1"), Signal(name=f"fwd_{key}_2")
-            m.d.sync += [m1.eq(en1 & e1), m2.eq(en2 & e2)]
-            fw[key] = (m1, m2)
-        # the data of those writes, registered with them
-        p1, p2, q1, q2 = (Signal(name=n) for n in ("p1_data", "p2_data", "q1_data",
-                                                    "q2_data"))
+        for key, x, y, which in (("pb", "b", "a", 0), ("qa", "a", "b", 2)):
+            sel = []
+            for k in range(3):
+                f = Signal(name=f"fwd_{key}_{k + 1}")
+                m.d.sync += f.eq(en_prev[k][which] & eq[x, f"{y}{k + 1}"])
+                sel.append(f)
+            fw[key] = sel
+        # the data of those writes: ``p1``/``q1`` are the write registers, then their past
+        p1, p2, p3, q1, q2, q3 = (Signal(name=n) for n in ("p1_data", "p2_data", "p3_data",
+                                                            "q1_data", "q2_data", "q3_data"))
 
-        def forward(key, d1, d2):
-            m1, m2 = fw[key]
-            return Mux(m1, d1, Mux(m2, d2, rams[key].r_data))
-        pb = forward("pb", p1, p2)
-        qa = forward("qa", q1, q2)
+        def forward(key, d1, d2, d3):
+            f1, f2, f3 = fw[key]
+            return Mux(f1, d1, Mux(f2, d2, Mux(f3, d3, rams[key].r_data)))
+        pb = forward("pb", p1, p2, p3)
+        qa = forward("qa", q1, q2, q3)
 
         def logical(x, tag):
-            # the logical bit at the read address: the latest set (1) or clear (0) of the two
+            # the logical bit at the read address: the latest set (1) or clear (0) of the three
             # slots before (within a slot the set is later than the clear), else the RAMs'
             hit, val = Signal(name=f"hit_{tag}"), Signal(name=f"val_{tag}")
-            s1 = sv & eq[x, "a1"]
-            c1 = cw & eq[x, "b1"]
-            s2 = s2_sv & eq[x, "a2"]
-            c2 = s2_cw & eq[x, "b2"]
-            m.d.sync += [hit.eq(s1 | c1 | s2 | c2), val.eq(s1 | (~c1 & s2))]
+            s_, c_ = [], []
+            for k in range(3):
+                s_.append(en_prev[k][0] & eq[x, f"a{k + 1}"])
+                c_.append(en_prev[k][1] & eq[x, f"b{k + 1}"])
+            m.d.sync += [hit.eq(s_[0] | c_[0] | s_[1] | c_[1] | s_[2] | c_[2]),
+                         val.eq(s_[0] | (~c_[0] & (s_[1] | (~c_[1] & s_[2]))))]
             return hit, val
         hit_a, val_a = logical("a", "a")
         hit_b, val_b = logical("b", "b")
@@ -230,16 +243,21 @@ class FlowCounter(wiring.Component):
             m.d.sync += wcount.eq(wcount + 1)
             with m.If(wcount == self.vec_bits - 1):
                 m.d.sync += wiping.eq(0)
-        p_addr, q_addr = Mux(wiping, wcount, a), Mux(wiping, wcount, b)
-        p_en, p_data = sv | wiping, ~qa & ~wiping
-        q_en, q_data = cwe | wiping, pb & ~wiping
+        # the slot's writes, registered (``p1``, ``q1`` their data)
+        p_en1, q_en1 = Signal(), Signal()
+        p_addr1, q_addr1 = Signal(ib), Signal(ib)
+        m.d.sync += [p_en1.eq(sv), p_addr1.eq(a), p1.eq(~qa),
+                     q_en1.eq(cwe), q_addr1.eq(b), q1.eq(pb),
+                     p2.eq(p1), p3.eq(p2), q2.eq(q1), q3.eq(q2)]
+        p_addr, q_addr = Mux(wiping, wcount, p_addr1), Mux(wiping, wcount, q_addr1)
+        p_en, p_data = p_en1 | wiping, p1 & ~wiping
+        q_en, q_data = q_en1 | wiping, q1 & ~wiping
         for name in ("pa", "pb"):
             m.d.comb += [rams[name].w_en.eq(p_en), rams[name].w_addr.eq(p_addr),
                          rams[name].w_data.eq(p_data)]
         for name in ("qa", "qb"):
             m.d.comb += [rams[name].w_en.eq(q_en), rams[name].w_addr.eq(q_addr),
                          rams[name].w_data.eq(q_data)]
-        m.d.sync += [p1.eq(p_data), p2.eq(p1), q1.eq(q_data), q2.eq(q1)]
 
         inc, dec, wipe3 = Signal(), Signal(), Signal()
         m.d.sync += [inc.eq(set_w), dec.eq(clr_w), wipe3.eq(wipe2)]

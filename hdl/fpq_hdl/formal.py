@@ -55,8 +55,8 @@ whenever ``out_valid`` (``out_dep_valid``) is high.
 Faults (``fault=``) show that each check is live; the solver must find a counterexample:
 
 * ``"ram_write_late"`` (FlowCounter): the vector RAMs commit a write one clock late, so a
-  read sees a write three clocks old as stale, one more than the flow counter's two
-  forwarding registers cover: the read-after-write hazard the forwarding exists for.
+  read sees the write of the slot four before it as stale, one more than the flow counter's
+  three forwarding registers cover: the read-after-write hazard the forwarding exists for.
 * ``"drop_on_stall"`` (QueueManager): the verdict port is wired to the sink without
   back-pressure (the queue manager sees ``ready`` high while the sink stalls): a verdict
   offered during a stall is lost.

@@ -19,9 +19,9 @@ from fpq_hdl.queue_manager import LATENCY, VERDICT_FIFOS
 # (a) quick configuration: a 4-bit vector (reset wipe 7 clocks), the smallest set_delay (4),
 # the configuration's seed (a free seed makes the solver's work about 50 times longer)
 QUICK_FC = dict(vec_bits=4, set_delay=4, free_seed=False)
-# 19 clocks: the shortest counterexample of the late-write fault (sets of one index with a
-# stale read between, after the reset wipe)
-QUICK_FC_DEPTH = 19
+# 20 clocks: the shortest counterexample of the late-write fault (sets of one index four
+# slots apart with a stale read between, after the reset wipe)
+QUICK_FC_DEPTH = 20
 # (b), (c): a 2-bit vector, the smallest: the reset wipe (vec_bits + 3 clocks), then
 # LATENCY clocks to the first verdict and 2 more to a stall or a transfer after it
 QM_VEC = 2
@@ -50,7 +50,7 @@ def test_flow_count_is_popcount_bmc():
 
 
 def test_flow_count_late_ram_write_is_caught():
-    # a RAM that commits writes a clock late: the two forwarding registers no longer cover
+    # a RAM that commits writes a clock late: the three forwarding registers no longer cover
     # the read-to-write distance and a flow is counted twice (or a clear missed)
     r = run_formal(FlowCounterHarness(fault="ram_write_late", **QUICK_FC), depth=QUICK_FC_DEPTH)
     steps = _fails(r, "n_raw_is_popcount")
