@@ -59,7 +59,7 @@ class RegisterFile(wiring.Component):
     the map's defaults and the generators and clear schedule are loaded from them.
 
     Latency: reads ``read_latency`` clocks (1 or 2); a commit applies 2 clocks after ``idle``
-    (check registered).
+    and at least 4 after the last bus write (the checks registered in two stages).
     Throughput: one bus access per clock.
 
     Parameters
@@ -279,10 +279,15 @@ class RegisterFile(wiring.Component):
             """What the commit would apply: the shadow, or the build's constant."""
             return shadow[name] if name in shadow else fixed[name]
 
-        def changes(name):
-            return pending_value(name) != self.config[name]
+        # what a commit changes, registered too (wide compares: the key is hundreds of bits)
+        changed = {}
+        for name in ("v_max", "hash_key", "rng_decide_state", "rng_clear_state"):
+            changed[name] = Signal(name=f"changes_{name}")
+            m.d.sync += changed[name].eq(pending_value(name) != self.config[name])
 
-        bad_any, bad_idx = Signal(), Signal(8)
+        # The checks in two registered stages: each register's own check (a compare), then the
+        # first bad one (a tree of selects over registers), so neither stage chains the other.
+        # A commit waits for three clocks without a write: the checks then see the shadows.
         checks = []
         for r in self.regs:
             if r.kind != "config":
@@ -295,13 +300,24 @@ class RegisterFile(wiring.Component):
                 bad = bad | (v > r.hi)
             if r.name == "red_max_th":
                 bad = bad | (v < pending_value("red_min_th") + (1 << QAVG.frac_bits))
-            checks.append((index[r.name], bad))
-        idx_comb, any_comb = Signal(8), Signal()
-        for i, bad in reversed(checks):          # the first bad register wins
-            with m.If(bad):
-                m.d.comb += [idx_comb.eq(i), any_comb.eq(1)]
-        wrote = Signal()
-        m.d.sync += [bad_any.eq(any_comb), bad_idx.eq(idx_comb), wrote.eq(bus.w_en)]
+            bad_r = Signal(name=f"bad_{r.name}")
+            m.d.sync += bad_r.eq(bad)
+            checks.append((index[r.name], bad_r))
+
+        def first(items):
+            """(any bad, the index of the first bad) over ``items``, as a balanced tree."""
+            if len(items) == 1:
+                i, bad = items[0]
+                return bad, C(i, 8)
+            half = len(items) // 2
+            any_l, idx_l = first(items[:half])
+            any_r, idx_r = first(items[half:])
+            return any_l | any_r, Mux(any_l, idx_l, idx_r)
+        any_comb, idx_comb = first(checks)
+        bad_any, bad_idx = Signal(), Signal(8)
+        wrote = Signal(2)                          # bus writes in the last two clocks
+        m.d.sync += [bad_any.eq(any_comb), bad_idx.eq(idx_comb),
+                     wrote.eq(Cat(bus.w_en, wrote[0]))]
 
         m.d.comb += self.hold.eq(pending | applying)
         m.d.sync += [self.load_rng_decide.eq(0), self.load_rng_clear.eq(0), self.wipe.eq(0),
@@ -309,7 +325,7 @@ class RegisterFile(wiring.Component):
         with m.If(~started):
             m.d.sync += [started.eq(1), self.load_rng_decide.eq(1), self.load_rng_clear.eq(1),
                          self.restart.eq(1)]
-        with m.Elif(pending & self.idle & ~self.busy & ~wrote & ~bus.w_en):
+        with m.Elif(pending & self.idle & ~self.busy & ~wrote.any() & ~bus.w_en):
             m.d.sync += pending.eq(0)
             with m.If(bad_any):
                 m.d.sync += [rejected.eq(1), reject_index.eq(bad_idx)]
@@ -319,10 +335,10 @@ class RegisterFile(wiring.Component):
                 m.d.sync += [applying.eq(1), rate_dirty.eq(0),
                              self.rate_bank.eq(self.rate_bank ^ rate_dirty),
                              # a new key: live re-key (wipe, hold the count; QueueManager)
-                             self.wipe.eq(changes("v_max") | changes("hash_key")),
-                             self.rekey.eq(changes("hash_key")),
-                             self.load_rng_decide.eq(changes("rng_decide_state")),
-                             self.load_rng_clear.eq(changes("rng_clear_state"))]
+                             self.wipe.eq(changed["v_max"] | changed["hash_key"]),
+                             self.rekey.eq(changed["hash_key"]),
+                             self.load_rng_decide.eq(changed["rng_decide_state"]),
+                             self.load_rng_clear.eq(changed["rng_clear_state"])]
                 for name, sig in shadow.items():
                     m.d.sync += self.config[name].eq(sig)
         return m

@@ -21,6 +21,10 @@ BUILD = Build(table_depth=64)
 REGS = {r.name: r for r in registers(BUILD)}
 INDEX = {r.name: i for i, r in enumerate(registers(BUILD))}
 REJECTED = 1 << STATUS_BITS["COMMIT_REJECTED"]
+#: Clocks from a COMMIT write to its configuration applied, with the queue manager idle:
+#: three clocks without a bus write (the checks are registered in two stages), the decision,
+#: the apply (``RegisterFile``'s documented latency).
+COMMIT_CLOCKS = 5
 #: Fields that fix the averager's registers (wq_shift 9, a sample every 40 clocks).
 AVG_FIXED = {"avg_tau_s": ewma_time_constant(9, 40) / 1e6, "tick_hz": 1e6}
 BAD_WRITE = 1 << STATUS_BITS["BAD_WRITE"]
@@ -66,7 +70,7 @@ class Host:
 
     async def commit(self):
         await self.write(REGS["control"].offset, CONTROL_COMMIT)
-        for _ in range(4):
+        for _ in range(COMMIT_CLOCKS):
             await self.ctx.tick()
 
     def active(self):
@@ -108,7 +112,7 @@ def test_reset_values_identity_and_commit_of_a_new_configuration():
         assert host.active() == {k: defaults[k] for k in host.active()}   # shadows only
         await host.write(REGS["control"].offset, CONTROL_COMMIT)
         seen = set()
-        for _ in range(4):
+        for _ in range(COMMIT_CLOCKS):
             _, _, *s = await ctx.tick().sample(dut.wipe, dut.load_rng_decide,
                                                dut.load_rng_clear)
             seen |= {n for n, v in zip(("wipe", "decide", "clear"), s) if v}
@@ -183,7 +187,7 @@ def test_commit_waits_for_an_empty_pipeline():
             assert hold and host.active()["wq_shift"] != 3
         assert await host.read(REGS["status"].offset) & 1      # BUSY
         ctx.set(dut.idle, 1)
-        for _ in range(4):
+        for _ in range(COMMIT_CLOCKS):
             await ctx.tick()
         assert host.active()["wq_shift"] == 3 and not ctx.get(dut.hold)
     simulate(bench)
@@ -239,7 +243,8 @@ def test_a_commit_s_registers_bank_swap_and_strobes_come_in_one_clock():
     change needs are high: ``wipe`` for v_max, ``wipe`` and ``rekey`` for the key,
     ``load_rng_decide`` / ``load_rng_clear`` for a seed (``fpq.QueueManager.configure(config,
     ts)``). ``ts`` is the clock after the first one in which the queue manager is idle and
-    not busy with no bus write in it or the clock before (the check is registered); ``hold``
+    not busy with no bus write in it or the two clocks before (the checks are registered in
+    two stages); ``hold``
     is high from the clock after the COMMIT write through ``ts``."""
     rate = {t.name: t for t in tables(BUILD)}["rate_table"]
     base = Config(build=BUILD)
@@ -561,7 +566,7 @@ def test_read_only_undefined_and_control_writes():
         # control: an undefined bit makes the whole write void (no commit, no clear)
         await host.write_reg("wq_shift", 3)
         await host.write(REGS["control"].offset, CONTROL_COMMIT | 1 << 7)
-        for _ in range(4):
+        for _ in range(COMMIT_CLOCKS):
             await ctx.tick()
         assert host.active() == active
         status = await host.read(REGS["status"].offset)
@@ -660,7 +665,7 @@ def test_fixed_registers_read_their_value_refuse_writes_and_stay_out_of_commits(
         await host.write_reg("mode", 1)
         strobes = set()
         await host.write(REGS["control"].offset, CONTROL_COMMIT)
-        for _ in range(4):
+        for _ in range(COMMIT_CLOCKS):
             for name in ("wipe", "rekey", "load_rng_decide", "load_rng_clear"):
                 if ctx.get(getattr(dut, name)):
                     strobes.add(name)
