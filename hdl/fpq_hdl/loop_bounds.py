@@ -42,22 +42,20 @@ class CounterLoop(wiring.Component):
 
 
 class HoldLoop(wiring.Component):
-    """The re-key hold's counter: loaded (registered ``load`` and value), then counting down
-    every clock while not negative; ``held`` is its sign, inverted."""
+    """``fpq_hdl.queue_manager._hold_counter``: loaded (registered ``load`` and value), then
+    counting down every clock while not negative; ``held`` is its sign, inverted."""
 
     def __init__(self):
         super().__init__({"load": In(1), "value": In(HOLD_BITS), "held": Out(1)})
 
     def elaborate(self, platform):
+        from .queue_manager import _hold_counter
         m = Module()
         load, value = Signal(), Signal(HOLD_BITS)
         m.d.sync += [load.eq(self.load), value.eq(self.value)]
-        left = Signal(signed(HOLD_BITS + 1))
-        with m.If(load):
-            m.d.sync += left.eq(value - 2)
-        with m.Elif(~left[-1]):
-            m.d.sync += left.eq(left - 1)
-        m.d.comb += self.held.eq(~left[-1])
+        run = Signal()
+        negative = _hold_counter(m, load, value, run, "left")
+        m.d.comb += [run.eq(~negative), self.held.eq(~negative)]
         return m
 
 

@@ -88,6 +88,32 @@ def _split_counter(m, event, clear, bits, name):
     return Cat(low_d, high) if high is not None else low_d, (low, low_d, high)
 
 
+def _hold_counter(m, load, value, run, name):
+    """The re-key hold's down-counter, ``HOLD_BITS + 1`` bits signed: ``load`` sets it to
+    ``value - 2`` (over a step), ``run`` steps it down by one. Returns its sign.
+
+    In two halves: the high half steps in the clock in which the low half wraps, known a clock
+    ahead from a flag (the low half is 0), so no carry chain spans the counter and the count
+    stays exact. ``value - 2`` and its flag are registered: ``value`` must be steady in the
+    clock before a ``load``."""
+    low_bits = (HOLD_BITS + 1) // 2
+    init = Signal(signed(HOLD_BITS + 1), name=f"{name}_init")
+    init_zero = Signal(name=f"{name}_init_lo_zero")
+    # the low half of value - 2 is 0 when value's is 2: no subtraction before the compare
+    m.d.sync += [init.eq(value - 2), init_zero.eq(value[:low_bits] == 2)]
+    low = Signal(low_bits, name=f"{name}_lo")
+    high = Signal(signed(HOLD_BITS + 1 - low_bits), name=f"{name}_hi")
+    low_zero = Signal(name=f"{name}_lo_zero")
+    with m.If(load):
+        m.d.sync += [low.eq(init[:low_bits]), high.eq(init[low_bits:]),
+                     low_zero.eq(init_zero)]
+    with m.Elif(run):
+        m.d.sync += [low.eq(low - 1), low_zero.eq(low == 1)]
+        with m.If(low_zero):
+            m.d.sync += high.eq(high - 1)
+    return high[-1]
+
+
 class QueueManager(wiring.Component):
     """Bit-exact ``fpq.queue_manager.QueueManager``, fully pipelined.
 
@@ -263,25 +289,26 @@ class QueueManager(wiring.Component):
 
         # ---- stage 0: accept ------------------------------------------------------------------
         # ``ready`` from registers only: the credit, the wipe, the register file's hold
-        outstanding = Signal(range(FIFO_DEPTH + 2))
-        credit = Signal(init=1)
-        accept = Signal()
+        accept, credit = Signal(), Signal()
         m.d.comb += [
             fc.load_rng.eq(self.load_rng_clear), fc.clear.eq(clear_timer.fire),
             fc.wipe.eq(self.wipe),
             arr.ready.eq(credit & ~fc.busy & ~self.hold), accept.eq(arr.valid & arr.ready),
             dep.ready.eq(1), self.busy.eq(fc.busy),
         ]
-        # the credit: ``outstanding`` counts accepts and reads registered a clock late
-        # (accepts up to two clocks ago, reads up to two clocks ago), so an arrival accepted
-        # now finds at most outstanding + 2 verdicts ahead of it in flight or in the FIFO
+        # the credit: the verdicts outstanding, counted from accepts and reads registered a
+        # clock late (accepts up to two clocks ago, reads up to two clocks ago), so an arrival
+        # accepted now finds at most that count + 2 verdicts ahead of it in flight or in the
+        # FIFO. The count is a thermometer (bit i: more than i outstanding), so that a step
+        # is one LUT per bit and the credit a bit of it, with no adder or compare in the loop.
         read = self.verdicts.valid & self.verdicts.ready
         accepted, read_r = Signal(), Signal()
-        outstanding_next = Signal.like(outstanding)
         m.d.sync += [accepted.eq(accept), read_r.eq(read)]
-        m.d.comb += outstanding_next.eq(outstanding + accepted - read_r)
-        m.d.sync += [outstanding.eq(outstanding_next),
-                     credit.eq(outstanding_next < FIFO_DEPTH - 1)]
+        more_than = Signal(FIFO_DEPTH + 1)
+        up, down = accepted & ~read_r, read_r & ~accepted
+        below, above = Cat(C(1, 1), more_than[:-1]), Cat(more_than[1:], C(0, 1))
+        m.d.sync += more_than.eq(Mux(up, below, Mux(down, above, more_than)))
+        m.d.comb += credit.eq(~more_than[FIFO_DEPTH - 2])
 
         # ---- stage 1: the slot, registered --------------------------------------------------
         # Control bits travel in flip-flops, one register per stage (reset clears them, and
@@ -330,17 +357,16 @@ class QueueManager(wiring.Component):
         # above 0 exactly when c < (first arrival's clock) + rekey_hold; it stops below 0.
         # A re-key comes only while the pipeline is empty (the commit waits for idle).
         s1 = stages[1]
-        left = Signal(signed(HOLD_BITS + 1))
-        running = holding & ~left[-1]
+        load_hold, running = Signal(), Signal()
+        negative = _hold_counter(m, load_hold, cfg.rekey_hold, running, "hold")
+        m.d.comb += [running.eq(holding & ~negative), load_hold.eq(s1.av & hold_armed)]
         held1 = Signal()
         m.d.comb += held1.eq(hold_armed | running)
         m.d.sync += stages[2].held.eq(held1)
-        with m.If(running):
-            m.d.sync += left.eq(left - 1)
         with m.If(s1.av):
             with m.If(hold_armed):
-                m.d.sync += [left.eq(cfg.rekey_hold - 2), hold_armed.eq(0), holding.eq(1)]
-            with m.Elif(holding & left[-1]):
+                m.d.sync += [hold_armed.eq(0), holding.eq(1)]
+            with m.Elif(holding & negative):
                 m.d.sync += holding.eq(0)
         with m.If(self.rekey):
             m.d.sync += [hold_armed.eq(cfg.rekey_hold != 0), holding.eq(0)]
