@@ -10,19 +10,27 @@ from fpq.queue_manager import ENQUEUE, MARK, DROP_EARLY, DROP_FORCED
 
 from .layouts import config_layout, check_optimise
 
-__all__ = ["Decision", "add3"]
+__all__ = ["Decision", "sum_flags"]
 
 
-def add3(m, x, y, z, width, name, carry=0):
-    """``x + y + z + carry`` modulo ``2**width`` (``carry`` 0 or 1), as one carry-save step
-    and one adder: one LUT level and one carry chain, into a new register, returned. (A
-    three-operand sum written as ``x + y + z`` is two carry chains in series.)"""
-    xs, ys, zs = (Signal(width, name=f"{name}_{k}") for k in "xyz")
-    m.d.comb += [xs.eq(x), ys.eq(y), zs.eq(z)]
-    out = Signal(signed(width), name=name)
-    m.d.sync += out.eq((xs ^ ys ^ zs) + Cat(C(carry, 1),
-                                            ((xs & ys) | (xs & zs) | (ys & zs))[:width - 1]))
-    return out
+def sum_flags(m, a, b, width, name):
+    """Of the signed sum ``a + b`` (two operands of one width): whether it is negative, and
+    whether it is in ``[0, 2**width)``; as a carry-select adder (the low half's carry picks
+    one of two high halves, each summed with and without it), so that the flags come after
+    a chain of half the sum's width and two LUTs."""
+    total = len(a)
+    split = total // 2
+    lo = Signal(split + 1, name=f"{name}_lo")
+    m.d.comb += lo.eq(a[:split] + b[:split])
+    neg, fits = [], []
+    for c in (0, 1):
+        # the carry in as a low bit of both operands: ``x + y + 1`` in one chain, not two
+        hi_c = Signal(total - split + 1, name=f"{name}_hi{c}")
+        m.d.comb += hi_c.eq(Cat(C(c, 1), a[split:]) + Cat(C(c, 1), b[split:]))
+        hi = hi_c[1:]
+        neg.append(hi[-1])
+        fits.append(~hi[-1] & (hi[width - split:-1] == 0))
+    return Mux(lo[split], neg[1], neg[0]), Mux(lo[split], fits[1], fits[0])
 
 
 def split_less(m, a, b, name, split=QBYTES_BITS // 2):
@@ -36,19 +44,23 @@ def split_less(m, a, b, name, split=QBYTES_BITS // 2):
     return hi_lt | (~hi_gt & lo)
 
 
-def _below_occupancy(m, t, y, name):
-    """``t < y`` for a signed threshold ``t`` and the unsigned byte occupancy ``y``: true if
-    ``t`` is negative, false if it does not fit the occupancy's width, else the split
-    compare (``t``'s sign and top bits come from a register)."""
-    width = len(y)
-    fits = t[width:len(t) - 1] == 0
-    return t[-1] | (fits & split_less(m, t[:width], y, name))
+def _below_occupancy(m, t, fits, y, name):
+    """``t < y`` for a signed threshold ``t`` and the unsigned byte occupancy ``y``, when
+    ``fits`` (``t`` in the occupancy's range, from a register); the caller ORs in ``t <
+    0``."""
+    return fits & split_less(m, t[:len(y)], y, name)
 
 
 def _occupancy_below(m, y, t, name):
     """``y < t`` for the unsigned byte occupancy ``y`` and a signed threshold ``t`` narrower
-    than it (so ``t`` fits when not negative)."""
-    return ~t[-1] & split_less(m, y, Cat(t[:len(t) - 1], C(0, len(y) - len(t) + 1)), name)
+    than it, when ``t >= 0`` (the caller ANDs that in): the low bits compared in one short
+    carry chain, beside an OR tree of the occupancy's high bits. (As a compare of the full
+    width, with ``t`` zero-extended, Yosys folds the constant bits into LUT levels after the
+    chain.)"""
+    n = len(t) - 1
+    lo, hi_zero = Signal(name=f"{name}_lo"), Signal(name=f"{name}_hi_zero")
+    m.d.comb += [lo.eq(y[:n] < t[:n]), hi_zero.eq(y[n:] == 0)]
+    return hi_zero & lo
 
 
 class Decision(wiring.Component):
@@ -206,46 +218,77 @@ class Decision(wiring.Component):
             (av1, dv1, _, len1, dep1) = slots
         lim_b, lim_p = cfg.limit_bytes, cfg.limit_pkts
         wb = QBYTES_BITS + 4                          # signed byte sums
-        # ---- cycle -2 (the fields at the port): slot t's own terms
-        ka, dl = Signal(signed(wb)), Signal(signed(LENGTH_BITS + 2))
+        # ---- cycle -2 (the fields at the port): slot t's own terms. Slot t - 1 is at its
+        # cycle -1, its terms in registers: the limit plus each of them is summed now, and
+        # slot t's term added at cycle -1, so each threshold is a sum of two operands (one
+        # carry chain, no carry-save level before it).
+        dl = Signal(signed(LENGTH_BITS + 2))
         big = Signal()
         dep_ahead = Mux(self.dep_valid_ahead, self.dep_length_ahead, 0)
-        m.d.sync += [ka.eq(lim_b - self.length_ahead), dl.eq(dep_ahead - self.length_ahead),
-                     big.eq(self.length_ahead > lim_b)]
+        m.d.sync += [dl.eq(dep_ahead - self.length_ahead), big.eq(self.length_ahead > lim_b)]
         dl0 = Signal.like(dl)                         # slot t - 1's, at slot t's cycle -1
         m.d.sync += dl0.eq(dl)
-        # ---- cycle -1: thresholds of slot t (its terms and slot t - 1's, at cycle 0)
-        tb0 = add3(m, ka, dep_b, dep0, wb, "tb0")                   # K + d(t-1)
-        tb1 = add3(m, ka, dep_b, dl0, wb, "tb1")                    # K + d(t-1) - l(t-1)
-        # - l(t-1) as its one's complement and a carry in: no negation chain before the sum
-        k1 = add3(m, ka, dep_b, ~Cat(len0, C(0, wb - LENGTH_BITS)), wb, "k1",
-                  carry=1)                                         # K - l(t-1)
-        kn1 = Signal()
-        m.d.comb += kn1.eq(k1 < 0)
-        big0 = Signal()
-        m.d.sync += big0.eq(big)
-        # limit_pkts >= 1, so both thresholds are >= 0: unsigned, one bit over the limit's
+        lb = Cat(lim_b, C(0, wb - len(lim_b)))
+        s0, s1, sk = (Signal(signed(wb), name=n) for n in ("lim_d1", "lim_dl1", "lim_l1"))
+        m.d.sync += [s0.eq(lim_b + dep_b),                           # limit + d(t-1)
+                     s1.eq(lim_b + dl),                              # limit + d(t-1) - l(t-1)
+                     # limit - l(t-1): the one's complement and a carry in, as a low bit of
+                     # both operands (one chain)
+                     sk.eq((Cat(C(1, 1), lb) +
+                            Cat(C(1, 1), ~Cat(len_b, C(0, wb - LENGTH_BITS))))[1:])]
+        # ---- cycle -1: thresholds of slot t (K = limit - l(t) + d(t) = limit + dl(t)), and
+        # their flags beside them
+        dlx = Signal(signed(wb))
+        m.d.comb += dlx.eq(dl)
+        tb0, tb1 = Signal(signed(wb), name="tb0"), Signal(signed(wb), name="tb1")
+        m.d.sync += [tb0.eq(s0 + dlx),                                # K + d(t-1)
+                     tb1.eq(s1 + dlx)]                                # K + d(t-1) - l(t-1)
+        width = len(occ_b)
+        tb0_neg, tb0_fits = sum_flags(m, s0, dlx, width, "tb0")
+        tb1_neg, tb1_fits = sum_flags(m, s1, dlx, width, "tb1")
+        k1_neg, _ = sum_flags(m, sk, dlx, width, "k1")               # K - l(t-1) < 0
+        # limit_pkts >= 1, so both thresholds are >= 0: unsigned, one bit over the limit's.
+        # Each is one carry chain: the two departures as one 2-bit addend, and limit_pkts - 1
+        # from a register (the configuration is steady a clock before any arrival: a commit
+        # waits for an empty pipeline and holds the port in its own clock).
         tp0, tp1 = Signal(QPKTS_BITS + 2, name="tp0"), Signal(QPKTS_BITS + 2, name="tp1")
-        m.d.sync += [tp0.eq(lim_p + dv_b + dv0), tp1.eq(lim_p + dv_b + dv0 - 1)]
+        lim_pm1 = Signal.like(lim_p, name="limit_pkts_m1")
+        dvs = Cat(dv_b ^ dv0, dv_b & dv0)                            # dv(t) + dv(t-1)
+        m.d.sync += [lim_pm1.eq(lim_p - 1), tp0.eq(lim_p + dvs), tp1.eq(lim_pm1 + dvs)]
         # a = 1 and slot t - 1's departure from an empty queue: the queue holds slot t - 1's
         # packet alone, so slot t is forced if 1 - dv(t) >= limit_pkts (tp1 assumes the
         # departure took a packet)
-        lone1 = Signal()
-        m.d.sync += lone1.eq((lim_p == 1) & ~dv_b)
+        lim_one = Signal(name="limit_pkts_one")      # a register: no compare in the flag's path
+        m.d.sync += lim_one.eq(lim_p == 1)
+        lone1 = lim_one & ~dv_b
         sd0, sd1 = Signal(signed(LENGTH_BITS + 2)), Signal(signed(LENGTH_BITS + 3))
-        l1ltd, dvt, dvt_nz, dv1p = (Signal(name=n) for n in ("l1ltd", "dvt", "dvt_nz", "dv1p"))
-        m.d.sync += [sd0.eq(dep_b + dep0), sd1.eq(dep_b + dl0), l1ltd.eq(len0 < dep_b),
-                     dvt.eq(dv_b), dvt_nz.eq(dv_b & (dep_b != 0)), dv1p.eq(dv0)]
+        sd0_sum, sd1_sum = Signal.like(sd0), Signal.like(sd1)
+        m.d.comb += [sd0_sum.eq(dep_b + dep0), sd1_sum.eq(dep_b + dl0)]
+        dvt, dv1p = Signal(name="dvt"), Signal(name="dv1p")
+        m.d.sync += [sd0.eq(sd0_sum), sd1.eq(sd1_sum), dvt.eq(dv_b), dv1p.eq(dv0)]
+        # What each flag needs besides the compares with the occupancy, ORed or ANDed into
+        # one register here (after the sums' carry chains), so that at cycle 0 each flag is
+        # its compares and one LUT: forced whatever the occupancy (``pre``), the threshold
+        # in the occupancy's range (``fit``), a short departure possible (``arm``).
+        y, x = occ_b, occ_p
+        pre0, pre1, neg1, fit0, fit1, arm0, arm1 = (Signal(name=n) for n in (
+            "pre0", "pre1", "neg1", "fit0", "fit1", "arm0", "arm1"))
+        m.d.sync += [
+            pre0.eq(big | tb0_neg),
+            pre1.eq(big | lone1 | k1_neg), neg1.eq(tb1_neg),
+            fit0.eq(tb0_fits), fit1.eq(tb1_fits),
+            arm0.eq(dv_b & (dep_b != 0) & ~sd0_sum[-1]),
+            arm1.eq(dv_b & (len0 < dep_b) & ~sd1_sum[-1]),
+        ]
         # ---- cycle 0: the flags of slot t, from the occupancy after slot t - 2. Every compare
         # is a strict ``<``: Yosys takes ``<`` from the carry chain's borrow alone, while ``>``,
         # ``<=`` and ``>=`` put an equality tree (several LUT levels) behind the chain
-        y, x = occ_b, occ_p
         f0, f1, sb0, sb1, sp0 = (Signal(name=n) for n in ("f0", "f1", "sb0", "sb1", "sp0"))
         m.d.sync += [
-            f0.eq(big0 | _below_occupancy(m, tb0, y, "f0b") | ~(x < tp0)),
-            f1.eq(big0 | kn1 | lone1 | _below_occupancy(m, tb1, y, "f1b") | ~(x < tp1)),
-            sb0.eq(dvt_nz & _occupancy_below(m, y, sd0, "sb0b")),
-            sb1.eq(dvt & l1ltd & _occupancy_below(m, y, sd1, "sb1b")),
+            f0.eq(pre0 | _below_occupancy(m, tb0, fit0, y, "f0b") | ~(x < tp0)),
+            f1.eq(pre1 | neg1 | _below_occupancy(m, tb1, fit1, y, "f1b") | ~(x < tp1)),
+            sb0.eq(arm0 & _occupancy_below(m, y, sd0, "sb0b")),
+            sb1.eq(arm1 & _occupancy_below(m, y, sd1, "sb1b")),
             sp0.eq(dvt & ~(dv1p < x)),
         ]
         grow = Signal(signed(LENGTH_BITS + 2))        # l(t) - d(t), for cycle 1

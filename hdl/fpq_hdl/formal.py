@@ -127,7 +127,7 @@ DECISION_FAULTS = {
     "forced_ignores_admission": (
         "speed", "        forced = Mux(a_prev, f1, f0)\n", "        forced = f0\n"),
     "k_zero_extended": (
-        "speed", "~Cat(len0, C(0, wb - LENGTH_BITS))", "Cat(~len0, C(0, wb - LENGTH_BITS))"),
+        "speed", "~Cat(len_b, C(0, wb - LENGTH_BITS))", "Cat(~len_b, C(0, wb - LENGTH_BITS))"),
     "packet_limit_off_by_one": (
         "area", "over_p = Mux(dep_p, occ_p > cfg.limit_pkts, occ_p >= cfg.limit_pkts)",
         "over_p = Mux(dep_p, occ_p > cfg.limit_pkts, occ_p > cfg.limit_pkts)"),
