@@ -21,7 +21,7 @@ import stat
 from .terminate import sigterm_as_exit
 
 __all__ = ["atomic_path", "write_text", "write_bytes", "OutputPathError",
-           "check_output_path", "check_not_an_input"]
+           "check_output_path", "check_output_folder", "check_not_an_input"]
 
 
 class OutputPathError(ValueError):
@@ -151,6 +151,29 @@ def check_output_path(path, argument):
         raise OutputPathError(f"{argument}: the folder {folder!r} of {path!r} {what}")
     if not os.access(folder, os.W_OK | os.X_OK):
         raise OutputPathError(f"{argument}: the folder {folder!r} of {path!r} is not writable")
+
+
+def check_output_folder(path, argument):
+    """Check, before a long computation, that files can be written into the folder ``path``:
+    it is a writable folder, or it does not exist and its nearest existing parent is one
+    (the writers create the rest).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The output folder.
+    argument : str
+        The argument that gave it (``"--out"``), named in the ``OutputPathError``.
+    """
+    path = os.path.abspath(os.fspath(path))
+    nearest = path
+    while not os.path.exists(nearest):
+        nearest = os.path.dirname(nearest)
+    if not os.path.isdir(nearest):
+        where = "" if nearest == path else f" (on the way to {path!r})"
+        raise OutputPathError(f"{argument}: {nearest!r}{where} is not a folder")
+    if not os.access(nearest, os.W_OK | os.X_OK):
+        raise OutputPathError(f"{argument}: the folder {nearest!r} is not writable")
 
 
 def check_not_an_input(output, output_argument, inputs):

@@ -52,8 +52,9 @@ def main(args):
     if not 1 <= args.repeat <= 100:
         raise ValueError(f"--repeat: {args.repeat} is out of range [1, 100]")
     record = getattr(args, "record", None)
-    if record and not os.path.isdir(os.path.dirname(os.path.abspath(record))):
-        raise ValueError(f"--record: the folder of {record!r} does not exist")
+    if record:
+        from .atomic import check_output_path
+        check_output_path(record, "--record")
     events = _events(args.arrivals, 1000, 1)
     cases = [
         ("bit-exact, fpq", lambda: QueueManager(Config(limit_pkts=2000))),

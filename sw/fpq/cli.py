@@ -44,6 +44,9 @@ def _accuracy(args):
         raise ValueError(f"--flows: {bad[0]} is out of range [1, 65536]")
     if not 0 <= args.seed < 2**64:
         raise ValueError(f"--seed: {args.seed} is out of range [0, {2**64 - 1}]")
+    if args.write:
+        from .atomic import check_output_path
+        check_output_path(args.write, "--write")
     text = markdown(flows, seed=args.seed, progress=lambda m: print(m, file=sys.stderr))
     print(text)
     if args.write:
@@ -58,7 +61,10 @@ def _benchmarks(args):
 
 
 def _trace_csv(args):
+    from .atomic import check_output_path, check_not_an_input
     from .trace import read_trace, write_csv
+    check_output_path(args.output, "output")
+    check_not_an_input(args.output, "output", [("input", args.input)])
     header, events = read_trace(args.input)
     write_csv(args.output, events)
     print(f"wrote {args.output}: {len(events)} events (tick_hz {header['tick_hz']:g})")
