@@ -261,3 +261,25 @@ def test_figures_and_parity_check_their_outputs_before_running(tmp_path, capsys,
     assert main(["parity", "--jobs", "1", "--write", str(tmp_path)]) == 2
     assert f"--write: '{tmp_path}' is a folder" in capsys.readouterr().err
     assert sorted(os.listdir(tmp_path)) == ["file"]
+
+
+@pytest.mark.parametrize("nesting", ["arrays", "inline tables"])
+def test_deeply_nested_values_are_a_scenario_error(tmp_path, capsys, nesting):
+    """``tomllib`` recurses once per level of nesting: before the check a few hundred levels
+    escaped as a RecursionError traceback (``fpq sim``, ``--set``, the parking lot)."""
+    from fpq_sim.parkinglot import load_parking_lot
+    depth = 10_000
+    value = "[" * depth + "]" * depth if nesting == "arrays" else \
+        "{a = " * depth + "1" + "}" * depth
+    path = write(tmp_path, GOOD.replace('name = "t"', f"name = {value}"))
+    message = (f"{path}: scenario: nested too deeply to read (a scenario's values are at most "
+               f"a list in a table)")
+    for read in (load, load_parking_lot):
+        with pytest.raises(ScenarioError) as info:
+            read(path)
+        assert str(info.value) == message
+    assert main(["sim", str(path)]) == 2
+    assert capsys.readouterr().err.strip() == f"fpq sim: error: {message}"
+    with pytest.raises(ScenarioError, match=r"^--set queue.v_max: the value is nested too "
+                                            r"deeply to read$"):
+        load(TRAD, [f"queue.v_max={value}"])
