@@ -98,7 +98,8 @@ def build_parser():
     p.set_defaults(func=_regmap)
 
     p = sub.add_parser("bench", help="golden-model throughput benchmark")
-    p.add_argument("--arrivals", type=int, default=300_000)
+    p.add_argument("--arrivals", type=int, default=300_000,
+                   help="arrivals per run, 1000..1000000 (default 300000)")
     p.add_argument("--repeat", type=int, default=3, help="runs per case; the best counts")
     p.add_argument("--record", metavar="PATH.json",
                    help="also write the results as a measurement record (docs/benchmarks/)")

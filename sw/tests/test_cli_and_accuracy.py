@@ -40,6 +40,8 @@ def test_demo_without_rtl_says_so(tmp_path, capsys):
     (["demo", "--synthetic-flows", "0"], "--synthetic-flows: 0 is out of range [1, 100000]"),
     (["demo", "--arrivals", "5"], "--arrivals: 5 is out of range [100, 10000000]"),
     (["bench", "--repeat", "0"], "--repeat: 0 is out of range [1, 100]"),
+    # the events are built in memory (0.62 KB per arrival): 62 GB at the old maximum of 10**8
+    (["bench", "--arrivals", "1000001"], "--arrivals: 1000001 is out of range [1000, 1000000]"),
     (["accuracy", "--flows", "10,x"], "--flows: '10,x' must be comma-separated integers"),
     (["accuracy", "--flows", "0"], "--flows: 0 is out of range [1, 65536]"),
     (["trace-csv", "/nonexistent/x.fpqtrace", "/tmp/y.csv"], "No such file"),
