@@ -119,7 +119,9 @@ def register(subparsers):
                    "files go to build/<board>/)")
     b.add_argument("--vec-bits", type=int, default=None, help="override the board's default")
     b.add_argument("--table-depth", type=int, default=None)
-    b.add_argument("--clk-mhz", type=float, default=None, help="PLL clock (default per board)")
+    b.add_argument("--clk-mhz", type=float, default=None,
+                   help="PLL clock, MHz (default per board; within what the board's PLL "
+                        "makes: iCEBreaker 8.4375-528, ULX3S 3.125-800)")
     b.add_argument("--seed", type=int, default=1, help="nextpnr placement seed")
     b.add_argument("--router", choices=ROUTERS, default=ROUTERS[0],
                    help="nextpnr router (default router1)")
@@ -150,7 +152,9 @@ def register(subparsers):
                    help="the board's build; needed with --configure when its bitstream fixes "
                         "configuration fields (build register bit 17)")
     m.add_argument("--timeout", type=float, default=0.5, help="reply timeout, s")
-    m.add_argument("--interval", type=float, default=1.0, help="refresh period, s")
+    m.add_argument("--interval", type=float, default=1.0,
+                   help="refresh period, s (shorter than 2**32 board clocks, the wrap of the "
+                        "clock counter the rates are measured with)")
     m.add_argument("--count", type=int, default=0, help="views to show (0: until Ctrl-C)")
     m.add_argument("--clk-mhz", type=float, default=None,
                    help="board clock, for rates per s and for --configure (the queue "

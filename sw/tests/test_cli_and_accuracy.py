@@ -1,5 +1,6 @@
 """The `fpq` command (demo, bench, accuracy, errors) and the flow-count accuracy model."""
 import json
+import os
 import math
 
 import pytest
