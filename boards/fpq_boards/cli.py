@@ -1,17 +1,28 @@
 """``fpq board ...``: bitstream builds, the resource sweep and the live monitor."""
 
+import math
 import sys
 
 __all__ = ["register"]
 
 
+def _option(name):
+    """The command-line option of a ``build_board`` parameter (``clk_mhz`` -> ``--clk-mhz``)."""
+    return name if name in ("board", "router") else "--" + name.replace("_", "-")
+
+
 def _build(args):
+    from fpq.atomic import check_output_path
     from fpq.config import parse_fixed
-    from .build import build_board
-    s = build_board(args.board, out_root=args.out, vec_bits=args.vec_bits,
-                    table_depth=args.table_depth, clk_mhz=args.clk_mhz, seed=args.seed,
-                    router=args.router, time_limit=args.time_limit,
-                    fixed=parse_fixed(args.fix) if args.fix else None)
+    from .build import build_board, check_build_options
+    options = dict(vec_bits=args.vec_bits, table_depth=args.table_depth, clk_mhz=args.clk_mhz,
+                   seed=args.seed, router=args.router, time_limit=args.time_limit,
+                   fixed=parse_fixed(args.fix) if args.fix else None)
+    # everything is checked before the build starts: it takes minutes to hours
+    check_build_options(args.board, option=_option, **options)
+    if args.record:
+        check_output_path(args.record, "--record")
+    s = build_board(args.board, out_root=args.out, **options)
     if args.record:
         from fpq.records import write_record
         write_record(args.record, "board", {
@@ -28,11 +39,42 @@ def _sweep(args):
     return 0
 
 
+def _check_monitor_timing(args):
+    """``--clk-mhz`` and ``--interval`` of ``fpq board monitor``: a clock the queue manager's
+    configuration takes as its ``tick_hz``, and a finite interval shorter than the board's
+    32-bit clock counter's wrap (``tg_time``: the view's rates are counter differences over
+    it, which wrap once more than 2**32 clocks pass between two readings)."""
+    from fpq.config import FIELD_BY_NAME
+    from .platforms import BOARDS
+    from .traffic_generator import TG_REG
+    lo_hz, hi_hz = FIELD_BY_NAME["tick_hz"].bounds(None)
+    if args.clk_mhz is not None and not lo_hz / 1e6 <= args.clk_mhz <= hi_hz / 1e6:
+        raise ValueError(f"--clk-mhz: {args.clk_mhz} MHz is out of range "
+                         f"[{lo_hz / 1e6:g}, {hi_hz / 1e6:g}] (tick_hz)")
+    if args.simulate:
+        clocks_per_s, whose = 2000, "the simulated board's 2000 clocks per interval second"
+    elif args.clk_mhz:
+        clocks_per_s, whose = args.clk_mhz * 1e6, f"--clk-mhz {args.clk_mhz:g}"
+    elif args.board:
+        spec = BOARDS[args.board]
+        clocks_per_s, whose = spec.clk_mhz * 1e6, (f"the {spec.name}'s default clock "
+                                                   f"{spec.clk_mhz:g} MHz")
+    else:
+        spec = max(BOARDS.values(), key=lambda s: s.clk_mhz)
+        clocks_per_s, whose = spec.clk_mhz * 1e6, (
+            f"the fastest default board clock, {spec.clk_mhz:g} MHz ({spec.name}); "
+            f"give --clk-mhz for another")
+    longest = 2 ** TG_REG["tg_time"].width / clocks_per_s
+    if not (math.isfinite(args.interval) and 0 < args.interval < longest):
+        raise ValueError(f"--interval: {args.interval} s is out of range (0, {longest:.6g}) "
+                         f"s: the board's 32-bit clock counter wraps after {longest:.6g} s at "
+                         f"{whose}")
+
+
 def _monitor(args):
     from .monitor import monitor, open_port, parse_settings
     settings = parse_settings(args.set)
-    if args.interval <= 0:
-        raise ValueError(f"--interval: {args.interval} must be > 0 seconds")
+    _check_monitor_timing(args)
     if args.configure and not (args.clk_mhz or args.simulate):
         # checked before the port is opened: an argument error touches no board
         raise ValueError("--clk-mhz: required with --configure (the board clock is the "
@@ -77,7 +119,9 @@ def register(subparsers):
                    "files go to build/<board>/)")
     b.add_argument("--vec-bits", type=int, default=None, help="override the board's default")
     b.add_argument("--table-depth", type=int, default=None)
-    b.add_argument("--clk-mhz", type=float, default=None, help="PLL clock (default per board)")
+    b.add_argument("--clk-mhz", type=float, default=None,
+                   help="PLL clock, MHz (default per board; within what the board's PLL "
+                        "makes: iCEBreaker 8.4375-528, ULX3S 3.125-800)")
     b.add_argument("--seed", type=int, default=1, help="nextpnr placement seed")
     b.add_argument("--router", choices=ROUTERS, default=ROUTERS[0],
                    help="nextpnr router (default router1)")
@@ -108,7 +152,9 @@ def register(subparsers):
                    help="the board's build; needed with --configure when its bitstream fixes "
                         "configuration fields (build register bit 17)")
     m.add_argument("--timeout", type=float, default=0.5, help="reply timeout, s")
-    m.add_argument("--interval", type=float, default=1.0, help="refresh period, s")
+    m.add_argument("--interval", type=float, default=1.0,
+                   help="refresh period, s (shorter than 2**32 board clocks, the wrap of the "
+                        "clock counter the rates are measured with)")
     m.add_argument("--count", type=int, default=0, help="views to show (0: until Ctrl-C)")
     m.add_argument("--clk-mhz", type=float, default=None,
                    help="board clock, for rates per s and for --configure (the queue "

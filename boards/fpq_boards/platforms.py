@@ -11,6 +11,7 @@ clock."""
 
 import dataclasses
 from dataclasses import dataclass, field
+import functools
 
 from amaranth import *
 from amaranth.lib.cdc import ResetSynchronizer
@@ -22,7 +23,8 @@ from .soc import SelfTestSoC
 
 __all__ = ["BoardSpec", "BOARDS", "ICEBREAKER_SIZES", "ICEBREAKER_FIXED", "ICEBREAKER_RUNTIME",
            "ICEBREAKER_MHZ", "ICE40_COUNTER_BITS", "at_clock",
-           "ice40_pll", "ecp5_pll", "BoardTop"]
+           "ice40_pll", "ecp5_pll", "OSCILLATOR_MHZ", "board_pll", "clock_range_mhz",
+           "BoardTop"]
 
 
 @dataclass(frozen=True)
@@ -94,24 +96,51 @@ def at_clock(build, clk_hz):
     return dataclasses.replace(build, fixed=dict(fixed, tick_hz=clk_hz))
 
 
-def ice40_pll(f_in_mhz, f_out_mhz):
-    """SB_PLL40 settings (DIVR, DIVF, DIVQ, FILTER_RANGE, achieved MHz) closest to
-    ``f_out_mhz``, within the iCE40 limits (PFD 10-133 MHz, VCO 533-1066 MHz), as icepll."""
-    best = None
+def _ice40_settings(f_in_mhz):
+    """Every SB_PLL40 setting within the iCE40 limits (PFD 10-133 MHz, VCO 533-1066 MHz):
+    (DIVR, DIVF, DIVQ, FILTER_RANGE, output MHz), in icepll's search order."""
     for divr in range(16):
         pfd = f_in_mhz / (divr + 1)
         if not 10 <= pfd <= 133:
             continue
+        filt = 1 + next(i for i, hi in enumerate((17, 26, 44, 66, 101, 1e9)) if pfd < hi)
         for divf in range(128):
             vco = pfd * (divf + 1)
             if not 533 <= vco <= 1066:
                 continue
             for divq in range(1, 7):
-                f = vco / (1 << divq)
-                if best is None or abs(f - f_out_mhz) < abs(best[4] - f_out_mhz):
-                    filt = 1 + next(i for i, hi in enumerate((17, 26, 44, 66, 101, 1e9))
-                                    if pfd < hi)
-                    best = (divr, divf, divq, filt, f)
+                yield divr, divf, divq, filt, vco / (1 << divq)
+
+
+def _ecp5_settings(f_in_mhz):
+    """EHXPLLL settings (PFD >= 3.125 MHz, VCO 400-800 MHz, feedback from CLKOP), the
+    smallest CLKOP_DIV for each input and feedback divider, as ecppll: (CLKI_DIV,
+    CLKFB_DIV, CLKOP_DIV, output MHz)."""
+    for clki in range(1, 129):
+        pfd = f_in_mhz / clki
+        if pfd < 3.125:
+            break
+        for fb in range(1, 81):
+            f = pfd * fb
+            for op in range(1, 129):
+                if 400 <= f * op <= 800:
+                    yield clki, fb, op, f
+                    break
+
+
+def _closest(settings, f_out_mhz):
+    """The first of ``settings`` whose output (the last item) is closest to ``f_out_mhz``."""
+    best = None
+    for s in settings:
+        if best is None or abs(s[-1] - f_out_mhz) < abs(best[-1] - f_out_mhz):
+            best = s
+    return best
+
+
+def ice40_pll(f_in_mhz, f_out_mhz):
+    """SB_PLL40 settings (DIVR, DIVF, DIVQ, FILTER_RANGE, achieved MHz) closest to
+    ``f_out_mhz``, within the iCE40 limits (PFD 10-133 MHz, VCO 533-1066 MHz), as icepll."""
+    best = _closest(_ice40_settings(f_in_mhz), f_out_mhz)
     if best is None:
         raise ValueError(f"clk_mhz: no iCE40 PLL setting for {f_out_mhz} MHz "
                          f"from {f_in_mhz} MHz")
@@ -121,22 +150,31 @@ def ice40_pll(f_in_mhz, f_out_mhz):
 def ecp5_pll(f_in_mhz, f_out_mhz):
     """EHXPLLL settings (CLKI_DIV, CLKFB_DIV, CLKOP_DIV, achieved MHz) closest to
     ``f_out_mhz`` (PFD >= 3.125 MHz, VCO 400-800 MHz), feedback from CLKOP, as ecppll."""
-    best = None
-    for clki in range(1, 129):
-        pfd = f_in_mhz / clki
-        if pfd < 3.125:
-            break
-        for fb in range(1, 81):
-            f = pfd * fb
-            for op in range(1, 129):
-                vco = f * op
-                if 400 <= vco <= 800:
-                    if best is None or abs(f - f_out_mhz) < abs(best[3] - f_out_mhz):
-                        best = (clki, fb, op, f)
-                    break
+    best = _closest(_ecp5_settings(f_in_mhz), f_out_mhz)
     if best is None:
         raise ValueError(f"clk_mhz: no ECP5 PLL setting for {f_out_mhz} MHz")
     return best
+
+
+#: The boards' oscillators (MHz), the PLLs' inputs: iCEBreaker 12 MHz, ULX3S 25 MHz.
+OSCILLATOR_MHZ = {"ice40": 12.0, "ecp5": 25.0}
+
+
+def board_pll(spec, clk_mhz):
+    """The PLL setting of ``spec``'s board closest to ``clk_mhz``; its last item is the
+    clock it gives (MHz)."""
+    pll = ice40_pll if spec.family == "ice40" else ecp5_pll
+    return pll(OSCILLATOR_MHZ[spec.family], clk_mhz)
+
+
+@functools.cache
+def clock_range_mhz(family):
+    """The lowest and the highest clock (MHz) the board PLL of ``family`` ("ice40" or
+    "ecp5") makes from its board's oscillator within the PLL's limits: the range of
+    ``fpq board build --clk-mhz``."""
+    settings = _ice40_settings if family == "ice40" else _ecp5_settings
+    outputs = [s[-1] for s in settings(OSCILLATOR_MHZ[family])]
+    return min(outputs), max(outputs)
 
 
 class BoardTop(Elaboratable):
@@ -146,13 +184,9 @@ class BoardTop(Elaboratable):
     def __init__(self, spec, build=None, clk_mhz=None, baud=115200):
         self.spec = spec
         self.build = build or spec.build
-        self.clk_mhz = clk_mhz or spec.clk_mhz
-        if spec.family == "ice40":
-            self.pll = ice40_pll(12.0, self.clk_mhz)
-            self.f_mhz = self.pll[-1]
-        else:
-            self.pll = ecp5_pll(25.0, self.clk_mhz)
-            self.f_mhz = self.pll[-1]
+        self.clk_mhz = spec.clk_mhz if clk_mhz is None else clk_mhz
+        self.pll = board_pll(spec, self.clk_mhz)
+        self.f_mhz = self.pll[-1]
         self.build = at_clock(self.build, self.f_mhz * 1e6)
         self.baud = baud
         # the iCE40 has no LUT RAM: its verdict FIFO goes to block RAM (a clock more latency);

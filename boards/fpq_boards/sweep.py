@@ -5,7 +5,8 @@ generator, UART bridge) in ``<out>/<board>_v<vec>_t<table>/``; the table is Mark
 the date and tool versions, for docs/BENCHMARKS.md."""
 
 import datetime
-import os
+
+from fpq.atomic import check_output_path, write_text
 
 from .build import build_board, tool_versions
 from .platforms import BOARDS
@@ -51,7 +52,10 @@ def sweep(board, out_root="build/sweep", write=None, configs=None, log=print,
           time_limit=TIME_LIMIT):
     """Build every configuration; one that does not finish within ``time_limit`` seconds is
     stopped and listed as not finished (``"not_finished"`` in its entry) instead of holding
-    up the rest."""
+    up the rest. ``write`` (a Markdown file for the table) is checked before the first
+    build and written atomically (``fpq.atomic``)."""
+    if write:
+        check_output_path(write, "--write")
     summaries = []
     for vec, table in configs or CONFIGS[board]:
         try:
@@ -72,7 +76,5 @@ def sweep(board, out_root="build/sweep", write=None, configs=None, log=print,
              + f"; date {summaries[-1]['date']}.\n")
     log(text)
     if write:
-        os.makedirs(os.path.dirname(os.path.abspath(write)), exist_ok=True)
-        with open(write, "w") as f:
-            f.write(text)
+        write_text(write, text)
     return summaries

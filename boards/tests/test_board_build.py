@@ -131,6 +131,168 @@ def test_bad_time_limit_is_refused(limit):
         build_board("icebreaker", out_root=OUT, time_limit=limit)
 
 
+@pytest.fixture
+def no_tool_may_run(monkeypatch):
+    """Anything past the argument checks of a build fails the test: elaborating the board,
+    preparing its platform, waiting for or running a tool."""
+    import fpq_boards.build as build
+    from fpq_boards.platforms import BoardSpec
+
+    def tool(*args, **kwargs):
+        raise AssertionError("the build went past its argument checks")
+    for name in ("BoardTop", "wait_for_idle_toolchain", "run_tools"):
+        monkeypatch.setattr(build, name, tool)
+    monkeypatch.setattr(BoardSpec, "make_platform", tool)
+
+
+# The PLL ranges worked by hand: the iCE40's PFD of 10-133 MHz leaves the 12 MHz oscillator
+# undivided, a VCO of 533-1066 MHz is 12 x 45..88 = 540..1056 MHz, divided by 2..64: 8.4375
+# to 528 MHz. The ECP5's VCO of 400-800 MHz with CLKOP divided by 1..128: 3.125 to 800 MHz.
+ICE40_CLOCKS = r"\[8.4375, 528\] \(what the icebreaker's PLL makes from its 12 MHz oscillator\)"
+ECP5_CLOCKS = r"\[3.125, 800\] \(what the ulx3s's PLL makes from its 25 MHz oscillator\)"
+
+
+@pytest.mark.parametrize("board, args, message", [
+    ("icebreaker", ["--clk-mhz", "nan"], r"--clk-mhz: nan MHz is out of range " + ICE40_CLOCKS),
+    ("icebreaker", ["--clk-mhz", "-5"], r"--clk-mhz: -5.0 MHz is out of range " + ICE40_CLOCKS),
+    ("icebreaker", ["--clk-mhz", "0"], r"--clk-mhz: 0.0 MHz is out of range " + ICE40_CLOCKS),
+    ("icebreaker", ["--clk-mhz", "8.4"], r"--clk-mhz: 8.4 MHz is out of range " + ICE40_CLOCKS),
+    ("ulx3s", ["--clk-mhz", "1e6"], r"--clk-mhz: 1000000.0 MHz is out of range " + ECP5_CLOCKS),
+    ("ulx3s", ["--clk-mhz", "inf"], r"--clk-mhz: inf MHz is out of range " + ECP5_CLOCKS),
+    ("ulx3s", ["--clk-mhz", "800.5"], r"--clk-mhz: 800.5 MHz is out of range " + ECP5_CLOCKS),
+    ("ulx3s", ["--vec-bits", "0"], r"--vec-bits: 0 must be a power of two in \[64, 65536\]"),
+    ("ulx3s", ["--vec-bits", "100"], r"--vec-bits: 100 must be a power of two in \[64, 65536\]"),
+    ("ulx3s", ["--vec-bits", "131072"], r"--vec-bits: 131072 must be a power of two in"),
+    ("icebreaker", ["--table-depth", "0"],
+     r"--table-depth: 0 must be a power of two in \[16, 65536\]"),
+    ("icebreaker", ["--table-depth", "-16"], r"--table-depth: -16 must be a power of two in"),
+    ("ulx3s", ["--seed", "0"], r"--seed: 0 is out of range \[1, 2147483647\] \(nextpnr's seeds\)"),
+    ("ulx3s", ["--seed", "-3"], r"--seed: -3 is out of range \[1, 2147483647\]"),
+    ("ulx3s", ["--seed", "2147483648"], r"--seed: 2147483648 is out of range \[1, 2147483647\]"),
+    ("ulx3s", ["--time-limit", "nan"], r"--time-limit: nan s; allowed range \(0, inf\)"),
+    ("ulx3s", ["--record", "{tmp}/nowhere/r.json"],
+     r"--record: the folder '.*/nowhere' of '.*/nowhere/r.json' does not exist"),
+    ("ulx3s", ["--record", "{tmp}"], r"--record: '.*' is a folder, not a regular file"),
+])
+def test_bad_build_arguments_are_refused_before_any_tool_runs(board, args, message, tmp_path,
+                                                             capsys, no_tool_may_run):
+    """Each bad value exits with status 2 and one message naming the option and its allowed
+    range, and nothing is elaborated, prepared or run (``no_tool_may_run``); no folder is
+    made. Before the checks 0 was silently replaced by the board's value, and a clock out of
+    the PLL's range by the nearest the PLL makes."""
+    import re
+    from fpq.cli import main
+    out = tmp_path / "build"
+    argv = ["board", "build", board, "--out", str(out)] + [a.format(tmp=tmp_path) for a in args]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and re.search(message, err[0]), err
+    assert not out.exists()
+
+
+def test_in_range_build_arguments_pass_the_checks():
+    """The ends of each range are allowed (the checks refuse no value the build takes)."""
+    from fpq_boards.build import check_build_options
+    from fpq_boards.platforms import BoardTop
+    for board, (lo, hi) in (("icebreaker", (8.4375, 528.0)), ("ulx3s", (3.125, 800.0))):
+        for clk in (lo, hi):
+            spec, build = check_build_options(board, clk_mhz=clk, seed=2**31 - 1)
+            assert BoardTop(spec, build=build, clk_mhz=clk).f_mhz == clk
+    spec, build = check_build_options("ulx3s", vec_bits=64, table_depth=65536)
+    assert (build.vec_bits, build.table_depth) == (64, 65536)
+    spec, build = check_build_options("ulx3s", seed=1)
+    assert build == spec.build
+
+
+#: ``fpq_boards.build.build_board`` with the elaboration, the platform and the wait for other
+#: jobs replaced by stand-ins: the "build script" runs one "tool", a Python process that
+#: writes its PID and sleeps (no synthesis runs). argv: out_root, time limit or "none".
+FAKE_BUILD = r"""
+import os, sys
+import fpq_boards.build as build
+from fpq_boards.platforms import BoardSpec
+
+TOOL = ("import os, time; f = open('tool.part', 'w'); f.write(str(os.getpid())); f.close(); "
+        "os.rename('tool.part', 'tool.pid'); time.sleep(300)")
+
+class Plan:
+    script = "build_top"
+    def extract(self, folder):
+        with open(os.path.join(folder, "build_top.sh"), "w") as f:
+            f.write(f"{sys.executable} -c \"{TOOL}\"\n")
+
+class Platform:
+    def prepare(self, top, name, **options):
+        return Plan()
+
+class Top:
+    def __init__(self, spec, build=None, clk_mhz=None):
+        self.f_mhz = spec.clk_mhz
+
+BoardSpec.make_platform = lambda spec: Platform()
+build.BoardTop = Top
+build.wait_for_idle_toolchain = lambda **kwargs: True
+limit = None if sys.argv[2] == "none" else float(sys.argv[2])
+try:
+    build.build_board("icebreaker", out_root=sys.argv[1], time_limit=limit, log=lambda m: None)
+except TimeoutError:
+    sys.exit(3)
+"""
+
+
+def _running(pid):
+    """Whether process ``pid`` runs (a zombie, dead but not yet reaped, does not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.parametrize("stop", ["sigterm", "time limit"])
+def test_a_stopped_build_leaves_no_tool_running(tmp_path, stop):
+    """``fpq board build`` terminated (SIGTERM, as ``kill`` or a CI job's time limit sends)
+    or failing with an exception (its time limit) while a tool runs: the tool, in a process
+    group of its own, is stopped with it. Without the SIGTERM handler the build would die
+    at once and leave the tool running."""
+    import signal
+    import subprocess
+    import sys
+    import time
+    proc = subprocess.Popen([sys.executable, "-c", FAKE_BUILD, str(tmp_path),
+                             "none" if stop == "sigterm" else "3"])
+    pid_file = tmp_path / "icebreaker" / "tool.pid"
+    tool = None
+    try:
+        deadline = time.monotonic() + 60
+        while not pid_file.exists():
+            assert time.monotonic() < deadline and proc.poll() is None, "the tool never ran"
+            time.sleep(0.05)
+        tool = int(pid_file.read_text())
+        assert _running(tool)
+        if stop == "sigterm":
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(timeout=30) == 128 + signal.SIGTERM
+        else:
+            assert proc.wait(timeout=30) == 3            # TimeoutError after 3 s
+        assert not _running(tool)
+        assert _procs_in(tmp_path / "icebreaker") == []
+        assert not (tmp_path / "icebreaker" / "summary.json").exists()
+    finally:
+        proc.kill()
+        proc.wait()
+        if tool is not None and _running(tool):
+            os.kill(tool, signal.SIGKILL)             # the test's own stand-in tool
+
+
+def test_sweep_refuses_a_bad_write_path_before_building(tmp_path, no_tool_may_run):
+    from fpq_boards.sweep import sweep
+    with pytest.raises(ValueError, match=r"--write: the folder '.*/nowhere' of .* does not "
+                                         r"exist"):
+        sweep("icebreaker", out_root=str(tmp_path), write=str(tmp_path / "nowhere" / "s.md"))
+    assert os.listdir(tmp_path) == []
+
+
 def test_summary_from_reports(tmp_path):
     """Parsing of nextpnr's JSON report and Yosys' statistics (a hand-written example)."""
     (tmp_path / "top.report.json").write_text(json.dumps({
@@ -269,6 +431,7 @@ def test_ulx3s_meets_150_mhz(ulx3s_build):
 @pytest.mark.parametrize("board", ["ulx3s"])
 def test_sweep(board):
     from fpq_boards.sweep import sweep, CONFIGS
+    os.makedirs(OUT, exist_ok=True)
     summaries = sweep(board, out_root=os.path.join(OUT, "sweep"),
                       write=os.path.join(OUT, f"sweep_{board}.md"))
     assert [(s["build"]["vec_bits"], s["build"]["table_depth"]) for s in summaries] == \

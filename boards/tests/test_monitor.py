@@ -108,3 +108,52 @@ def test_read_build_decodes_sizes_and_avg_delay():
                 assert addr == 0x004
                 return build_word(b)
         assert read_build(Client()) == b
+
+
+# The view's rates are differences of the board's 32-bit clock counter (tg_time) between two
+# readings: 2**32 clocks are 286.331 s at 15 MHz, 57.2662 s at 75 MHz (the ULX3S's default
+# clock, the fastest of the boards' defaults), 2147483.648 s at the simulated board's 2000
+# clocks per interval second.
+WRAP_75 = (r"\(0, 57.2662\) s: the board's 32-bit clock counter wraps after 57.2662 s at the "
+           r"fastest default board clock, 75 MHz \(ulx3s\); give --clk-mhz for another")
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--interval", "inf"], r"--interval: inf s is out of range " + WRAP_75),
+    (["--interval", "nan"], r"--interval: nan s is out of range " + WRAP_75),
+    (["--interval", "0"], r"--interval: 0.0 s is out of range " + WRAP_75),
+    (["--interval", "-1"], r"--interval: -1.0 s is out of range " + WRAP_75),
+    (["--interval", "60"], r"--interval: 60.0 s is out of range " + WRAP_75),
+    (["--interval", "300", "--clk-mhz", "15"],
+     r"--interval: 300.0 s is out of range \(0, 286.331\) s: .* at --clk-mhz 15$"),
+    (["--interval", "300", "--board", "icebreaker"],
+     r"--interval: 300.0 s is out of range \(0, 286.331\) s: .* at the icebreaker's default "
+     r"clock 15 MHz$"),
+    (["--interval", "1e7", "--simulate"],
+     r"--interval: 10000000.0 s is out of range \(0, 2.14748e\+06\) s: .* at the simulated "
+     r"board's 2000 clocks per interval second$"),
+    (["--clk-mhz", "nan"], r"--clk-mhz: nan MHz is out of range \[0.001, 10000\] \(tick_hz\)"),
+    (["--clk-mhz", "-5"], r"--clk-mhz: -5.0 MHz is out of range \[0.001, 10000\] \(tick_hz\)"),
+    (["--clk-mhz", "0"], r"--clk-mhz: 0.0 MHz is out of range \[0.001, 10000\] \(tick_hz\)"),
+    (["--clk-mhz", "inf"], r"--clk-mhz: inf MHz is out of range \[0.001, 10000\]"),
+])
+def test_bad_interval_and_clock_are_refused_before_the_port_is_opened(args, message, capsys):
+    """Nothing is opened. Before the checks, after the first view ``--interval inf`` ended
+    in an OverflowError traceback from time.sleep and ``nan`` in "Invalid value NaN" naming
+    no argument; ``--clk-mhz nan`` or ``-5`` showed nan or negative rates per second."""
+    import re
+    code, out = run_cli(["board", "monitor", "--port", "/dev/ttyFPQ-does-not-exist", *args],
+                        capsys)
+    assert code == 2
+    line = out.err.strip()
+    assert "\n" not in line and re.search(message, line), line
+
+
+@pytest.mark.parametrize("args", [["--interval", "57"], ["--interval", "286", "--clk-mhz", "15"],
+                                  ["--interval", "286", "--board", "icebreaker"],
+                                  ["--clk-mhz", "0.001"],
+                                  ["--clk-mhz", "10000", "--interval", "0.4"]])
+def test_intervals_and_clocks_in_range_reach_the_port(args, capsys):
+    code, out = run_cli(["board", "monitor", "--port", "/dev/ttyFPQ-does-not-exist", *args],
+                        capsys)
+    assert code == 2 and "--port: cannot open" in out.err

@@ -12,9 +12,18 @@ def _write_json(path, data):
     write_text(path, json.dumps(data, indent=1) + "\n")
 
 
+def _check_outputs(output, argument, scenario):
+    """Before the simulation runs: ``output`` can be written and is not the scenario."""
+    from fpq.atomic import check_output_path, check_not_an_input
+    check_output_path(output, argument)
+    check_not_an_input(output, argument, [("scenario", scenario)])
+
+
 def _sim(args):
     from .scenario import load
     from .network import Network
+    if args.json:
+        _check_outputs(args.json, "--json", args.scenario)
     sc = load(args.scenario, args.set or ())
     net = Network(sc)
     net.run()
@@ -40,6 +49,7 @@ def _trace(args):
     from fpq.trace import write_trace
     from .scenario import load
     from .network import Network
+    _check_outputs(args.out, "--out", args.scenario)
     sc = load(args.scenario, args.set or ())
     if args.duration is not None:
         if not 0 < args.duration <= sc["run"]["duration_s"]:

@@ -1345,6 +1345,11 @@ def main(args):
     import json
     if not 1 <= args.jobs <= 256:
         raise ValueError(f"--jobs: {args.jobs} is out of range [1, 256]")
+    # output paths are checked before the runs, which take minutes
+    from fpq.atomic import check_output_path, check_output_folder
+    check_output_path(args.results_md, "--results-md")
+    check_output_folder(args.out, "--out")
+    check_output_folder(args.raw, "--raw")
     seeds = QUICK_SEEDS if args.quick else SEEDS
     meta_path = os.path.join(args.raw, "_meta.json")
     if args.from_raw:

@@ -159,8 +159,9 @@ def main(args):
         raise ValueError(f"--seeds: {args.seeds} is out of range [2, 100]")
     if not 1 <= args.jobs <= 64:
         raise ValueError(f"--jobs: {args.jobs} is out of range [1, 64]")
-    if args.write and not os.path.isdir(os.path.dirname(os.path.abspath(args.write))):
-        raise ValueError(f"--write: the folder of {args.write!r} does not exist")
+    if args.write:
+        from fpq.atomic import check_output_path
+        check_output_path(args.write, "--write")
     t0 = time.time()
     jobs = cases(args.seeds)
     if args.jobs == 1:

@@ -26,7 +26,6 @@ the dumbbell, and FPQ's target queue q_t for its measured flow count.
 import copy
 import random
 import time
-import tomllib
 
 import numpy as np
 
@@ -39,7 +38,7 @@ from .engine import Simulator, Link
 from .ns2idle import Ns2IdleRule
 from .pie import PIE
 from .router import OutputPort
-from .scenario import ScenarioError, apply_set, validate, queue_config
+from .scenario import ScenarioError, apply_set, read_toml, validate, queue_config
 from .tcp import TcpParams, Receiver, Counters
 from .tcp_sack import sender_class
 from .network import _draw
@@ -79,11 +78,7 @@ def validate_parking_lot(doc):
 
 def load_parking_lot(path, sets=()):
     """Read, override (``--set`` strings) and validate a parking-lot scenario file."""
-    try:
-        with open(path, "rb") as f:
-            doc = tomllib.load(f)
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ScenarioError(f"{path}: not valid TOML: {exc}") from None
+    doc = read_toml(path)
     for s in sets:
         apply_set(doc, s)
     try:

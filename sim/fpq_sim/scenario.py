@@ -18,7 +18,8 @@ from fpq.config import FIELD_BY_NAME
 
 from .tcp import VARIANTS
 
-__all__ = ["ScenarioError", "SCHEMA", "load", "validate", "apply_set", "schema_markdown"]
+__all__ = ["ScenarioError", "SCHEMA", "load", "read_toml", "validate", "apply_set",
+           "schema_markdown"]
 
 
 class ScenarioError(ValueError):
@@ -280,16 +281,26 @@ def queue_config(sc):
     return fpq.Config(build=build, mode=mode, **params)
 
 
-def load(path, sets=()):
-    """Read, override (``sets``: ``key=value`` strings) and validate a scenario file."""
+def read_toml(path):
+    """The TOML document in ``path``; ``ScenarioError`` naming the file if it is not one.
+    Values nested deeper than Python's recursion allows (``tomllib`` recurses once per
+    level: a few hundred levels of arrays or inline tables) are such an error."""
     try:
         with open(path, "rb") as f:
-            doc = tomllib.load(f)
+            return tomllib.load(f)
     except tomllib.TOMLDecodeError as exc:
         raise ScenarioError(f"{path}: not valid TOML: {exc}") from None
     except UnicodeDecodeError as exc:
         raise ScenarioError(f"{path}: not valid TOML: not UTF-8 text (byte {exc.start})") \
             from None
+    except RecursionError:
+        raise ScenarioError(f"{path}: scenario: nested too deeply to read (a scenario's "
+                            f"values are at most a list in a table)") from None
+
+
+def load(path, sets=()):
+    """Read, override (``sets``: ``key=value`` strings) and validate a scenario file."""
+    doc = read_toml(path)
     for s in sets:
         apply_set(doc, s)
     try:
@@ -313,6 +324,8 @@ def apply_set(doc, assignment):
         value = tomllib.loads(f"v = {raw}")["v"]
     except tomllib.TOMLDecodeError:
         value = raw.strip()
+    except RecursionError:
+        raise ScenarioError(f"--set {path}: the value is nested too deeply to read") from None
     node = doc
     for i, part in enumerate(parts[:-1]):
         where = ".".join(parts[:i + 1])

@@ -198,3 +198,88 @@ def test_router_stamps_accept_clocks_and_a_verdict_wait_holds_events_back(tmp_pa
     verdicts = qm.run(events)
     assert qm.counters == net.qm.counters and qm.snapshot() == net.qm.snapshot()
     assert sum(v.action >= 2 for v in verdicts) == net.port.lost_total > 0
+
+
+# ---- output paths: checked before the simulation, never the scenario ----------------------
+
+@pytest.fixture
+def no_simulation(monkeypatch):
+    import fpq_sim.network
+
+    class Network:
+        def __init__(self, *args, **kwargs):
+            raise AssertionError("the simulation started before the output was checked")
+    monkeypatch.setattr(fpq_sim.network, "Network", Network)
+
+
+@pytest.mark.parametrize("command, option", [("sim", "--json"), ("trace", "--out")])
+def test_an_output_that_is_the_scenario_is_refused(tmp_path, capsys, no_simulation, command,
+                                                   option):
+    """Before the check ``fpq sim SC --json SC`` replaced the scenario by the summary."""
+    scenario = tmp_path / "s.toml"
+    scenario.write_text(GOOD)
+    os.link(scenario, tmp_path / "other-name.toml")
+    for out in (scenario, tmp_path / "other-name.toml"):
+        assert main([command, str(scenario), option, str(out)]) == 2
+        assert f"{option} {str(out)!r} is the same file as scenario {str(scenario)!r}: " \
+               f"writing it would destroy the input" in capsys.readouterr().err
+    assert scenario.read_text() == GOOD
+
+
+@pytest.mark.parametrize("command, option", [("sim", "--json"), ("trace", "--out")])
+def test_a_bad_output_path_is_refused_before_the_simulation(tmp_path, capsys, no_simulation,
+                                                            command, option):
+    assert main([command, TRAD, option, str(tmp_path)]) == 2
+    assert f"{option}: '{tmp_path}' is a folder, not a regular file" in capsys.readouterr().err
+    out = tmp_path / "nowhere" / "x"
+    assert main([command, TRAD, option, str(out)]) == 2
+    assert f"{option}: the folder '{tmp_path}/nowhere' of '{out}' does not exist" in \
+        capsys.readouterr().err
+    assert os.listdir(tmp_path) == []
+
+
+def test_figures_and_parity_check_their_outputs_before_running(tmp_path, capsys, monkeypatch):
+    import fpq_sim.figures
+    import fpq_sim.parity
+
+    def run(*args, **kwargs):
+        raise AssertionError("the runs started before the outputs were checked")
+    monkeypatch.setattr(fpq_sim.figures, "plan", run)
+    monkeypatch.setattr(fpq_sim.parity, "cases", run)
+    (tmp_path / "file").write_text("x")
+    base = ["figures", "--no-progress", "--out", str(tmp_path / "f"), "--raw",
+            str(tmp_path / "raw"), "--results-md", str(tmp_path / "R.md")]
+    for option, value, message in [
+            ("--results-md", tmp_path, f"--results-md: '{tmp_path}' is a folder"),
+            ("--out", tmp_path / "file" / "f", f"--out: '{tmp_path}/file' (on the way to "
+                                               f"'{tmp_path}/file/f') is not a folder"),
+            ("--raw", tmp_path / "file", f"--raw: '{tmp_path}/file' is not a folder")]:
+        argv = list(base)
+        argv[argv.index(option) + 1] = str(value)
+        assert main(argv) == 2
+        assert message in capsys.readouterr().err
+    assert main(["parity", "--jobs", "1", "--write", str(tmp_path)]) == 2
+    assert f"--write: '{tmp_path}' is a folder" in capsys.readouterr().err
+    assert sorted(os.listdir(tmp_path)) == ["file"]
+
+
+@pytest.mark.parametrize("nesting", ["arrays", "inline tables"])
+def test_deeply_nested_values_are_a_scenario_error(tmp_path, capsys, nesting):
+    """``tomllib`` recurses once per level of nesting: before the check a few hundred levels
+    escaped as a RecursionError traceback (``fpq sim``, ``--set``, the parking lot)."""
+    from fpq_sim.parkinglot import load_parking_lot
+    depth = 10_000
+    value = "[" * depth + "]" * depth if nesting == "arrays" else \
+        "{a = " * depth + "1" + "}" * depth
+    path = write(tmp_path, GOOD.replace('name = "t"', f"name = {value}"))
+    message = (f"{path}: scenario: nested too deeply to read (a scenario's values are at most "
+               f"a list in a table)")
+    for read in (load, load_parking_lot):
+        with pytest.raises(ScenarioError) as info:
+            read(path)
+        assert str(info.value) == message
+    assert main(["sim", str(path)]) == 2
+    assert capsys.readouterr().err.strip() == f"fpq sim: error: {message}"
+    with pytest.raises(ScenarioError, match=r"^--set queue.v_max: the value is nested too "
+                                            r"deeply to read$"):
+        load(TRAD, [f"queue.v_max={value}"])

@@ -20,7 +20,13 @@ from .float_model import FloatQueueManager
 from .queue_manager import QueueManager, Departure
 from .synthetic import flow_keys, poisson_arrivals, serve_link
 
-__all__ = ["main", "measure"]
+__all__ = ["main", "measure", "MAX_ARRIVALS"]
+
+#: The largest ``--arrivals``. The event list is built in memory before the timing, so that
+#: every case replays the same events: the peak resident memory grows by about 0.62 KB per
+#: arrival (measured with /usr/bin/time: 223 MB at 300,000 arrivals, 659 MB at a million,
+#: 1.9 GB at three million), and the earlier maximum of 10**8 would have needed about 62 GB.
+MAX_ARRIVALS = 1_000_000
 
 
 def _events(arrivals, flows, seed):
@@ -47,13 +53,14 @@ def measure(make_model, events, repeat=3):
 
 
 def main(args):
-    if not 1000 <= args.arrivals <= 100_000_000:
-        raise ValueError(f"--arrivals: {args.arrivals} is out of range [1000, 100000000]")
+    if not 1000 <= args.arrivals <= MAX_ARRIVALS:
+        raise ValueError(f"--arrivals: {args.arrivals} is out of range [1000, {MAX_ARRIVALS}]")
     if not 1 <= args.repeat <= 100:
         raise ValueError(f"--repeat: {args.repeat} is out of range [1, 100]")
     record = getattr(args, "record", None)
-    if record and not os.path.isdir(os.path.dirname(os.path.abspath(record))):
-        raise ValueError(f"--record: the folder of {record!r} does not exist")
+    if record:
+        from .atomic import check_output_path
+        check_output_path(record, "--record")
     events = _events(args.arrivals, 1000, 1)
     cases = [
         ("bit-exact, fpq", lambda: QueueManager(Config(limit_pkts=2000))),

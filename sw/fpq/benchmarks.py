@@ -104,6 +104,13 @@ def markdown(records):
 
 
 def main(args):
+    if args.write:
+        from .atomic import check_output_path, check_not_an_input
+        check_output_path(args.write, "--write")
+        if os.path.isdir(args.records):
+            check_not_an_input(args.write, "--write", [
+                ("--records", os.path.join(args.records, name))
+                for name in os.listdir(args.records) if name.endswith(".json")])
     records = read_records(args.records)
     text = markdown(records)
     if args.write:

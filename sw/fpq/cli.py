@@ -44,6 +44,9 @@ def _accuracy(args):
         raise ValueError(f"--flows: {bad[0]} is out of range [1, 65536]")
     if not 0 <= args.seed < 2**64:
         raise ValueError(f"--seed: {args.seed} is out of range [0, {2**64 - 1}]")
+    if args.write:
+        from .atomic import check_output_path
+        check_output_path(args.write, "--write")
     text = markdown(flows, seed=args.seed, progress=lambda m: print(m, file=sys.stderr))
     print(text)
     if args.write:
@@ -58,7 +61,10 @@ def _benchmarks(args):
 
 
 def _trace_csv(args):
+    from .atomic import check_output_path, check_not_an_input
     from .trace import read_trace, write_csv
+    check_output_path(args.output, "output")
+    check_not_an_input(args.output, "output", [("input", args.input)])
     header, events = read_trace(args.input)
     write_csv(args.output, events)
     print(f"wrote {args.output}: {len(events)} events (tick_hz {header['tick_hz']:g})")
@@ -92,7 +98,8 @@ def build_parser():
     p.set_defaults(func=_regmap)
 
     p = sub.add_parser("bench", help="golden-model throughput benchmark")
-    p.add_argument("--arrivals", type=int, default=300_000)
+    p.add_argument("--arrivals", type=int, default=300_000,
+                   help="arrivals per run, 1000..1000000 (default 300000)")
     p.add_argument("--repeat", type=int, default=3, help="runs per case; the best counts")
     p.add_argument("--record", metavar="PATH.json",
                    help="also write the results as a measurement record (docs/benchmarks/)")

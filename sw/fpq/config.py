@@ -20,7 +20,7 @@ from .formats import (QAVG, PROB, PROB_ONE, CLEAR_PERIOD, RATE, QPKTS_BITS, QBYT
 
 __all__ = ["Field", "FIELDS", "Build", "Config", "ConfigError", "MODES", "RSS_KEY",
            "lt_qt_float", "expand_seed", "REKEY_HOLD_LIMIT", "parse_fixed", "AVG_DELAY",
-           "AVG_WQ_SHIFT", "avg_parameters", "ewma_time_constant"]
+           "AVG_WQ_SHIFT", "avg_parameters", "ewma_time_constant", "BUILD_SIZES"]
 
 MODES = {"droptail": 0, "red": 1, "fpq": 2}
 #: The Microsoft RSS verification key (first 20 bytes are used). Public: set your own in
@@ -37,6 +37,8 @@ AVG_DELAY = 14
 #: sample period allows (``avg_parameters``): 512 samples per time constant, and an average
 #: that settles within 2**-7 packet of a constant queue.
 AVG_WQ_SHIFT = 9
+#: The build-time sizes the RTL supports, each a power of two in ``[lo, hi]``.
+BUILD_SIZES = {"vec_bits": (64, 65536), "table_depth": (16, 65536)}
 
 
 class ConfigError(ValueError):
@@ -62,7 +64,7 @@ class Build:
     fixed: tuple = ()
 
     def __post_init__(self):
-        for name, lo, hi in (("vec_bits", 64, 65536), ("table_depth", 16, 65536)):
+        for name, (lo, hi) in BUILD_SIZES.items():
             v = getattr(self, name)
             if not isinstance(v, int) or v < lo or v > hi or v & (v - 1):
                 raise ConfigError(f"{name}: {v!r} must be a power of two in [{lo}, {hi}]")

@@ -70,6 +70,9 @@ def read_records(folder):
                 rec = json.load(f)
         except ValueError as exc:
             raise ValueError(f"{path}: not JSON ({exc})") from None
+        except RecursionError:
+            raise ValueError(f"{path}: not a measurement record (nested too deeply to "
+                             f"read)") from None
         if not isinstance(rec, dict) or rec.get("version") != RECORD_VERSION or \
                 "results" not in rec:
             raise ValueError(f"{path}: not a measurement record (version "

@@ -28,6 +28,7 @@ it, so a failed write leaves no partial file.
 
 import json
 import os
+import stat
 import struct
 
 import numpy as np
@@ -36,7 +37,8 @@ from .atomic import atomic_path
 from .flow_hash import pack_flow, unpack_flow
 from .queue_manager import Arrival, Departure
 
-__all__ = ["write_trace", "read_trace", "write_csv", "read_csv", "TraceError", "RECORD_DTYPE"]
+__all__ = ["write_trace", "read_trace", "write_csv", "read_csv", "TraceError", "RECORD_DTYPE",
+           "CSV_LINE_MAX"]
 
 MAGIC = b"FPQTRACE"
 VERSION = 2
@@ -106,40 +108,89 @@ def write_trace(path, events, tick_hz, metadata=None):
     _atomic_write(path, write)
 
 
+#: Bytes read at a time from a file whose size the system does not report (a pipe, a FIFO,
+#: a character device): what is kept is only ever what the file really held.
+_CHUNK = 1 << 20
+
+
+def _read_stream(f, size):
+    """Up to ``size`` bytes from ``f``, read in chunks (fewer at the end of the file)."""
+    parts, left = [], size
+    while left:
+        part = f.read(min(left, _CHUNK))
+        if not part:
+            break
+        parts.append(part)
+        left -= len(part)
+    return b"".join(parts)
+
+
 def read_records(path):
-    """Read and check a trace; returns ``(header dict, numpy record array)``."""
+    """Read and check a trace; returns ``(header dict, numpy record array)``.
+
+    The file is read as it goes: the header first, then, once its lengths agree with the
+    file's size, the metadata and the records (no more memory than the file's real content:
+    a 2 GiB file of zeros is refused after its first 32 bytes). A file without a size (a
+    FIFO, ``/dev/zero``) is read in chunks up to the lengths its header gives."""
     with open(path, "rb") as f:
-        data = f.read()
-    if len(data) < _HEAD.size:
-        raise TraceError(f"{path}: {len(data)} bytes is too short for the {_HEAD.size}-byte header")
-    magic, version, rsize, mlen, tick_hz, count = _HEAD.unpack_from(data)
-    if magic != MAGIC:
-        raise TraceError(f"{path}: magic {magic!r} is not {MAGIC!r}: not an FPQ trace")
-    if version != VERSION:
-        raise TraceError(f"{path}: version {version} is not supported (only {VERSION}, whose "
-                         f"ts is the queue manager's accept clock; re-record the trace)")
-    if rsize != RECORD_DTYPE.itemsize:
-        raise TraceError(f"{path}: record size {rsize} is not {RECORD_DTYPE.itemsize}")
-    if not (tick_hz > 0 and tick_hz < 1e15):
-        raise TraceError(f"{path}: tick_hz {tick_hz} is out of range (0, 1e15)")
-    start = _HEAD.size + mlen + (-(_HEAD.size + mlen)) % 8
-    if start > len(data):
-        raise TraceError(f"{path}: metadata length {mlen} runs past the end of the file")
+        st = os.fstat(f.fileno())
+        size = st.st_size if stat.S_ISREG(st.st_mode) else None
+        head = f.read(_HEAD.size)
+        if len(head) < _HEAD.size:
+            raise TraceError(f"{path}: {len(head) if size is None else size} bytes is too "
+                             f"short for the {_HEAD.size}-byte header")
+        magic, version, rsize, mlen, tick_hz, count = _HEAD.unpack(head)
+        if magic != MAGIC:
+            raise TraceError(f"{path}: magic {magic!r} is not {MAGIC!r}: not an FPQ trace")
+        if version != VERSION:
+            raise TraceError(f"{path}: version {version} is not supported (only {VERSION}, "
+                             f"whose ts is the queue manager's accept clock; re-record the "
+                             f"trace)")
+        if rsize != RECORD_DTYPE.itemsize:
+            raise TraceError(f"{path}: record size {rsize} is not {RECORD_DTYPE.itemsize}")
+        if not (tick_hz > 0 and tick_hz < 1e15):
+            raise TraceError(f"{path}: tick_hz {tick_hz} is out of range (0, 1e15)")
+        start = _HEAD.size + mlen + (-(_HEAD.size + mlen)) % 8
+        if size is not None:
+            if start > size:
+                raise TraceError(f"{path}: metadata length {mlen} runs past the end of the "
+                                 f"file")
+            if size - start != count * rsize:
+                raise _length_error(path, count, rsize, size - start)
+        meta_and_pad = _read_stream(f, start - _HEAD.size)
+        if len(meta_and_pad) < start - _HEAD.size:
+            raise TraceError(f"{path}: metadata length {mlen} runs past the end of the file")
+        if size is not None:
+            rec = np.empty(count, RECORD_DTYPE)
+            view, got = memoryview(rec.view(np.uint8)), 0
+            while got < count * rsize:
+                n = f.readinto(view[got:])
+                if not n:                     # the file shrank while it was read
+                    raise _length_error(path, count, rsize, got)
+                got += n
+        else:
+            body = _read_stream(f, count * rsize)
+            if len(body) < count * rsize or f.read(1):
+                raise _length_error(path, count, rsize,
+                                    len(body) if len(body) < count * rsize else "more")
+            rec = np.frombuffer(body, RECORD_DTYPE, count=count)
     try:
-        meta = json.loads(data[_HEAD.size:_HEAD.size + mlen] or b"{}")
+        meta = json.loads(meta_and_pad[:mlen] or b"{}")
     except ValueError as exc:
         raise TraceError(f"{path}: metadata is not valid JSON ({exc})") from None
+    except RecursionError:
+        raise TraceError(f"{path}: metadata is nested too deeply to read") from None
     if not isinstance(meta, dict):
         raise TraceError(f"{path}: metadata must be a JSON object, got {type(meta).__name__}")
-    if any(data[_HEAD.size + mlen:start]):
+    if any(meta_and_pad[mlen:]):
         raise TraceError(f"{path}: padding after the metadata must be zero bytes")
-    body = len(data) - start
-    if body != count * rsize:
-        raise TraceError(f"{path}: header says {count} records ({count * rsize} bytes) but the "
-                         f"file holds {body} bytes after the header: truncated or padded")
-    rec = np.frombuffer(data, RECORD_DTYPE, count=count, offset=start)
     _check(path, rec)
     return {"tick_hz": tick_hz, "metadata": meta, "count": count}, rec
+
+
+def _length_error(path, count, rsize, held):
+    return TraceError(f"{path}: header says {count} records ({count * rsize} bytes) but the "
+                      f"file holds {held} bytes after the header: truncated or padded")
 
 
 def _check(path, rec):
@@ -208,39 +259,58 @@ def write_csv(path, events):
     _atomic_write(path, write)
 
 
+#: The longest line ``read_csv`` takes, in bytes: a row :func:`write_csv` writes is at most
+#: 81 with its newline (``18446744073709551615,arr,255.255.255.255,...``); the rest is room
+#: for spaces and quotes. A longer line is refused before more of the file is read.
+CSV_LINE_MAX = 1024
+
+
+def _csv_lines(f, path):
+    """The lines of the binary file ``f`` as text, each checked for length and UTF-8."""
+    lineno, offset = 0, 0
+    while True:
+        raw = f.readline(CSV_LINE_MAX + 1)
+        if not raw:
+            return
+        lineno += 1
+        if len(raw) > CSV_LINE_MAX:
+            raise TraceError(f"{path}: line {lineno}: longer than {CSV_LINE_MAX} bytes: not "
+                             f"a line of an FPQ CSV trace")
+        try:
+            yield raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise TraceError(f"{path}: line {lineno}: not UTF-8 text (byte "
+                             f"{offset + exc.start})") from None
+        offset += len(raw)
+
+
 def read_csv(path):
     """Read a CSV written by :func:`write_csv` back into events; the same checks as the binary
-    reader (ranges, order). Errors name the file, the line and the column."""
+    reader (ranges, order). Errors name the file, the line and the column. The file is read
+    line by line, a line at most ``CSV_LINE_MAX`` bytes."""
     import csv
-    import io
-    with open(path, "rb") as f:
-        raw = f.read()
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = raw[:exc.start].count(b"\n") + 1
-        raise TraceError(f"{path}: line {line}: not UTF-8 text (byte {exc.start})") from None
     out = []
-    reader = csv.reader(io.StringIO(text, newline=""))
-    lineno, prev, prev_kind = 1, -1, 1
-    try:
-        head = next(reader, None)
-        if tuple(head or ()) != CSV_COLUMNS:
-            raise TraceError(f"{path}: line 1: header must be {','.join(CSV_COLUMNS)}")
-        for row in reader:
-            lineno = reader.line_num
-            try:
-                ev = _csv_event(row)
-            except ValueError as exc:
-                raise TraceError(f"{path}: line {lineno}: {exc}") from None
-            kind = int(type(ev) is Departure)
-            if ev.ts < prev or (ev.ts == prev and not (prev_kind == 1 and kind == 0)):
-                raise TraceError(f"{path}: line {lineno}: " + _order_error(
-                    0, kind, ev.ts, prev_kind, prev)[len("event 0: "):])
-            prev, prev_kind = ev.ts, kind
-            out.append(ev)
-    except csv.Error as exc:
-        raise TraceError(f"{path}: line {reader.line_num}: not valid CSV ({exc})") from None
+    with open(path, "rb") as f:
+        reader = csv.reader(_csv_lines(f, path))
+        lineno, prev, prev_kind = 1, -1, 1
+        try:
+            head = next(reader, None)
+            if tuple(head or ()) != CSV_COLUMNS:
+                raise TraceError(f"{path}: line 1: header must be {','.join(CSV_COLUMNS)}")
+            for row in reader:
+                lineno = reader.line_num
+                try:
+                    ev = _csv_event(row)
+                except ValueError as exc:
+                    raise TraceError(f"{path}: line {lineno}: {exc}") from None
+                kind = int(type(ev) is Departure)
+                if ev.ts < prev or (ev.ts == prev and not (prev_kind == 1 and kind == 0)):
+                    raise TraceError(f"{path}: line {lineno}: " + _order_error(
+                        0, kind, ev.ts, prev_kind, prev)[len("event 0: "):])
+                prev, prev_kind = ev.ts, kind
+                out.append(ev)
+        except csv.Error as exc:
+            raise TraceError(f"{path}: line {reader.line_num}: not valid CSV ({exc})") from None
     return out
 
 

@@ -60,7 +60,8 @@ def test_write_replaces_only_the_generated_block(tmp_path):
 
 
 @pytest.mark.parametrize("content", ["not json", json.dumps({"version": 99, "results": {}}),
-                                     json.dumps([1, 2])])
+                                     json.dumps([1, 2]),
+                                     '{"a":' * 100_000 + "1" + "}" * 100_000])
 def test_a_file_that_is_not_a_record_is_named(tmp_path, content):
     (tmp_path / "bad.json").write_text(content)
     with pytest.raises(ValueError, match=os.path.join(str(tmp_path), "bad.json")):

@@ -1,5 +1,6 @@
 """The `fpq` command (demo, bench, accuracy, errors) and the flow-count accuracy model."""
 import json
+import os
 import math
 
 import pytest
@@ -40,6 +41,8 @@ def test_demo_without_rtl_says_so(tmp_path, capsys):
     (["demo", "--synthetic-flows", "0"], "--synthetic-flows: 0 is out of range [1, 100000]"),
     (["demo", "--arrivals", "5"], "--arrivals: 5 is out of range [100, 10000000]"),
     (["bench", "--repeat", "0"], "--repeat: 0 is out of range [1, 100]"),
+    # the events are built in memory (0.62 KB per arrival): 62 GB at the old maximum of 10**8
+    (["bench", "--arrivals", "1000001"], "--arrivals: 1000001 is out of range [1000, 1000000]"),
     (["accuracy", "--flows", "10,x"], "--flows: '10,x' must be comma-separated integers"),
     (["accuracy", "--flows", "0"], "--flows: 0 is out of range [1, 65536]"),
     (["trace-csv", "/nonexistent/x.fpqtrace", "/tmp/y.csv"], "No such file"),
@@ -85,3 +88,86 @@ def test_correction_removes_the_collision_loss_at_5000_flows():
     assert row["exact"] < 0.7 * 5000
     assert row["exact_corrected"] == pytest.approx(5000, rel=0.06)
     assert abs(row["exact_corrected"] - 5000) < abs(row["exact"] - 5000) / 5
+
+
+# ---- output paths: checked before the work, never one of the inputs ----------------------
+
+def _trace_file(tmp_path):
+    from fpq import Arrival, Departure, pack_flow
+    from fpq.trace import write_trace
+    path = tmp_path / "in.fpqtrace"
+    write_trace(path, [Arrival(5, pack_flow(1, 2, 3, 4, 6), 100, False), Departure(9, 100)],
+                1e6)
+    return path
+
+
+@pytest.mark.parametrize("output", ["same", "hard link", "symbolic link", "dot path"])
+def test_trace_csv_refuses_to_write_over_its_input(tmp_path, capsys, output):
+    """Before the check the CSV replaced the trace it was read from (a symbolic link was
+    replaced by the CSV, the trace it pointed to was kept)."""
+    trace = _trace_file(tmp_path)
+    data = trace.read_bytes()
+    out = {"same": trace, "dot path": tmp_path / "." / "in.fpqtrace",
+           "hard link": tmp_path / "hard", "symbolic link": tmp_path / "sym"}[output]
+    if output == "hard link":
+        os.link(trace, out)
+    elif output == "symbolic link":
+        out.symlink_to(trace)
+    assert main(["trace-csv", str(trace), str(out)]) == 2
+    err = capsys.readouterr().err
+    if output == "symbolic link":
+        assert "output: " in err and "is a symbolic link" in err
+    else:
+        assert f"output {str(out)!r} is the same file as input {str(trace)!r}: writing it " \
+               f"would destroy the input" in err, err
+    assert trace.read_bytes() == data
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        ["in.fpqtrace"] + (["hard"] if output == "hard link" else []) +
+        (["sym"] if output == "symbolic link" else []))
+
+
+@pytest.mark.parametrize("output, message", [
+    ("{d}", "output: '{d}' is a folder, not a regular file"),
+    ("{d}/nowhere/out.csv", "output: the folder '{d}/nowhere' of '{d}/nowhere/out.csv' does "
+                            "not exist"),
+])
+def test_trace_csv_checks_its_output_before_reading(tmp_path, capsys, monkeypatch, output,
+                                                     message):
+    import fpq.trace
+
+    def read_trace(path):
+        raise AssertionError("the trace was read before the output path was checked")
+    monkeypatch.setattr(fpq.trace, "read_trace", read_trace)
+    trace = _trace_file(tmp_path)
+    assert main(["trace-csv", str(trace), output.format(d=tmp_path)]) == 2
+    assert message.format(d=tmp_path) in capsys.readouterr().err
+
+
+def test_bench_and_accuracy_check_their_output_before_computing(tmp_path, capsys,
+                                                                monkeypatch):
+    import fpq.accuracy
+    import fpq.bench
+
+    def compute(*args, **kwargs):
+        raise AssertionError("the computation started before the output path was checked")
+    monkeypatch.setattr(fpq.bench, "_events", compute)
+    monkeypatch.setattr(fpq.accuracy, "markdown", compute)
+    missing = tmp_path / "nowhere" / "r.json"
+    assert main(["bench", "--arrivals", "1000", "--record", str(missing)]) == 2
+    assert f"--record: the folder '{tmp_path}/nowhere' of '{missing}' does not exist" in \
+        capsys.readouterr().err
+    assert main(["accuracy", "--flows", "10", "--write", str(tmp_path)]) == 2
+    assert f"--write: '{tmp_path}' is a folder, not a regular file" in capsys.readouterr().err
+
+
+def test_benchmarks_refuses_to_write_over_one_of_its_records(tmp_path, capsys):
+    from fpq.records import write_record
+    records = tmp_path / "records"
+    records.mkdir()
+    write_record(records / "bench.json", "bench", {"events": 1, "repeat": 1, "rows": []})
+    data = (records / "bench.json").read_bytes()
+    assert main(["benchmarks", "--records", str(records), "--write",
+                 str(records / "bench.json")]) == 2
+    assert f"--write {str(records / 'bench.json')!r} is the same file as --records " \
+           f"{str(records / 'bench.json')!r}" in capsys.readouterr().err
+    assert (records / "bench.json").read_bytes() == data

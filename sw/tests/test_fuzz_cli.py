@@ -26,7 +26,7 @@ OPTIONS = [
     (["demo", "--no-rtl"], "--synthetic-flows", int, 1, 100_000),
     (["demo", "--no-rtl"], "--arrivals", int, 100, 10_000_000),
     (["demo", "--no-rtl"], "--seed", int, 0, 2**63 - 1),
-    (["bench"], "--arrivals", int, 1000, 100_000_000),
+    (["bench"], "--arrivals", int, 1000, 1_000_000),
     (["bench"], "--repeat", int, 1, 100),
     (["accuracy"], "--seed", int, 0, 2**64 - 1),
     (["trace", SCENARIO], "--duration", float, 0.0, 500.0),

@@ -201,3 +201,89 @@ def test_csv_errors_name_line_and_column(tmp_path):
     p.write_text("ts,kind\n")
     with pytest.raises(TraceError, match="line 1: header must be"):
         read_csv(p)
+
+
+# ---- bounded memory on bad or huge input ---------------------------------------------------
+
+#: Reads ``sys.argv[1]`` with the reader named by ``sys.argv[2]`` in a fresh process and
+#: prints the error and the process's peak resident memory in MiB.
+PEAK = """
+import resource, sys
+from fpq.trace import read_trace, read_csv, TraceError
+try:
+    (read_trace if sys.argv[2] == "binary" else read_csv)(sys.argv[1])
+    print("read")
+except TraceError as exc:
+    print(exc)
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
+"""
+
+
+def _read_in_child(path, reader):
+    import subprocess
+    import sys
+    r = subprocess.run([sys.executable, "-c", PEAK, str(path), reader], capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    message, peak_mib = r.stdout.strip().rsplit("\n", 1)
+    return message, int(peak_mib)
+
+
+@pytest.mark.parametrize("source", ["sparse 2 GiB", "/dev/zero"])
+@pytest.mark.parametrize("reader", ["binary", "csv"])
+def test_a_huge_or_endless_file_is_refused_in_little_memory(tmp_path, source, reader):
+    """A 2 GiB file of zeros (sparse: no disk space) and /dev/zero are refused after their
+    first bytes. Reading the whole file first took 2 GiB of memory for the sparse file and
+    ended in a MemoryError for /dev/zero (the CSV reader too, and for the sparse file). The
+    reading process peaks at about 30 MiB here (numpy loaded); the limit is 200 MiB."""
+    if source == "/dev/zero":
+        path = "/dev/zero"
+    else:
+        path = tmp_path / "zeros"
+        with open(path, "wb") as f:
+            f.truncate(2 << 30)
+    message, peak_mib = _read_in_child(path, reader)
+    expected = ("magic b'\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00' is not b'FPQTRACE': not an "
+                "FPQ trace" if reader == "binary" else
+                "line 1: longer than 1024 bytes: not a line of an FPQ CSV trace")
+    assert message == f"{path}: {expected}"
+    assert peak_mib < 200, peak_mib
+
+
+def test_a_fifo_is_read_up_to_what_its_header_says(tmp_path):
+    """A trace from a pipe: the size is unknown, the header's lengths bound what is read; a
+    writer that stops early gives the truncation error, one that goes on past the records
+    the padding error."""
+    import threading
+    path, data = _good(tmp_path)
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for content, error in ((data, None), (data[:-5], "holds 59 bytes after the header: "
+                                                     "truncated or padded"),
+                           (data + b"x", "holds more bytes after the header: truncated or "
+                                         "padded")):
+        writer = threading.Thread(target=lambda: open(fifo, "wb").write(bytes(content)))
+        writer.start()
+        try:
+            if error is None:
+                assert len(read_trace(fifo)[1]) == 2
+            else:
+                with pytest.raises(TraceError, match=error):
+                    read_trace(fifo)
+        finally:
+            writer.join(timeout=10)
+
+
+def test_deeply_nested_metadata_is_a_trace_error(tmp_path):
+    """JSON nested deeper than Python's recursion allows: before the check a RecursionError
+    escaped (a traceback from ``fpq trace-csv``)."""
+    path, data = _good(tmp_path)
+    _, _, _, mlen, _, _ = struct.unpack_from("<8sHHIdQ", data)
+    deep = b'{"a":' * 100_000 + b"1" + b"}" * 100_000
+    meta = deep + b"\0" * ((-(32 + len(deep))) % 8)
+    head = bytearray(data[:32])
+    head[12:16] = struct.pack("<I", len(deep))
+    records = data[32 + mlen + (-(32 + mlen)) % 8:]
+    bad = _bad(tmp_path, bytes(head) + meta + records)
+    with pytest.raises(TraceError, match=f"^{bad}: metadata is nested too deeply to read$"):
+        read_trace(bad)
