@@ -1,7 +1,7 @@
 """The ``fpq`` command. Subcommands come from the packages that own them:
 
-* ``fpq.cli`` (here): ``demo``, ``regmap``, ``bench``, ``benchmarks``, ``accuracy``,
-  ``trace-csv``;
+* ``fpq.cli`` (here): ``demo``, ``regmap``, ``bench``, ``benchmarks``,
+  ``accuracy``, ``trace-csv``;
 * ``fpq_sim.cli.register(subparsers)``: ``sim``, ``figures``, ``trace`` (TCP simulator);
 * ``fpq_hdl.cli.register(subparsers)``: ``verilog`` (RTL export).
 
@@ -21,9 +21,58 @@ def _demo(args):
     return demo_main(args)
 
 
+def _add_build_arguments(p):
+    """The build options of ``fpq verilog`` (``fpq.Build``): the same names and meanings."""
+    from .config import Build
+    d = Build()
+    p.add_argument("--vec-bits", type=int, default=None,
+                   help=f"flow vector bits, power of two 64..65536 (default {d.vec_bits})")
+    p.add_argument("--table-depth", type=int, default=None,
+                   help=f"r(N) table entries, power of two 16..65536 (default {d.table_depth})")
+    p.add_argument("--avg-delay", type=int, default=None,
+                   help=f"clocks from a sample of the queue to the average arrivals decide "
+                        f"with, 1..127 (default {d.avg_delay})")
+    p.add_argument("--fix", action="append", metavar="FIELD=VALUE",
+                   help="a configuration field fixed at build time (repeatable; its register "
+                        "is a read-only constant, docs/REGISTERS.md \"Fixed registers\")")
+
+
+def _build_of(args, avg_delay=None):
+    """The ``fpq.Build`` of the build options (``avg_delay``: the default when
+    ``--avg-delay`` is not given)."""
+    from .config import Build, parse_fixed
+    d = Build()
+    return Build(vec_bits=d.vec_bits if args.vec_bits is None else args.vec_bits,
+                 table_depth=d.table_depth if args.table_depth is None else args.table_depth,
+                 avg_delay=(args.avg_delay if args.avg_delay is not None else
+                            avg_delay if avg_delay is not None else d.avg_delay),
+                 fixed=parse_fixed(args.fix))
+
+
 def _regmap(args):
-    from .regmap import write_all
-    for path in write_all(args.out, docs=args.docs):
+    from .config import Build
+    from .regmap import write_all, FORMATS
+    from .output_files import write_files
+    build = _build_of(args)
+    if args.format == "all":
+        if args.o is not None:
+            raise ValueError(f"-o: names one file, for --format {'|'.join(FORMATS)}; "
+                             f"--format all writes to --out DIR and --docs FILE")
+        if build != Build() and args.out is None:
+            raise ValueError("--out: required with a build other than the default (the "
+                             "checkout's sw/generated and docs/REGISTERS.md are the default "
+                             "build's)")
+        paths = write_all(args.out, docs=args.docs, build=build)
+    else:
+        if args.o is None:
+            raise ValueError(f"-o: required with --format {args.format} (a file, - for "
+                             f"standard output)")
+        if args.out is not None or args.docs is not None:
+            option = "--out" if args.out is not None else "--docs"
+            raise ValueError(f"{option}: only with --format all; --format {args.format} "
+                             f"writes the one file -o names")
+        paths = write_files({args.o: FORMATS[args.format](build)})
+    for path in paths:
         print(f"wrote {path}")
     return 0
 
@@ -85,10 +134,21 @@ def build_parser():
     p.add_argument("--no-rtl", action="store_true", help="skip the Verilated RTL")
     p.set_defaults(func=_demo)
 
-    p = sub.add_parser("regmap", help="generate the register map: JSON, C header, Markdown")
-    p.add_argument("--out", default=None,
-                   help="folder for regmap.json and fpq_regs.h (default: sw/generated)")
-    p.add_argument("--docs", default=None, help="Markdown output (default: docs/REGISTERS.md)")
+    p = sub.add_parser("regmap", help="generate the register map: JSON, C header, Markdown, "
+                                      "SystemRDL")
+    from .regmap import FORMATS as REGMAP_FORMATS
+    p.add_argument("--format", choices=("all", *REGMAP_FORMATS), default="all",
+                   help="all (default): regmap.json, fpq_regs.h and REGISTERS.md; or one of "
+                        "them, or SystemRDL, to -o")
+    p.add_argument("-o", default=None, metavar="PATH",
+                   help="the file of a single --format (- for standard output)")
+    p.add_argument("--out", default=None, metavar="DIR",
+                   help="--format all: folder for regmap.json, fpq_regs.h and (without "
+                        "--docs) REGISTERS.md (default: the checkout's sw/generated and "
+                        "docs/REGISTERS.md, for the default build only)")
+    p.add_argument("--docs", default=None, metavar="FILE",
+                   help="--format all: the Markdown file")
+    _add_build_arguments(p)
     p.set_defaults(func=_regmap)
 
     p = sub.add_parser("bench", help="golden-model throughput benchmark")
