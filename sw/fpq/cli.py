@@ -1,6 +1,6 @@
 """The ``fpq`` command. Subcommands come from the packages that own them:
 
-* ``fpq.cli`` (here): ``demo``, ``regmap``, ``bench``, ``benchmarks``,
+* ``fpq.cli`` (here): ``demo``, ``regmap``, ``config``, ``bench``, ``benchmarks``,
   ``accuracy``, ``trace-csv``;
 * ``fpq_sim.cli.register(subparsers)``: ``sim``, ``figures``, ``trace`` (TCP simulator);
 * ``fpq_hdl.cli.register(subparsers)``: ``verilog`` (RTL export).
@@ -11,6 +11,7 @@ an exit code). Errors in arguments exit with status 2 and a message naming the a
 
 import argparse
 import importlib
+import json
 import sys
 
 __all__ = ["main", "build_parser"]
@@ -74,6 +75,47 @@ def _regmap(args):
         paths = write_files({args.o: FORMATS[args.format](build)})
     for path in paths:
         print(f"wrote {path}")
+    return 0
+
+
+def _config(args):
+    from .config import Config, parse_fixed
+    from .config_export import outputs, register_writes, table_contents
+    from .output_files import write_files
+    values, avg_delay = {}, None
+    if args.config is not None and args.scenario is not None:
+        raise ValueError("--scenario: give --config or --scenario, not both")
+    if args.config is not None:
+        try:
+            with open(args.config, "rb") as f:
+                values = json.loads(f.read().decode("utf-8"))
+        except OSError as exc:
+            raise ValueError(f"--config: cannot read {args.config!r}: {exc.strerror}") \
+                from None
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise ValueError(f"--config: {args.config}: not valid JSON: {exc}") from None
+        if not isinstance(values, dict):
+            raise ValueError(f"--config: {args.config}: must be a JSON object of "
+                             f"configuration fields (as Config.to_dict() writes them)")
+    if args.scenario is not None:
+        from fpq_sim.scenario import load, queue_config
+        try:
+            scenario_config = queue_config(load(args.scenario))
+        except OSError as exc:
+            raise ValueError(f"--scenario: cannot read {args.scenario!r}: {exc.strerror}") \
+                from None
+        values = scenario_config.to_dict()
+        avg_delay = scenario_config.build.avg_delay
+    build = _build_of(args, avg_delay)
+    values.update(parse_fixed(args.set, option="--set"))
+    config = Config.from_dict(values, build=build)
+    files = outputs(config, args.format, args.o)
+    paths = write_files(files)
+    tables = table_contents(config)
+    print(f"{', '.join(paths) or 'standard output'}: {len(register_writes(config))} register "
+          f"writes (the last is the commit), tables "
+          + ", ".join(f"{name} ({len(v)} words)" for name, v in tables.items()),
+          file=sys.stderr)
     return 0
 
 
@@ -150,6 +192,28 @@ def build_parser():
                    help="--format all: the Markdown file")
     _add_build_arguments(p)
     p.set_defaults(func=_regmap)
+
+    p = sub.add_parser("config", help="a configuration as register writes and tables for a "
+                                      "host without Python: JSON, C, $readmemh")
+    from .config_export import FORMATS as CONFIG_FORMATS
+    p.add_argument("--format", choices=CONFIG_FORMATS, required=True,
+                   help="json: one file (- for standard output); c: a .c file and its .h "
+                        "beside it, with fpq_apply_config(); readmemh: a folder, one file "
+                        "per table and bus_writes.hex")
+    p.add_argument("-o", required=True, metavar="PATH",
+                   help="the output: a file (json), the .c file (c), a folder (readmemh)")
+    p.add_argument("--set", action="append", metavar="FIELD=VALUE",
+                   help="a configuration field (fpq.Config, docs/REGISTERS.md "
+                        "\"Configuration fields\"), e.g. --set mode=red --set tick_hz=100e6 "
+                        "(repeatable; over --config and --scenario)")
+    p.add_argument("--config", metavar="FILE.json", default=None,
+                   help="configuration fields as a JSON object (Config.to_dict(): hash_key "
+                        "as hex; fields left out take their defaults)")
+    p.add_argument("--scenario", metavar="FILE.toml", default=None,
+                   help="the bottleneck queue manager's configuration of a simulator "
+                        "scenario (fpq sim)")
+    _add_build_arguments(p)
+    p.set_defaults(func=_config)
 
     p = sub.add_parser("bench", help="golden-model throughput benchmark")
     p.add_argument("--arrivals", type=int, default=300_000)
