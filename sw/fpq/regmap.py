@@ -340,7 +340,66 @@ def to_markdown(build=None):
             lo = hi = f"{lo} bytes"
         out.append(f"| `{f.name}` | {f.kind} | {f.type} | {f.unit} | {f.fmt} | [{lo}, {hi}] | "
                    f"{default} | {f.doc} |")
-    return "\n".join(out) + "\n"
+    return "\n".join(out) + "\n" + _WITHOUT_PYTHON
+
+
+#: The last section of docs/REGISTERS.md.
+_WITHOUT_PYTHON = """
+## Configuring the core without Python
+
+`fpq config` turns a configuration (the fields above, for one build) into what a host writes
+to apply it: a file made once, used at run time by firmware, a testbench or a script in any
+language. The derived registers count clocks of the queue manager, so give its clock
+(`tick_hz`). The build options are those of `fpq verilog`; a bitstream built with `--fix`
+needs the same `--fix` here.
+
+```sh
+# the register map of the build (C header) and the configuration for it (C)
+fpq regmap --vec-bits 8192 --table-depth 8192 --format c -o fw/fpq_regs.h
+fpq config --vec-bits 8192 --table-depth 8192 --set tick_hz=150e6 --set mode=fpq \\
+    --set v_max=5000 --set t_clear_s=4 --set limit_pkts=1000 --format c -o fw/fpq_config.c
+# the same as data, from a JSON object of fields (as Config.to_dict() writes them)
+fpq config --config fields.json --format json -o config.json
+# the configuration a simulator scenario runs, for a Verilog testbench
+fpq config --scenario sim/scenarios/fpq-fpq.toml --format readmemh -o mem/
+# the register map as SystemRDL 2.0 (reset values of the build, ranges in the descriptions)
+fpq regmap --format systemrdl -o fpq.rdl
+```
+
+Bad values are refused naming the field and its range, and nothing is written. Every output
+is complete or absent. The sequence a host follows (`fpq.config_export`):
+
+1. Read `id`, `build` and every register the build fixes, and compare: the writes are for
+   that build only.
+2. Write `CONTROL.CLEAR_ERRORS`.
+3. Write every word of every configuration register, least significant word first.
+4. Write every word of every table (into the inactive bank).
+5. Write `CONTROL.COMMIT`.
+6. Read `status` until `BUSY` clears (a commit that changes `v_max` or `hash_key` wipes
+   the vector, about `vec_bits` clocks); `COMMIT_REJECTED` and `REJECT_INDEX` name a
+   register out of range, `BAD_WRITE` a refused write.
+
+Formats (`--format`, output `-o`):
+
+- `c`: `fpq_config.c` and `fpq_config.h` (`-o` names the `.c`) with the writes and tables
+  as constant arrays and `int fpq_apply_config(volatile uint32_t *base, uint32_t *index)`
+  (a memory-mapped register file at `base`) and `fpq_apply_config_bus(&bus, &index)`
+  (read and write callbacks), which do the six steps and return `FPQ_CONFIG_OK` (0) or
+  `FPQ_CONFIG_ERR_ID`, `_BUILD`, `_FIXED`, `_TIMEOUT` (after `FPQ_CONFIG_MAX_POLLS` status
+  reads; define it to change it), `_REJECTED`, `_BAD_WRITE`; `*index` names the register of
+  `_FIXED` and `_REJECTED`. C99; the `.c` includes `fpq_regs.h` and does not compile with
+  the header of another build.
+- `json`: one file (`-` for standard output). `build`; `config` (the fields, input of
+  `--config`); `registers` (every raw value, hex text); `expect` (step 1: `{address, value,
+  name}` to read and compare); `writes` (steps 2, 3 and 5 in order: `{address, value,
+  name}`, the last is the commit; `hash_key[2]` is word 2 of `hash_key`); `tables` (step 4:
+  `{name, address, depth, width, values}`, `values[i]` at `address + 4 i`, before the last
+  write); `status` (step 6: its address and bit masks).
+- `readmemh`: a folder with one `$readmemh` file per table, `rate_table.hex` (`table_depth`
+  lines of 6 hex digits: 22-bit RATE words, entry n on line n), and `bus_writes.hex` (steps
+  2 to 5 as 64-bit words, `address[63:32]` and `value[31:0]`, one per line); the headers
+  give the Verilog declarations that read them.
+"""
 
 
 def _rdl_string(text):
