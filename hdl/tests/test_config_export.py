@@ -6,7 +6,6 @@ exactly the golden model's registers (``Config.registers()``) active and its r(N
 
 import ctypes
 import json
-import os
 import queue
 import shutil
 import subprocess

@@ -197,8 +197,6 @@ def to_c(config, header_name="fpq_config.h"):
     b = config.build
     regs = registers(b)
     by_name = {r.name: r for r in regs}
-    index = {r.name: i for i, r in enumerate(regs)}
-    raw = config.registers()
     contents = table_contents(config)
     guard = "".join(c if c.isalnum() else "_" for c in header_name.upper())
     describe = [" * " + line for line in _describe(config)]
@@ -209,6 +207,7 @@ def to_c(config, header_name="fpq_config.h"):
          " * applies them (docs/REGISTERS.md, \"Configuring the core without Python\").",
          *describe, " */",
          f"#ifndef {guard}", f"#define {guard}", "", "#include <stdint.h>", "",
+         "#ifdef __cplusplus", "extern \"C\" {", "#endif", "",
          "/* Return codes of fpq_apply_config and fpq_apply_config_bus. */",
          "#define FPQ_CONFIG_OK 0",
          "/* the id register does not read FPQ_ID_VALUE: no FPQ register file at this base */",
@@ -228,7 +227,7 @@ def to_c(config, header_name="fpq_config.h"):
          "#ifndef FPQ_CONFIG_MAX_POLLS",
          "#define FPQ_CONFIG_MAX_POLLS 1000000u",
          "#endif", "",
-         f"/* the build register's value for this configuration's build */",
+         "/* the build register's value for this configuration's build */",
          f"#define FPQ_CONFIG_BUILD_WORD 0x{build_word(b):08x}u", "",
          "/* a word at a byte address: a write, or a read and its expected value; index: the",
          " * register's index (FPQ_REG_*_INDEX) */",
@@ -261,6 +260,7 @@ def to_c(config, header_name="fpq_config.h"):
           "int fpq_apply_config_bus(const struct fpq_bus *bus, uint32_t *index);",
           "/* The same over a memory-mapped register file: base points at its byte address 0. */",
           "int fpq_apply_config(volatile uint32_t *base, uint32_t *index);", "",
+          "#ifdef __cplusplus", "}", "#endif", "",
           f"#endif /* {guard} */", ""]
 
     def word_line(w, reg_name):
@@ -282,8 +282,8 @@ def to_c(config, header_name="fpq_config.h"):
         c.append(f"#error \"fpq_regs.h: {t.name} depth is not this configuration's\"")
         c.append("#endif")
     c += ["", "const struct fpq_word fpq_config_expect[FPQ_CONFIG_EXPECT_COUNT] = {",
-          f"    {{FPQ_REG_ID, FPQ_ID_VALUE, FPQ_REG_ID_INDEX}},",
-          f"    {{FPQ_REG_BUILD, FPQ_CONFIG_BUILD_WORD, FPQ_REG_BUILD_INDEX}},"]
+          "    {FPQ_REG_ID, FPQ_ID_VALUE, FPQ_REG_ID_INDEX},",
+          "    {FPQ_REG_BUILD, FPQ_CONFIG_BUILD_WORD, FPQ_REG_BUILD_INDEX},"]
     for w in expected_reads(config)[2:]:
         c.append(word_line(w, w.name.split("[")[0]))
     c += ["};", "", "const struct fpq_word fpq_config_writes[FPQ_CONFIG_WRITE_COUNT] = {"]

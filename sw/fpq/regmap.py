@@ -367,7 +367,8 @@ fpq regmap --format systemrdl -o fpq.rdl
 ```
 
 Bad values are refused naming the field and its range, and nothing is written. Every output
-is complete or absent. The sequence a host follows (`fpq.config_export`):
+is complete or absent. The outputs hold the hash key: keep them as secret as the key. The
+sequence a host follows (`fpq.config_export`):
 
 1. Read `id`, `build` and every register the build fixes, and compare: the writes are for
    that build only.
@@ -458,7 +459,7 @@ def _rdl_register(r, index):
                   + doc) for w in range(r.words)]
     out = []
     for name, offset, regwidth, lsb, width, text in parts:
-        out += [f"    reg {{", f"        name = {_rdl_string(name)};",
+        out += ["    reg {", f"        name = {_rdl_string(name)};",
                 f"        desc = {_rdl_string(text)};", f"        regwidth = {regwidth};"]
         if r.name in _RDL_BITS:
             field_access = ("sw = w; hw = r; singlepulse = true;" if r.name == "control"

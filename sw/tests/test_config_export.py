@@ -184,6 +184,14 @@ def test_c_compiles_with_warnings_as_errors(tmp_path, build):
     export_c(tmp_path, build)
     r = compile_c(tmp_path, "-c")
     assert r.returncode == 0, r.stderr
+    cxx = shutil.which("c++") or shutil.which("g++")
+    if cxx:                                  # C++ firmware links with the C object
+        (tmp_path / "main.cpp").write_text(
+            '#include "fpq_config.h"\n'
+            "int main() { return fpq_apply_config(0, 0) == 1 ? 1 : 0; }\n")
+        r = subprocess.run([cxx, "-Wall", "-Wextra", "-Werror", "main.cpp", "fpq_config.o",
+                            "-o", "main"], cwd=tmp_path, capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
 
 
 @needs_cc
@@ -228,25 +236,24 @@ def test_c_memory_mapped_apply_writes_the_model_s_registers_and_table(tmp_path):
     assert memory[0x8 >> 2] == 1                   # the last write to control: COMMIT
 
 
+READ = ctypes.CFUNCTYPE(ctypes.c_uint32, ctypes.c_void_p, ctypes.c_uint32)
+WRITE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint32, ctypes.c_uint32)
+
+
+class CBus(ctypes.Structure):
+    """``struct fpq_bus``."""
+    _fields_ = [("read", READ), ("write", WRITE), ("ctx", ctypes.c_void_p)]
+
+
 class FakeBus:
     """Read and write callbacks for ``fpq_apply_config_bus``: ``id``, ``build`` and
     ``status`` read the given values, everything else 0; every access is logged."""
 
-    READ = ctypes.CFUNCTYPE(ctypes.c_uint32, ctypes.c_void_p, ctypes.c_uint32)
-    WRITE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint32, ctypes.c_uint32)
-
-    class Struct(ctypes.Structure):
-        _fields_ = [("read", ctypes.CFUNCTYPE(ctypes.c_uint32, ctypes.c_void_p,
-                                              ctypes.c_uint32)),
-                    ("write", ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint32,
-                                               ctypes.c_uint32)),
-                    ("ctx", ctypes.c_void_p)]
-
     def __init__(self, build, ident=ID_VALUE, status=0):
         self.words = {0x0: ident, 0x4: build_word(build), 0xC: status}
         self.log = []
-        self._read = self.READ(self.read)
-        self._write = self.WRITE(self.write)
+        self._read = READ(self.read)
+        self._write = WRITE(self.write)
 
     def read(self, ctx, address):
         self.log.append(("r", address))
@@ -257,8 +264,8 @@ class FakeBus:
 
     def apply(self, lib):
         index = ctypes.c_uint32(0xFFFFFFFF)
-        code = lib.fpq_apply_config_bus(ctypes.byref(self.Struct(self._read, self._write,
-                                                                 None)), ctypes.byref(index))
+        code = lib.fpq_apply_config_bus(ctypes.byref(CBus(self._read, self._write, None)),
+                                        ctypes.byref(index))
         return code, index.value
 
 
