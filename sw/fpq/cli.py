@@ -1,7 +1,7 @@
 """The ``fpq`` command. Subcommands come from the packages that own them:
 
-* ``fpq.cli`` (here): ``demo``, ``regmap``, ``bench``, ``benchmarks``, ``accuracy``,
-  ``trace-csv``;
+* ``fpq.cli`` (here): ``demo``, ``regmap``, ``config``, ``bench``, ``benchmarks``,
+  ``accuracy``, ``trace-csv``;
 * ``fpq_sim.cli.register(subparsers)``: ``sim``, ``figures``, ``trace`` (TCP simulator);
 * ``fpq_hdl.cli.register(subparsers)``: ``verilog`` (RTL export).
 
@@ -11,6 +11,7 @@ an exit code). Errors in arguments exit with status 2 and a message naming the a
 
 import argparse
 import importlib
+import json
 import sys
 
 __all__ = ["main", "build_parser"]
@@ -21,10 +22,100 @@ def _demo(args):
     return demo_main(args)
 
 
+def _add_build_arguments(p):
+    """The build options of ``fpq verilog`` (``fpq.Build``): the same names and meanings."""
+    from .config import Build
+    d = Build()
+    p.add_argument("--vec-bits", type=int, default=None,
+                   help=f"flow vector bits, power of two 64..65536 (default {d.vec_bits})")
+    p.add_argument("--table-depth", type=int, default=None,
+                   help=f"r(N) table entries, power of two 16..65536 (default {d.table_depth})")
+    p.add_argument("--avg-delay", type=int, default=None,
+                   help=f"clocks from a sample of the queue to the average arrivals decide "
+                        f"with, 1..127 (default {d.avg_delay})")
+    p.add_argument("--fix", action="append", metavar="FIELD=VALUE",
+                   help="a configuration field fixed at build time (repeatable; its register "
+                        "is a read-only constant, docs/REGISTERS.md \"Fixed registers\")")
+
+
+def _build_of(args, avg_delay=None):
+    """The ``fpq.Build`` of the build options (``avg_delay``: the default when
+    ``--avg-delay`` is not given)."""
+    from .config import Build, parse_fixed
+    d = Build()
+    return Build(vec_bits=d.vec_bits if args.vec_bits is None else args.vec_bits,
+                 table_depth=d.table_depth if args.table_depth is None else args.table_depth,
+                 avg_delay=(args.avg_delay if args.avg_delay is not None else
+                            avg_delay if avg_delay is not None else d.avg_delay),
+                 fixed=parse_fixed(args.fix))
+
+
 def _regmap(args):
-    from .regmap import write_all
-    for path in write_all(args.out, docs=args.docs):
+    from .config import Build
+    from .regmap import write_all, FORMATS
+    from .output_files import write_files
+    build = _build_of(args)
+    if args.format == "all":
+        if args.o is not None:
+            raise ValueError(f"-o: names one file, for --format {'|'.join(FORMATS)}; "
+                             f"--format all writes to --out DIR and --docs FILE")
+        if build != Build() and args.out is None:
+            raise ValueError("--out: required with a build other than the default (the "
+                             "checkout's sw/generated and docs/REGISTERS.md are the default "
+                             "build's)")
+        paths = write_all(args.out, docs=args.docs, build=build)
+    else:
+        if args.o is None:
+            raise ValueError(f"-o: required with --format {args.format} (a file, - for "
+                             f"standard output)")
+        if args.out is not None or args.docs is not None:
+            option = "--out" if args.out is not None else "--docs"
+            raise ValueError(f"{option}: only with --format all; --format {args.format} "
+                             f"writes the one file -o names")
+        paths = write_files({args.o: FORMATS[args.format](build)})
+    for path in paths:
         print(f"wrote {path}")
+    return 0
+
+
+def _config(args):
+    from .config import Config, parse_fixed
+    from .config_export import outputs, register_writes, table_contents
+    from .output_files import write_files
+    values, avg_delay = {}, None
+    if args.config is not None and args.scenario is not None:
+        raise ValueError("--scenario: give --config or --scenario, not both")
+    if args.config is not None:
+        try:
+            with open(args.config, "rb") as f:
+                values = json.loads(f.read().decode("utf-8"))
+        except OSError as exc:
+            raise ValueError(f"--config: cannot read {args.config!r}: {exc.strerror}") \
+                from None
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise ValueError(f"--config: {args.config}: not valid JSON: {exc}") from None
+        if not isinstance(values, dict):
+            raise ValueError(f"--config: {args.config}: must be a JSON object of "
+                             f"configuration fields (as Config.to_dict() writes them)")
+    if args.scenario is not None:
+        from fpq_sim.scenario import load, queue_config
+        try:
+            scenario_config = queue_config(load(args.scenario))
+        except OSError as exc:
+            raise ValueError(f"--scenario: cannot read {args.scenario!r}: {exc.strerror}") \
+                from None
+        values = scenario_config.to_dict()
+        avg_delay = scenario_config.build.avg_delay
+    build = _build_of(args, avg_delay)
+    values.update(parse_fixed(args.set, option="--set"))
+    config = Config.from_dict(values, build=build)
+    files = outputs(config, args.format, args.o)
+    paths = write_files(files)
+    tables = table_contents(config)
+    print(f"{', '.join(paths) or 'standard output'}: {len(register_writes(config))} register "
+          f"writes (the last is the commit), tables "
+          + ", ".join(f"{name} ({len(v)} words)" for name, v in tables.items()),
+          file=sys.stderr)
     return 0
 
 
@@ -91,11 +182,44 @@ def build_parser():
     p.add_argument("--no-rtl", action="store_true", help="skip the Verilated RTL")
     p.set_defaults(func=_demo)
 
-    p = sub.add_parser("regmap", help="generate the register map: JSON, C header, Markdown")
-    p.add_argument("--out", default=None,
-                   help="folder for regmap.json and fpq_regs.h (default: sw/generated)")
-    p.add_argument("--docs", default=None, help="Markdown output (default: docs/REGISTERS.md)")
+    p = sub.add_parser("regmap", help="generate the register map: JSON, C header, Markdown, "
+                                      "SystemRDL")
+    from .regmap import FORMATS as REGMAP_FORMATS
+    p.add_argument("--format", choices=("all", *REGMAP_FORMATS), default="all",
+                   help="all (default): regmap.json, fpq_regs.h and REGISTERS.md; or one of "
+                        "them, or SystemRDL, to -o")
+    p.add_argument("-o", default=None, metavar="PATH",
+                   help="the file of a single --format (- for standard output)")
+    p.add_argument("--out", default=None, metavar="DIR",
+                   help="--format all: folder for regmap.json, fpq_regs.h and (without "
+                        "--docs) REGISTERS.md (default: the checkout's sw/generated and "
+                        "docs/REGISTERS.md, for the default build only)")
+    p.add_argument("--docs", default=None, metavar="FILE",
+                   help="--format all: the Markdown file")
+    _add_build_arguments(p)
     p.set_defaults(func=_regmap)
+
+    p = sub.add_parser("config", help="a configuration as register writes and tables for a "
+                                      "host without Python: JSON, C, $readmemh")
+    from .config_export import FORMATS as CONFIG_FORMATS
+    p.add_argument("--format", choices=CONFIG_FORMATS, required=True,
+                   help="json: one file (- for standard output); c: a .c file and its .h "
+                        "beside it, with fpq_apply_config(); readmemh: a folder, one file "
+                        "per table and bus_writes.hex")
+    p.add_argument("-o", required=True, metavar="PATH",
+                   help="the output: a file (json), the .c file (c), a folder (readmemh)")
+    p.add_argument("--set", action="append", metavar="FIELD=VALUE",
+                   help="a configuration field (fpq.Config, docs/REGISTERS.md "
+                        "\"Configuration fields\"), e.g. --set mode=red --set tick_hz=100e6 "
+                        "(repeatable; over --config and --scenario)")
+    p.add_argument("--config", metavar="FILE.json", default=None,
+                   help="configuration fields as a JSON object (Config.to_dict(): hash_key "
+                        "as hex; fields left out take their defaults)")
+    p.add_argument("--scenario", metavar="FILE.toml", default=None,
+                   help="the bottleneck queue manager's configuration of a simulator "
+                        "scenario (fpq sim)")
+    _add_build_arguments(p)
+    p.set_defaults(func=_config)
 
     p = sub.add_parser("bench", help="golden-model throughput benchmark")
     p.add_argument("--arrivals", type=int, default=300_000,

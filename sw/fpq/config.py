@@ -483,6 +483,29 @@ class Config:
         d["hash_key"] = d["hash_key"].hex()
         return d
 
+    @classmethod
+    def from_dict(cls, values, build=None):
+        """The configuration of a dict of field values in the form ``to_dict`` gives (JSON
+        types: ``hash_key`` as hex text); fields left out take their defaults.
+
+        Parameters
+        ----------
+        values : dict
+        build : Build
+            The build (default ``Build()``)."""
+        if not isinstance(values, dict):
+            raise ConfigError(f"configuration: must be an object of configuration fields, "
+                              f"not {type(values).__name__}")
+        values = dict(values)
+        key = values.get("hash_key")
+        if isinstance(key, str):
+            try:
+                values["hash_key"] = bytes.fromhex(key)
+            except ValueError:
+                raise ConfigError(f"hash_key: {key!r} is not hex bytes (allowed: exactly "
+                                  f"{FIELD_BY_NAME['hash_key'].lo} bytes)") from None
+        return cls(build=build, **values)
+
 
 def _words_to_int(words):
     """Four 32-bit words (x, y, z, w) as one 128-bit register value, x in the low word."""

@@ -60,14 +60,14 @@ from dataclasses import dataclass
 import json
 import os
 
-from .atomic import write_text
 from .config import FIELDS, Build, Config, REKEY_HOLD_LIMIT
 from .formats import (QAVG, PROB, PROB_ONE, CLEAR_PERIOD, RATE, QPKTS_BITS, QBYTES_BITS,
                       HOLD_BITS, SAMPLE_PERIOD_BITS, MIN_SAMPLE_PERIOD, WQ_SHIFT_MAX)
 from .queue_manager import COUNTERS
 
 __all__ = ["Register", "Table", "registers", "tables", "check_registers", "write_all",
-           "SOURCES", "is_fixed", "BUILD_FIXED_BIT", "build_word",
+           "FORMATS", "to_json", "to_c_header", "to_markdown", "to_systemrdl", "SOURCES",
+           "is_fixed", "BUILD_FIXED_BIT", "build_word",
            "ID_VALUE", "CONTROL_COMMIT", "CONTROL_CLEAR_ERRORS", "STATUS_BITS"]
 
 ID_VALUE = 0x46505131  # "FPQ1"
@@ -340,8 +340,175 @@ def to_markdown(build=None):
             lo = hi = f"{lo} bytes"
         out.append(f"| `{f.name}` | {f.kind} | {f.type} | {f.unit} | {f.fmt} | [{lo}, {hi}] | "
                    f"{default} | {f.doc} |")
-    return "\n".join(out) + "\n"
+    return "\n".join(out) + "\n" + _WITHOUT_PYTHON
 
+
+#: The last section of docs/REGISTERS.md.
+_WITHOUT_PYTHON = """
+## Configuring the core without Python
+
+`fpq config` turns a configuration (the fields above, for one build) into what a host writes
+to apply it: a file made once, used at run time by firmware, a testbench or a script in any
+language. The derived registers count clocks of the queue manager, so give its clock
+(`tick_hz`). The build options are those of `fpq verilog`; a bitstream built with `--fix`
+needs the same `--fix` here.
+
+```sh
+# the register map of the build (C header) and the configuration for it (C)
+fpq regmap --vec-bits 8192 --table-depth 8192 --format c -o fw/fpq_regs.h
+fpq config --vec-bits 8192 --table-depth 8192 --set tick_hz=150e6 --set mode=fpq \\
+    --set v_max=5000 --set t_clear_s=4 --set limit_pkts=1000 --format c -o fw/fpq_config.c
+# the same as data, from a JSON object of fields (as Config.to_dict() writes them)
+fpq config --config fields.json --format json -o config.json
+# the configuration a simulator scenario runs, for a Verilog testbench
+fpq config --scenario sim/scenarios/fpq-fpq.toml --format readmemh -o mem/
+# the register map as SystemRDL 2.0 (reset values of the build, ranges in the descriptions)
+fpq regmap --format systemrdl -o fpq.rdl
+```
+
+Bad values are refused naming the field and its range, and nothing is written. Every output
+is complete or absent. The outputs hold the hash key: keep them as secret as the key. The
+sequence a host follows (`fpq.config_export`):
+
+1. Read `id`, `build` and every register the build fixes, and compare: the writes are for
+   that build only.
+2. Write `CONTROL.CLEAR_ERRORS`.
+3. Write every word of every configuration register, least significant word first.
+4. Write every word of every table (into the inactive bank).
+5. Write `CONTROL.COMMIT`.
+6. Read `status` until `BUSY` clears (a commit that changes `v_max` or `hash_key` wipes
+   the vector, about `vec_bits` clocks); `COMMIT_REJECTED` and `REJECT_INDEX` name a
+   register out of range, `BAD_WRITE` a refused write.
+
+Formats (`--format`, output `-o`):
+
+- `c`: `fpq_config.c` and `fpq_config.h` (`-o` names the `.c`) with the writes and tables
+  as constant arrays and `int fpq_apply_config(volatile uint32_t *base, uint32_t *index)`
+  (a memory-mapped register file at `base`) and `fpq_apply_config_bus(&bus, &index)`
+  (read and write callbacks), which do the six steps and return `FPQ_CONFIG_OK` (0) or
+  `FPQ_CONFIG_ERR_ID`, `_BUILD`, `_FIXED`, `_TIMEOUT` (after `FPQ_CONFIG_MAX_POLLS` status
+  reads; define it to change it), `_REJECTED`, `_BAD_WRITE`; `*index` names the register of
+  `_FIXED` and `_REJECTED`. C99; the `.c` includes `fpq_regs.h` and does not compile with
+  the header of another build.
+- `json`: one file (`-` for standard output). `build`; `config` (the fields, input of
+  `--config`); `registers` (every raw value, hex text); `expect` (step 1: `{address, value,
+  name}` to read and compare); `writes` (steps 2, 3 and 5 in order: `{address, value,
+  name}`, the last is the commit; `hash_key[2]` is word 2 of `hash_key`); `tables` (step 4:
+  `{name, address, depth, width, values}`, `values[i]` at `address + 4 i`, before the last
+  write); `status` (step 6: its address and bit masks).
+- `readmemh`: a folder with one `$readmemh` file per table, `rate_table.hex` (`table_depth`
+  lines of 6 hex digits: 22-bit RATE words, entry n on line n), and `bus_writes.hex` (steps
+  2 to 5 as 64-bit words, `address[63:32]` and `value[31:0]`, one per line); the headers
+  give the Verilog declarations that read them.
+"""
+
+
+def _rdl_string(text):
+    """``text`` as a SystemRDL string literal."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _rdl_number(value, width):
+    return f"{width}'h{value:x}"
+
+
+#: SystemRDL field properties of each access of the map: what software and the queue
+#: manager may do with a register (``rc``: a write of any value clears it).
+_RDL_ACCESS = {
+    "rw": "sw = rw; hw = r;",
+    "ro": "sw = r; hw = w;",
+    "rc": "sw = rw; hw = w; onwrite = wclr;",
+}
+#: The named bits of ``control`` and ``status``: (name, msb, lsb, description).
+_RDL_BITS = {
+    "control": [("COMMIT", 0, 0, "Check the shadows and apply them all in one clock, or "
+                 "reject the commit (STATUS.COMMIT_REJECTED)."),
+                ("CLEAR_ERRORS", 1, 1, "Clear COMMIT_REJECTED, BAD_WRITE and REJECT_INDEX.")],
+    "status": [("BUSY", STATUS_BITS["BUSY"], STATUS_BITS["BUSY"],
+                "A commit or a wipe of the flow vector is under way."),
+               ("COMMIT_REJECTED", STATUS_BITS["COMMIT_REJECTED"],
+                STATUS_BITS["COMMIT_REJECTED"], "Sticky: a commit was rejected."),
+               ("BAD_WRITE", STATUS_BITS["BAD_WRITE"], STATUS_BITS["BAD_WRITE"],
+                "Sticky: a write was refused (read-only or unmapped address, a value wider "
+                "than its register, undefined control bits)."),
+               ("REJECT_INDEX", STATUS_REJECT_INDEX_SHIFT + 7, STATUS_REJECT_INDEX_SHIFT,
+                "Sticky: index of the first register out of range of the rejected commit.")],
+}
+
+
+def _rdl_register(r, index):
+    """SystemRDL lines of register ``r``: one register of 32, 64 or 128 bits (accessed in
+    32-bit words, least significant first) where its words allow, else one register per
+    32-bit word, ``name_0``, ``name_1``, ..."""
+    if r.kind == "fixed":
+        access = "sw = r; hw = na;"
+    elif r.kind == "control" and r.access == "ro" and r.name not in _RDL_BITS:
+        access = "sw = r; hw = na;"             # id and build: constants of the build
+    else:
+        access = _RDL_ACCESS.get(r.access)
+    doc = r.doc + (f" Format: {r.fmt}." if r.fmt else "")
+    if r.kind == "config":
+        doc += (f" Range (raw, checked at CONTROL.COMMIT): {r.lo:#x} .. {r.hi:#x}; index "
+                f"{index} (STATUS.REJECT_INDEX). A shadow: a write applies at the next commit.")
+    if r.words == 1 or (r.words in (2, 4) and r.offset % (4 * r.words) == 0):
+        parts = [(r.name, r.offset, 32 * r.words, 0, r.width, doc)]
+    else:
+        parts = [(f"{r.name}_{w}", r.offset + 4 * w, 32, 32 * w,
+                  min(32, r.width - 32 * w),
+                  f"Word {w} (bits {min(r.width, 32 * w + 32) - 1}..{32 * w}) of {r.name}. "
+                  + doc) for w in range(r.words)]
+    out = []
+    for name, offset, regwidth, lsb, width, text in parts:
+        out += ["    reg {", f"        name = {_rdl_string(name)};",
+                f"        desc = {_rdl_string(text)};", f"        regwidth = {regwidth};"]
+        if r.name in _RDL_BITS:
+            field_access = ("sw = w; hw = r; singlepulse = true;" if r.name == "control"
+                            else "sw = r; hw = w;")
+            for bit_name, msb, lsb_, bit_doc in _RDL_BITS[r.name]:
+                out.append(f"        field {{ {field_access} desc = {_rdl_string(bit_doc)}; "
+                           f"}} {bit_name}[{msb}:{lsb_}] = 0;")
+        else:
+            reset = (r.reset >> lsb) & ((1 << width) - 1)
+            out.append(f"        field {{ {access} }} {name}[{width - 1}:0] = "
+                       f"{_rdl_number(reset, width)};")
+        out.append(f"    }} {name} @ 0x{offset:05x};")
+    return out
+
+
+def to_systemrdl(build=None):
+    """The register map as a SystemRDL 2.0 ``addrmap fpq``: every register (reset values of
+    ``build``, ranges in the descriptions) and every table (an external ``mem``)."""
+    build = build or Build()
+    out = ["// Generated by `fpq regmap --format systemrdl` from sw/fpq/config.py and",
+           "// sw/fpq/regmap.py; do not edit. The behaviour (shadows, commit, re-key, errors) is",
+           "// in docs/REGISTERS.md.",
+           f"// Build: vec_bits {build.vec_bits}, table_depth {build.table_depth}, avg_delay "
+           f"{build.avg_delay}" + (f", fixed {build.fixed_json()}" if build.fixed else "") + ".",
+           "addrmap fpq {",
+           '    name = "FPQ queue manager";',
+           "    desc = " + _rdl_string(
+               "Flow-Proportional Queuing / RED / drop-tail queue manager. A 32-bit bus at byte "
+               "addresses; a register wider than 32 bits takes consecutive words, least "
+               "significant first. Configuration registers are shadows applied together by "
+               "CONTROL.COMMIT, which checks their ranges first.") + ";",
+           "    default accesswidth = 32;", ""]
+    for i, r in enumerate(registers(build)):
+        out += _rdl_register(r, i)
+    for t in tables(build):
+        out += ["", "    external mem {", f"        name = {_rdl_string(t.name)};",
+                "        desc = " + _rdl_string(
+                    f"{t.doc} Entries of {t.width} bits ({t.fmt}) in the low bits of each "
+                    f"word. Write-only (reads return 0); writes go to the inactive bank, the "
+                    f"next CONTROL.COMMIT swaps the banks: write the whole table.") + ";",
+                f"        mementries = {t.depth};", "        memwidth = 32;", "        sw = w;",
+                f"    }} {t.name} @ 0x{t.offset:05x};"]
+    out += ["};", ""]
+    return "\n".join(out)
+
+
+#: ``fpq regmap --format`` choices and their generators (each takes a ``Build``).
+FORMATS = {"json": to_json, "c": to_c_header, "markdown": to_markdown,
+           "systemrdl": to_systemrdl}
 
 GENERATED = {
     "sw/generated/regmap.json": to_json,
@@ -350,17 +517,28 @@ GENERATED = {
 }
 
 
-def write_all(out=None, docs=None, root=None):
-    """Write the generated files (paths relative to the repository ``root``)."""
+def write_all(out=None, docs=None, root=None, build=None):
+    """Write the generated files of ``GENERATED`` for ``build`` (default ``Build()``), every
+    one complete or none changed (``fpq.output_files``). Returns their paths.
+
+    Parameters
+    ----------
+    out : str
+        Folder for ``regmap.json``, ``fpq_regs.h`` and, without ``docs``, ``REGISTERS.md``.
+        Default: the checkout's ``sw/generated`` (and ``docs/REGISTERS.md``).
+    docs : str
+        The Markdown file.
+    root : str
+        The checkout (default: the one this package is in).
+    Relative paths are relative to the current directory."""
+    from .output_files import write_files
     root = root or os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-    written = []
+    files = {}
     for rel, gen in GENERATED.items():
-        path = os.path.join(root, rel)
-        if rel.endswith(".md") and docs:
-            path = os.path.join(root, docs) if not os.path.isabs(docs) else docs
-        elif out and not rel.endswith(".md"):
-            path = os.path.join(out, os.path.basename(rel)) if os.path.isabs(out) else \
-                os.path.join(root, out, os.path.basename(rel))
-        write_text(path, gen())
-        written.append(path)
-    return written
+        if rel.endswith(".md"):
+            path = docs or (os.path.join(out, os.path.basename(rel)) if out else
+                            os.path.join(root, rel))
+        else:
+            path = os.path.join(out, os.path.basename(rel)) if out else os.path.join(root, rel)
+        files[path] = gen(build)
+    return write_files(files)

@@ -33,10 +33,15 @@ OPTIONS = [
     (["trace", SCENARIO], "--max-events", int, 1, None),
     (["figures", "--no-progress"], "--jobs", int, 1, 256),
     (["verilog"], "--avg-delay", int, 1, 127),
+    (["config", "--format", "json"], "--vec-bits", int, 64, 65536),
+    (["config", "--format", "c"], "--table-depth", int, 16, 65536),
+    (["config", "--format", "readmemh"], "--avg-delay", int, 1, 127),
+    (["regmap", "--format", "systemrdl"], "--table-depth", int, 16, 65536),
 ]
 OUT = {"demo": ["--out", "{d}/demo"], "trace": ["--out", "{d}/t.fpqtrace"],
        "figures": ["--out", "{d}/fig", "--raw", "{d}/raw", "--results-md", "{d}/R.md"],
-       "verilog": ["-o", "{d}/q.v"], "accuracy": ["--flows", "10", "--write", "{d}/R.md"]}
+       "verilog": ["-o", "{d}/q.v"], "regmap": ["-o", "{d}/fpq.rdl"],
+       "accuracy": ["--flows", "10", "--write", "{d}/R.md"]}
 
 
 def _not_a_number(text):
@@ -83,7 +88,9 @@ def test_bad_option_values(tmp_path, case):
     import tempfile
     d = tempfile.mkdtemp(dir=tmp_path)
     prefix, opt, typ, lo, hi, value = case
-    extra = [a.format(d=d) for a in OUT.get(prefix[0], [])]
+    out = {"json": "{d}/c.json", "c": "{d}/c.c", "readmemh": "{d}/mem"}
+    extra = [a.format(d=d) for a in OUT.get(prefix[0], [])] + \
+        (["-o", out[prefix[2]].format(d=d)] if prefix[0] == "config" else [])
     argv = prefix + extra + [f"{opt}={value}"]
     code, err = run_main(argv)
     assert code == 2, (argv, err)
@@ -121,6 +128,10 @@ def test_unknown_subcommands_and_options(words):
     (["verilog", "-o", "q.v", "--avg-delay=128"],
      "avg_delay: 128 must be an integer in [1, 127] clocks"),
     (["trace-csv", SCENARIO, "out.csv"], "not an FPQ trace"),
+    (["config", "--format", "c", "-o", "c.c", "--set", "limit_pkts=0"],
+     "limit_pkts: 0 is out of range [1, 1048575] packets"),
+    (["regmap", "--format", "systemrdl", "-o", "x.rdl", "--fix", "v_max=9000"],
+     "fixed: v_max: 9000 is out of range [1, 8192] bits"),
 ])
 def test_real_command_exit_status_and_message(tmp_path, argv, fragment):
     """The installed entry point: status 2, one line naming the problem, no traceback, no

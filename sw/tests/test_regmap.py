@@ -1,9 +1,14 @@
-"""The register map: generated files are current, addresses are sane, the commit check."""
+"""The register map: generated files are current, addresses are sane, the commit check;
+``fpq regmap``'s build options, output paths and SystemRDL export."""
+import contextlib
+import io
+import json
 import os
 
 import pytest
 
 from fpq import Config, Build
+from fpq.cli import main
 from fpq.regmap import GENERATED, registers, tables, check_registers
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -140,3 +145,108 @@ def test_a_register_whose_fields_are_all_fixed_is_a_read_only_constant():
     assert json.loads(to_json(b))["build"]["fixed"]["hash_key"] == bytes(range(20)).hex()
     # the commit check looks at configurable registers only
     assert check_registers(raw, b) is None
+
+
+def run(argv):
+    """``fpq`` in this process: (exit status, standard output, standard error)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(argv)
+        except SystemExit as exc:
+            code = exc.code
+    return code, out.getvalue(), err.getvalue()
+
+
+def build_args(build):
+    argv = ["--vec-bits", str(build.vec_bits), "--table-depth", str(build.table_depth),
+            "--avg-delay", str(build.avg_delay)]
+    for name, value in build.fixed_json().items():
+        argv += ["--fix", f"{name}={value}"]
+    return argv
+
+
+# ---- fpq regmap ------------------------------------------------------------------------
+def test_regmap_writes_a_build_s_files_relative_to_the_current_folder(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = run(["regmap", "--vec-bits", "64", "--table-depth", "16", "--fix",
+                        "mode=red", "--out", "map"])
+    assert code == 0
+    assert sorted(os.listdir(tmp_path / "map")) == ["REGISTERS.md", "fpq_regs.h",
+                                                    "regmap.json"]
+    doc = json.loads((tmp_path / "map" / "regmap.json").read_text())
+    assert doc["build"] == {"vec_bits": 64, "table_depth": 16, "avg_delay": 14,
+                            "fixed": {"mode": "red"}}
+    regs = {r["name"]: r for r in doc["registers"]}
+    assert regs["v_max"]["hi"] == 64 and regs["mode"]["kind"] == "fixed"
+    assert "#define FPQ_RATE_TABLE_DEPTH 16u" in (tmp_path / "map" / "fpq_regs.h").read_text()
+    assert "vec_bits 64, table_depth 16" in (tmp_path / "map" / "REGISTERS.md").read_text()
+    code, out, _ = run(["regmap", "--format", "markdown", "-o", "one/R.md"])
+    assert code == 0 and (tmp_path / "one" / "R.md").read_text().startswith("# Register map")
+
+
+@pytest.mark.parametrize("argv, fragment", [
+    (["--vec-bits", "64"], "--out: required with a build other than the default"),
+    (["--format", "json"], "-o: required with --format json"),
+    (["--format", "json", "-o", "x.json", "--out", "d"], "--out: only with --format all"),
+    (["-o", "x.json"], "-o: names one file"),
+    (["--vec-bits", "63", "--out", "d"], "vec_bits: 63 must be a power of two in [64, 65536]"),
+])
+def test_regmap_refuses_bad_arguments_and_writes_nothing(tmp_path, monkeypatch, argv,
+                                                         fragment):
+    monkeypatch.chdir(tmp_path)
+    generated = {rel: os.stat(os.path.join(ROOT, rel)).st_mtime_ns for rel in GENERATED}
+    code, _, err = run(["regmap", *argv])
+    assert code == 2 and fragment in err, err
+    assert os.listdir(tmp_path) == []
+    assert {rel: os.stat(os.path.join(ROOT, rel)).st_mtime_ns for rel in GENERATED} == \
+        generated
+
+
+def test_regmap_without_options_writes_the_checkout_s_files(tmp_path):
+    """What ``make regmap`` runs: the default build's files at their places in the checkout
+    (here a copy's root), the committed files' contents."""
+    from fpq.regmap import write_all
+    written = write_all(root=str(tmp_path))
+    assert sorted(os.path.relpath(p, tmp_path) for p in written) == sorted(GENERATED)
+    for rel in GENERATED:
+        with open(os.path.join(ROOT, rel)) as f:
+            assert (tmp_path / rel).read_text() == f.read(), rel
+
+
+@pytest.mark.parametrize("build", [Build(), Build(vec_bits=64, table_depth=16, fixed={
+    "hash_key": bytes(range(20)), "mode": "red", "seed_clear": 3})], ids=["default", "fixed"])
+def test_systemrdl_export_compiles_and_describes_the_map(tmp_path, build):
+    """systemrdl-compiler (PyPI) compiles the export; every register's address, width,
+    reset value and software access, and every table, are those of ``fpq.regmap``."""
+    systemrdl = pytest.importorskip(
+        "systemrdl", reason="systemrdl-compiler is not installed (pip install "
+                            "systemrdl-compiler): the SystemRDL export is not compiled")
+    from systemrdl.node import RegNode, MemNode
+    path = tmp_path / "fpq.rdl"
+    assert run(["regmap", "--format", "systemrdl", "-o", str(path), *build_args(build)])[0] == 0
+    compiler = systemrdl.RDLCompiler()
+    compiler.compile_file(str(path))
+    top = compiler.elaborate().top
+    found, mems = {}, {}
+    for node in top.descendants():
+        if isinstance(node, MemNode):
+            mems[node.inst_name] = (node.absolute_address, node.get_property("mementries"))
+        if not isinstance(node, RegNode):
+            continue
+        fields = list(node.fields())
+        value = sum((f.get_property("reset") or 0) << f.lsb for f in fields)
+        width = max(f.msb for f in fields) + 1
+        writable = any(f.is_sw_writable for f in fields)
+        found[node.inst_name] = (node.absolute_address, width, value, writable)
+    want = {}
+    for r in registers(build):
+        writable = r.access in ("rw", "wo", "rc")
+        if r.name == "hash_key":              # 160 bits: one register per word
+            for w in range(r.words):
+                want[f"hash_key_{w}"] = (r.offset + 4 * w, 32,
+                                         (r.reset >> (32 * w)) & 0xFFFFFFFF, writable)
+        else:
+            want[r.name] = (r.offset, r.width, r.reset, writable)
+    assert found == want
+    assert mems == {t.name: (t.offset, t.depth) for t in tables(build)}
