@@ -157,14 +157,15 @@ class Decision(wiring.Component):
         # ---- cycle 0: early decision -------------------------------------------------------
         mode = cfg.mode
         # the slot's gates, a clock ahead (mode and ECN are stable while slots pass): an
-        # early hit marks (``e_*``) or drops (``d_*``: not ECN-capable or ECN off)
+        # arrival that an early hit drops (``gate``: FPQ or RED, not ECN-capable or ECN off),
+        # one that it marks (``mark``), one it does not concern (``keep``)
         av_m1, ecn_m1 = slots[0][0], slots[0][2]
         no_ecn = ~(cfg.ecn & ecn_m1)
-        e_fpq, e_red, d_fpq, d_red = (Signal(name=n) for n in
-                                      ("e_fpq", "e_red", "d_fpq", "d_red"))
-        m.d.sync += [e_fpq.eq(av_m1 & (mode == MODE_FPQ)), e_red.eq(av_m1 & (mode == MODE_RED)),
-                     d_fpq.eq(av_m1 & (mode == MODE_FPQ) & no_ecn),
-                     d_red.eq(av_m1 & (mode == MODE_RED) & no_ecn)]
+        early_mode = (mode == MODE_FPQ) | (mode == MODE_RED)
+        gate, mark, keep, is_red = (Signal(name=n) for n in ("gate", "mark", "keep", "is_red"))
+        m.d.sync += [gate.eq(av_m1 & early_mode & no_ecn),
+                     mark.eq(av_m1 & early_mode & ~no_ecn),
+                     keep.eq(av_m1 & ~(early_mode & no_ecn)), is_red.eq(mode == MODE_RED)]
         # RED: E = thresh - acc - 1 (signed: -1 after a threshold of 0)
         ew = PROB.width + 2
         e_reg = Signal(signed(ew), init=(1 << 32) - 2)
@@ -172,15 +173,19 @@ class Decision(wiring.Component):
         m.d.comb += diff.eq(e_reg - self.p)
         over = diff < 0                               # p > E: acc + p >= thresh
         pz = self.p_zero
-        lt = Signal(name="u_lt_p")
-        red_hit = Signal(name="red_hit")
-        m.d.comb += [lt.eq(self.u < self.p), red_hit.eq(~pz & over)]
-        with m.If(e_red):
+        # The early hit, FPQ ``u < p`` or RED ``E < p and p > 0``, as one compare whose left
+        # operand the mode selects (a register), so that one LUT after the carry chain makes
+        # each of ``cand``, ``early`` and ``drop_early``.
+        left = Signal(signed(ew), name="hit_left")
+        m.d.comb += left.eq(Mux(is_red, e_reg, self.u))
+        below, red_pz = Signal(name="hit_below"), Signal(name="red_p_zero")
+        m.d.comb += [below.eq(left < self.p), red_pz.eq(is_red & pz)]
+        hit = below & ~red_pz
+        with m.If(is_red & (gate | mark)):
             m.d.sync += e_reg.eq(Mux(pz | over, self.u - 1, diff))
-        drop_now = (d_fpq & lt) | (d_red & red_hit)
         early, drop_early, cand = (Signal(name=n) for n in ("early", "drop_early", "cand"))
-        m.d.sync += [early.eq((e_fpq & lt) | (e_red & red_hit)), drop_early.eq(drop_now),
-                     cand.eq(av0 & ~drop_now)]
+        m.d.sync += [early.eq((gate | mark) & hit), drop_early.eq(gate & hit),
+                     cand.eq(keep | (gate & ~hit))]
 
         if self.optimise == "speed":
             forced, dep_error = self._occupancy_speed(m, slots, cand)

@@ -188,12 +188,17 @@ class FlowCounter(wiring.Component):
         m.d.sync += [Cat(*slots[0]).eq(Cat(sv, cw, cwe)), Cat(*slots[1]).eq(Cat(*slots[0]))]
         a3, b3 = Signal(ib), Signal(ib)
         m.d.sync += [a3.eq(a), b3.eq(b)]
+        # each address match in two registered halves (the read addresses come from the
+        # multipliers, a long route away: a whole-width compare after it is too deep)
         eq = {}
+        half = ib // 2
         for x, x0 in (("a", a0), ("b", b0)):
             for y, y_prev in (("a1", a1), ("b1", b1), ("a2", a), ("b2", b), ("a3", a3),
                               ("b3", b3)):
-                e = eq[x, y] = Signal(name=f"eq_{x}_{y}")
-                m.d.sync += e.eq(x0 == y_prev)        # cycle set_delay
+                lo, hi = Signal(name=f"eq_{x}_{y}_lo"), Signal(name=f"eq_{x}_{y}_hi")
+                m.d.sync += [lo.eq(x0[:half] == y_prev[:half]),      # cycle set_delay
+                             hi.eq(x0[half:] == y_prev[half:])]
+                eq[x, y] = lo & hi
         # at set_delay + 1: the slot before is at set_delay + 2 (``sv``, ``cw``, ``cwe``), the
         # ones before that in ``slots``
         en_prev = [(sv, cw, cwe), slots[0], slots[1]]
