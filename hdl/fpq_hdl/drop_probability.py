@@ -32,9 +32,9 @@ class DropProbability(wiring.Component):
     * cycle 1: ``n = min(n_raw, n_cap)`` into the table's address register, so the address
       leaves a flip-flop: a 65536-entry table is 176 DP16KD spread over the ECP5-85F;
     * cycle 2: table read (``BlockRAM``, latency 2); ``n`` is valid at cycle 3;
-    * cycle 4: ``avg`` arrives; ``A - min_th``, ``A - max_th``, ``A - 2 max_th`` in parallel
-      (their signs are RED's region compares);
-    * cycle 5: select rate word, difference and offset by mode and region;
+    * cycle 4: ``avg`` arrives; ``A - min_th``, ``A - max_th``, ``A - 2 max_th`` in parallel,
+      their signs RED's region, which selects RED's slope and difference into registers;
+    * cycle 5: select rate word and difference by mode; the offset and the forced results;
     * cycle 6: two 16 x 18 partial products (DSPs; their input registers hold the cycle-5
       selection, their output registers the products);
     * cycle 7: their sum (52 bits);
@@ -123,35 +123,35 @@ class DropProbability(wiring.Component):
         # cycle 4 (cycle 3: the RAM's output register)
         w = QAVG.width + 2
         avg1 = Signal(QAVG.width)
-        d1, d2 = Signal(signed(w)), Signal(signed(w))
-        neg3 = Signal()
-        m.d.sync += [avg1.eq(self.avg), d1.eq(self.avg - self.red_min_th),
-                     d2.eq(self.avg - self.red_max_th),
-                     neg3.eq((self.avg - (self.red_max_th << 1)).as_signed() < 0)]
+        d1c, d2c, d3c = (Signal(signed(w), name=n) for n in ("d1_next", "d2_next", "d3_next"))
+        m.d.comb += [d1c.eq(self.avg - self.red_min_th), d2c.eq(self.avg - self.red_max_th),
+                     d3c.eq(self.avg - (self.red_max_th << 1))]
+        # RED's region from the differences' signs, and the RED slope and difference it
+        # selects, registered here: cycle 5 then feeds the DSPs through one select by mode
+        # (a register), not through the mode and region decode (config to DSP input)
+        below_min, below_max = d1c < 0, d2c < 0
+        gentle_region = ~below_min & ~below_max & self.red_gentle & (d3c < 0)
+        r_force0, r_force1, r_gentle = Signal(), Signal(), Signal()
+        red_word, red_d = Signal(RATE.width), Signal(QAVG.width)
+        m.d.sync += [avg1.eq(self.avg), r_force0.eq(below_min),
+                     r_force1.eq(~below_min & ~below_max & ~gentle_region),
+                     r_gentle.eq(gentle_region),
+                     red_word.eq(Mux(gentle_region, self.red_slope2, self.red_slope1)),
+                     red_d.eq(Mux(gentle_region, d2c, d1c))]
+        is_fpq, is_red = Signal(), Signal()
+        m.d.sync += [is_fpq.eq(self.mode == MODE_FPQ), is_red.eq(self.mode == MODE_RED)]
         word1 = Signal(RATE.width)
         m.d.sync += word1.eq(table.r_data)
-        # cycle 5: select by mode and region; the rate mantissa and the difference go
-        # straight into the DSPs' input registers (``Multiplier``), the rest into registers
+        # cycle 5: select by mode; the rate mantissa and the difference go straight into the
+        # DSPs' input registers (``Multiplier``), the rest into registers. Where the result
+        # is forced (0 or 1) the product is not used.
         shift = Signal(RATE.shift_bits)
         d, off = Signal(QAVG.width), Signal(PROB.width)
         force0, force1 = Signal(), Signal()
         sel_word = Signal(RATE.width)
-        with m.If(self.mode == MODE_FPQ):
-            m.d.comb += [sel_word.eq(word1), d.eq(avg1)]
-            m.d.sync += [off.eq(0), force0.eq(0), force1.eq(0)]
-        with m.Elif(self.mode == MODE_RED):
-            with m.If(d1 < 0):
-                m.d.sync += [force0.eq(1), force1.eq(0), off.eq(0)]
-            with m.Elif(d2 < 0):
-                m.d.comb += [sel_word.eq(self.red_slope1), d.eq(d1)]
-                m.d.sync += [force0.eq(0), force1.eq(0), off.eq(0)]
-            with m.Elif(self.red_gentle & neg3):
-                m.d.comb += [sel_word.eq(self.red_slope2), d.eq(d2)]
-                m.d.sync += [force0.eq(0), force1.eq(0), off.eq(self.red_max_p)]
-            with m.Else():
-                m.d.sync += [force0.eq(0), force1.eq(1), off.eq(0)]
-        with m.Else():
-            m.d.sync += [force0.eq(1), force1.eq(0), off.eq(0)]
+        m.d.comb += [sel_word.eq(Mux(is_fpq, word1, red_word)), d.eq(Mux(is_fpq, avg1, red_d))]
+        m.d.sync += [force0.eq(~is_fpq & (~is_red | r_force0)), force1.eq(is_red & r_force1),
+                     off.eq(Mux(is_red & r_gentle, self.red_max_p, 0))]
         m.d.sync += shift.eq(sel_word[RATE.mant_bits:])
         # cycle 6: partial products (two DSPs: input registers at cycle 5, product at 6)
         m.submodules.mul_lo = mul_lo = Multiplier(RATE.mant_bits, _HALF, self.ram_style)
