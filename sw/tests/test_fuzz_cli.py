@@ -33,10 +33,17 @@ OPTIONS = [
     (["trace", SCENARIO], "--max-events", int, 1, None),
     (["figures", "--no-progress"], "--jobs", int, 1, 256),
     (["verilog"], "--avg-delay", int, 1, 127),
+    (["attack", "--no-progress"], "--seeds", int, 2, 100),
+    (["attack", "--no-progress"], "--jobs", int, 1, 64),
+    (["attack", "--no-progress"], "--n-cap", int, 1, 8191),
+    (["attack", "--no-progress"], "--pool", int, 1, 2**32),
+    (["attack", "--no-progress"], "--duration", float, 0.0, 1e4),
+    (["attack", "--no-progress"], "--rate", float, 1e-3, 1e7),
 ]
 OUT = {"demo": ["--out", "{d}/demo"], "trace": ["--out", "{d}/t.fpqtrace"],
        "figures": ["--out", "{d}/fig", "--raw", "{d}/raw", "--results-md", "{d}/R.md"],
-       "verilog": ["-o", "{d}/q.v"], "accuracy": ["--flows", "10", "--write", "{d}/R.md"]}
+       "verilog": ["-o", "{d}/q.v"], "accuracy": ["--flows", "10", "--write", "{d}/R.md"],
+       "attack": ["--out", "{d}/attack.md", "--plot", "{d}/attack.png"]}
 
 
 def _not_a_number(text):
