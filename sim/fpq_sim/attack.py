@@ -177,7 +177,7 @@ def _attack_label(rate, tuples, flood, v_max, t_clear_s):
         return "none"
     mbps = rate * flood["packet_bytes"] * 8 / 1e6
     expect = expected_flow_count(rate, tuples, flood["spoof_every"], v_max, t_clear_s)
-    return (f"{rate:g} pkt/s ({mbps:.2f} Mbit/s), {tuples:,} tuples; "
+    return (f"{rate:g} pkt/s ({mbps:.2f} Mbit/s), {tuples:,} tuple{'s' * (tuples != 1)}; "
             f"flood's E[bits] {expect:,.0f}")
 
 
