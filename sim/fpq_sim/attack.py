@@ -243,10 +243,12 @@ def plot(path, summary, rate, tuples, rates, pool, n_cap):
                 ax.axhline(summary[(qkey, 0.0, 0)][metric].mean, ls=":", lw=1,
                            color=line[0].get_color())
             ax.set_xscale("log")
+            ax.set_xticks(xs, [f"{x:,.0f}" for x in xs])
+            ax.minorticks_off()
             ax.set_xlabel(xlabel)
             ax.set_ylabel(ylabel)
             ax.grid(alpha=.3)
-    axes[0][0].legend(title="dotted: no attack")
+    axes[1][0].legend(title="dotted: no attack", loc="lower left")
     fig.tight_layout()
     with atomic_path(path) as tmp:
         fig.savefig(tmp, dpi=150, format=os.path.splitext(path)[1][1:].lower())
