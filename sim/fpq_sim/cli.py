@@ -1,4 +1,5 @@
-"""``fpq sim``, ``fpq trace`` and ``fpq figures``: the simulator's subcommands of ``fpq``."""
+"""``fpq sim``, ``fpq trace``, ``fpq parity``, ``fpq figures`` and ``fpq attack``: the
+simulator's subcommands of ``fpq``."""
 
 import argparse
 import json
@@ -82,6 +83,11 @@ def _parity(args):
     return main(args)
 
 
+def _attack(args):
+    from .attack import main
+    return main(args)
+
+
 def _positive_int(text):
     try:
         v = int(text)
@@ -117,6 +123,14 @@ def register(sub):
     from .parity import add_arguments as parity_arguments
     parity_arguments(p)
     p.set_defaults(func=_parity)
+
+    p = sub.add_parser("attack", help="legitimate TCP flows under a flood of spoofed 5-tuples: "
+                                      "goodput, drops and delay against the flood's rate and "
+                                      "pool, for FPQ (with and without n_cap), RED and "
+                                      "drop-tail, over seeds; writes a Markdown table")
+    from .attack import add_arguments as attack_arguments
+    attack_arguments(p)
+    p.set_defaults(func=_attack)
 
     p = sub.add_parser("figures", help="reproduce the papers' figures; writes PNG + CSV and "
                                        "the results section of docs/RESULTS.md")

@@ -4,7 +4,8 @@ Topology (FPQ paper Fig. 8, 1997 paper Fig. 1): each sender has its own access l
 A; A's output port to B is the bottleneck (the queue discipline lives there); receivers sit at
 B. ACKs return over a B -> A link (bottleneck bandwidth unless set, same delay) and the
 sender's access link, each a FIFO with serialisation and propagation delay (no losses: ACK
-paths are far from full in these scenarios).
+paths are far from full in these scenarios). Floods of spoofed tuples (``[[floods]]``,
+``fpq_sim.flood``) send straight into A's output port.
 """
 
 import math
@@ -19,6 +20,7 @@ from fpq.formats import PROB_ONE
 
 from .codel import CoDel
 from .engine import Simulator, Link
+from .flood import Flood, FloodAccounting, tcp_class
 from .ns2idle import Ns2IdleRule
 from .pie import PIE
 from .router import OutputPort
@@ -121,6 +123,11 @@ class Network:
                 start = g["start_s"] + self.rng.uniform(0.0, g["start_jitter_s"])
                 sim.at(start, self.senders[-1].start, None)
                 index += 1
+        # each flood draws from a random stream of its own (the other streams stay as they are)
+        self.floods = [Flood(sim, spec, self.port.arrive,
+                             random.Random(f"flood-{run['seed']}-{i}"), run["duration_s"])
+                       for i, spec in enumerate(sc.get("floods", ()))]
+        self.flood_accounting = FloodAccounting(self.port, self.floods) if self.floods else None
         self.warm_delivered = [0] * index
         self.warm_counters = self.counters.as_dict()
         self.warmup = run["warmup_s"]
@@ -160,6 +167,8 @@ class Network:
     def _end_warmup(self, _):
         now = self.sim.now
         self.port.reset_stats(now)
+        if self.flood_accounting is not None:
+            self.flood_accounting.reset_stats()
         self.warm_delivered = [r.delivered for r in self.receivers]
         self.warm_counters = self.counters.as_dict()
 
@@ -172,7 +181,8 @@ class Network:
 
     # ---- accounting -------------------------------------------------------------------------
     def packets_in_flight(self):
-        """(data, acks) packets scheduled to arrive somewhere, queued or on the wire."""
+        """(data, acks) packets scheduled to arrive somewhere, queued or on the wire (flood
+        packets count as data)."""
         data = acks = 0
         for arg in self.sim.pending():
             if hasattr(arg, "is_ack"):
@@ -233,6 +243,10 @@ def summarise(net, transfer_times=False):
         "wall_seconds": net.wall,
         "events_per_second": net.sim.events / net.wall if net.wall > 0 else None,
     }
+    if net.flood_accounting is None:
+        out["tcp_at_bottleneck"] = tcp_class(port)
+    else:
+        out["tcp_at_bottleneck"], out["floods"] = net.flood_accounting.summary()
     if transfer_times:
         out["transfer_times"] = times.tolist()
     return out

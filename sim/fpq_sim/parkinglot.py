@@ -70,6 +70,9 @@ def validate_parking_lot(doc):
             raise ScenarioError(f"flows[{i}].route: {r!r} must be one of {', '.join(ROUTES)}")
         routes.append(r)
     sc = validate(doc)
+    if sc["floods"]:
+        raise ScenarioError("floods: a parking lot has no flood sources (fpq_sim.flood feeds "
+                            "the dumbbell's bottleneck)")
     sc["topology"] = {"hops": hops}
     for g, r in zip(sc["flows"], routes):
         g["route"] = r

@@ -153,6 +153,20 @@ SCHEMA = {
             "a window's worth of sending waits a uniform random delay of up to this many "
             "bottleneck packet times (0: send at once, as the papers' runs do).", 0.0, 1000.0),
     ],
+    "floods": [
+        Key("rate_pps", "float", REQUIRED, "Packets per second the flood sends into the "
+            "bottleneck port, evenly spaced (a constant-rate source that ignores loss, "
+            "fpq_sim.flood).", 1e-3, 1e7),
+        Key("tuples", "int", REQUIRED, "Distinct 5-tuples in the flood's pool (spoofed UDP "
+            "sources towards one victim); each spoofed packet draws one uniformly.", 1, 2**32),
+        Key("spoof_every", "int", 1, "Every this many packets a new tuple is drawn; the "
+            "packets between repeat it (1: a fresh draw for every packet).", 1, 10**9),
+        Key("packet_bytes", "int", 64, "Size of a flood packet (IPv4 and UDP headers "
+            "included).", 28, 65535),
+        Key("start_s", "float", 0.0, "Time of the first packet.", 0.0, 1e6),
+        Key("stop_s", "float", 0.0, "No packet at or after this time (0: until the end of "
+            "the run).", 0.0, 1e6),
+    ],
 }
 _QUEUE_PASSTHROUGH = sorted(set(FIELD_BY_NAME) - {"mode", "limit_pkts", "tick_hz"})
 #: Seconds the default ``avg_tau_s`` of a scenario spans in bottleneck packet times: RED's
@@ -214,7 +228,7 @@ def validate(doc):
     """Check a parsed scenario; returns a new, complete dict (defaults filled in)."""
     if not isinstance(doc, dict):
         raise ScenarioError("scenario: must be a table")
-    sections = {"run", "bottleneck", "queue", "flows"}
+    sections = {"run", "bottleneck", "queue", "flows", "floods"}
     top = {k: v for k, v in doc.items() if k not in sections}
     out = _section("", top, SCHEMA[""])
     for name in ("run", "bottleneck"):
@@ -259,6 +273,25 @@ def validate(doc):
         out["flows"].append(g)
     if sum(g["count"] for g in out["flows"]) > 100000:
         raise ScenarioError("flows: more than 100000 flows in total")
+    floods = doc.get("floods", [])
+    if not isinstance(floods, list):
+        raise ScenarioError("floods: must be an array of tables ([[floods]] groups)")
+    out["floods"] = []
+    for i, group in enumerate(floods):
+        where = f"floods[{i}]"
+        f = _section(where, group, SCHEMA["floods"])
+        end = out["run"]["duration_s"]
+        if f["start_s"] >= end:
+            raise ScenarioError(f"{where}.start_s: {f['start_s']} must be less than "
+                                f"run.duration_s ({end})")
+        if f["stop_s"] and f["stop_s"] <= f["start_s"]:
+            raise ScenarioError(f"{where}.stop_s: {f['stop_s']} must be greater than start_s "
+                                f"({f['start_s']}), or 0 for the end of the run")
+        if f["rate_pps"] * ((f["stop_s"] or end) - f["start_s"]) > 1e9:
+            raise ScenarioError(f"{where}.rate_pps: {f['rate_pps']} packets/s over "
+                                f"{(f['stop_s'] or end) - f['start_s']:g} s is more than 1e9 "
+                                f"packets; allowed: rate_pps x (stop_s - start_s) <= 1e9")
+        out["floods"].append(f)
     return out
 
 
@@ -367,7 +400,8 @@ def schema_markdown():
     """The schema as Markdown tables."""
     lines = []
     titles = {"": "Top level", "run": "[run]", "bottleneck": "[bottleneck]",
-              "queue": "[queue]", "flows": "[[flows]] (one or more groups)"}
+              "queue": "[queue]", "flows": "[[flows]] (one or more groups)",
+              "floods": "[[floods]] (none or more: spoofed-tuple floods, fpq_sim.flood)"}
     for sec, keys in SCHEMA.items():
         lines += [f"### {titles[sec]}", "", "| key | type | default | allowed | meaning |",
                   "|---|---|---|---|---|"]

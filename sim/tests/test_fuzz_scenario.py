@@ -25,7 +25,8 @@ KEYS = [(sec, k.name) for sec, ks in SCHEMA.items() for k in ks] + \
                                            ("flows", "cwnd")]
 KEY_BY = {(sec, k.name): k for sec, ks in SCHEMA.items() for k in ks}
 #: a key path at the start of the message: "run.seed: ", "flows[0].count: ", "queue.v_max: "
-KEY_PATH = re.compile(r"^(flows(\[\d+\])?|run|bottleneck|queue|scenario|[A-Za-z0-9_-]+)"
+KEY_PATH = re.compile(r"^(flows(\[\d+\])?|floods(\[\d+\])?|run|bottleneck|queue|scenario|"
+                      r"[A-Za-z0-9_-]+)"
                       r"(\.([A-Za-z0-9_-]+|'[^']*'|\"[^\"]*\"))?(\[\d\])?: "
                       r"|^('[^']*'|\"[^\"]*\"): ")
 VALUES = st.one_of(st.booleans(), st.integers(), st.integers(-3, 10**6),
@@ -37,7 +38,8 @@ SMALL = settings(max_examples=400, deadline=None,
 
 
 def _where(sec, key):
-    return {"": key, "flows": f"flows[0].{key}"}.get(sec, f"{sec}.{key}")
+    return {"": key, "flows": f"flows[0].{key}", "floods": f"floods[0].{key}"}.get(
+        sec, f"{sec}.{key}")
 
 
 def _apply(doc, sec, key, value):
@@ -45,6 +47,8 @@ def _apply(doc, sec, key, value):
         doc[key] = value
     elif sec == "flows":
         doc["flows"][0][key] = value
+    elif sec == "floods":      # the base has no flood: a valid group to change
+        doc.setdefault("floods", [{"rate_pps": 100.0, "tuples": 1000}])[0][key] = value
     else:
         doc.setdefault(sec, {})[key] = value
 
@@ -65,7 +69,7 @@ def test_random_keys_and_values_are_accepted_or_named(changes):
     # accepted: every changed schema key holds the value given (numbers converted)
     for (sec, key), value in changes:
         if (sec, key) in KEY_BY and sec != "queue":
-            got = out[key] if sec == "" else (out["flows"][0][key] if sec == "flows"
+            got = out[key] if sec == "" else (out[sec][0][key] if sec in ("flows", "floods")
                                               else out[sec][key])
             last = [v for (s, k), v in changes if (s, k) == (sec, key)][-1]
             assert got == last or (isinstance(last, list) and got == [float(x) for x in last])

@@ -37,11 +37,18 @@ OPTIONS = [
     (["config", "--format", "c"], "--table-depth", int, 16, 65536),
     (["config", "--format", "readmemh"], "--avg-delay", int, 1, 127),
     (["regmap", "--format", "systemrdl"], "--table-depth", int, 16, 65536),
+    (["attack", "--no-progress"], "--seeds", int, 2, 100),
+    (["attack", "--no-progress"], "--jobs", int, 1, 64),
+    (["attack", "--no-progress"], "--n-cap", int, 1, 8191),
+    (["attack", "--no-progress"], "--pool", int, 1, 2**32),
+    (["attack", "--no-progress"], "--duration", float, 0.0, 1e4),
+    (["attack", "--no-progress"], "--rate", float, 1e-3, 1e7),
 ]
 OUT = {"demo": ["--out", "{d}/demo"], "trace": ["--out", "{d}/t.fpqtrace"],
        "figures": ["--out", "{d}/fig", "--raw", "{d}/raw", "--results-md", "{d}/R.md"],
        "verilog": ["-o", "{d}/q.v"], "regmap": ["-o", "{d}/fpq.rdl"],
-       "accuracy": ["--flows", "10", "--write", "{d}/R.md"]}
+       "accuracy": ["--flows", "10", "--write", "{d}/R.md"],
+       "attack": ["--out", "{d}/attack.md", "--plot", "{d}/attack.png"]}
 
 
 def _not_a_number(text):
