@@ -142,6 +142,23 @@ def test_shallow_verdict_fifo_is_caught_long():
     assert QM_WIPE + LATENCY < steps <= FULL_FIFO_DEPTH
 
 
+# the shallow FIFO of a SMALL_FIFO build holds SMALL_FIFO - SHALLOW_BY = 2 verdicts: a stalled
+# sink overflows it once a third is due, a few clocks after the first verdict
+SHALLOW_DEPTH = QM_WIPE + LATENCY + 4
+
+
+@pytest.mark.parametrize("verdict_fifo", VERDICT_FIFOS)
+def test_shallow_verdict_fifo_overflow_is_caught(verdict_fifo):
+    # a verdict written into the full FIFO is lost: the sink sees none offered while one
+    # waits, or a later verdict in its place
+    r = run_formal(QueueManagerHarness(QM_VEC, fault="shallow_fifo", fifo_depth=SMALL_FIFO,
+                                       verdict_fifo=verdict_fifo),
+                   depth=SHALLOW_DEPTH + (verdict_fifo == "block"))
+    steps = _fails(r, "valid_iff_verdict_waits", "kth_verdict_is_arrival_k",
+                   "at_most_fifo_depth_wait")
+    assert QM_WIPE + LATENCY < steps <= SHALLOW_DEPTH + (verdict_fifo == "block")
+
+
 @pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
 def test_bad_fifo_depth_is_rejected():
     with pytest.raises(ValueError, match=r"fifo_depth: 5 must be an int in \[6, 32\]"):
