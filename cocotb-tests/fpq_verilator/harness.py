@@ -15,9 +15,22 @@ from fpq.queue_manager import COUNTERS
 
 __all__ = ["VerilatedQueueManager", "build_library", "replay", "encode_events"]
 
-ROOT = Path(__file__).resolve().parents[2]
-BUILD_ROOT = ROOT / "build" / "fpq_verilator"
 _HERE = Path(__file__).resolve().parent
+
+
+def _build_root(here=_HERE):
+    """Where the Verilated libraries are cached: the checkout's ``build/fpq_verilator`` when
+    this package (in folder ``here``) runs from a checkout; installed, the user's cache
+    folder (``$XDG_CACHE_HOME/fpq/verilator``, default ``~/.cache/fpq/verilator``), never
+    the installation's own folders."""
+    root = here.parents[1]
+    if (root / "pyproject.toml").is_file() and here == root / "cocotb-tests" / "fpq_verilator":
+        return root / "build" / "fpq_verilator"
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(cache) / "fpq" / "verilator"
+
+
+BUILD_ROOT = _build_root()
 _TOP = "fpq_queue_manager"
 _LOADED = {}
 #: the C side's error codes (``fpqv_error``)
@@ -59,7 +72,7 @@ def build_library(build, component=None, tag=None, verilog_text=None, flags=(), 
                   prefix="libfpqv"):
     """Verilate ``component`` (default ``QueueManager(build)``; or ``verilog_text``) with
     ``flags`` added and link the wrapper (``cpp``, default ``harness.cpp.in``); returns the
-    shared library's path. Cached under ``build/fpq_verilator/<tag>-<hash>/`` by a hash of the
+    shared library's path. Cached under ``BUILD_ROOT/<tag>-<hash>/`` by a hash of the
     Verilog and the flags, and of the wrapper."""
     from amaranth.back import verilog
     from fpq_hdl.queue_manager import QueueManager

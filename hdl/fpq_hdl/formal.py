@@ -214,11 +214,56 @@ class _LateWriteRAM(BlockRAM):
         return m
 
 
-def _shallow(fifo_cls):
-    """Fault: the verdict FIFO is 4 entries shallower than its credit count assumes."""
-    def make(*, width, depth, **kw):
-        return fifo_cls(width=width, depth=depth - 4, **kw)
-    return make
+#: Entries the ``shallow_fifo`` fault takes from the verdict FIFO.
+SHALLOW_BY = 4
+
+
+class _ShallowFIFO(Elaboratable):
+    """Fault: a verdict FIFO that holds ``SHALLOW_BY`` words fewer than the ``depth`` the
+    queue manager's credit count assumes. A write while it holds ``depth - SHALLOW_BY`` words
+    is dropped. The limit is put on the fill level rather than on the ``depth`` passed down,
+    because the FIFO rounds its capacity up to a power of two plus one (``depth - 4`` would
+    leave a 32-deep FIFO at 33 words, and the fault would be gone).
+
+    Parameters
+    ----------
+    fifo_cls : class
+        The queue manager's FIFO (``w_data``, ``w_en``, ``w_rdy``, ``r_data``, ``r_en``,
+        ``r_rdy``, ``level``); the rest of the parameters go to it.
+    """
+
+    def __init__(self, fifo_cls, *, width, depth, **kw):
+        if depth - SHALLOW_BY < 1:
+            raise ValueError(f"fault shallow_fifo: depth {depth} leaves no entry "
+                             f"(needs at least {SHALLOW_BY + 1})")
+        self.inner = fifo_cls(width=width, depth=depth, **kw)
+        self.limit = depth - SHALLOW_BY
+        self.w_data, self.w_en, self.w_rdy = Signal(width), Signal(), Signal()
+        self.r_data, self.r_en, self.r_rdy = Signal(width), Signal(), Signal()
+        self.level = Signal.like(self.inner.level)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.inner = inner = self.inner
+        room = inner.w_rdy & (inner.level < self.limit)
+        m.d.comb += [inner.w_data.eq(self.w_data), inner.w_en.eq(self.w_en & room),
+                     self.w_rdy.eq(room), self.r_data.eq(inner.r_data),
+                     inner.r_en.eq(self.r_en), self.r_rdy.eq(inner.r_rdy),
+                     self.level.eq(inner.level)]
+        return m
+
+
+def _shallow(module):
+    """A context that makes ``module`` (``fpq_hdl.queue_manager``) build its verdict FIFO as
+    a ``_ShallowFIFO``. The name it builds the FIFO by is checked first: if the module no
+    longer has it, the fault says so instead of failing inside ``mock``."""
+    name = "VerdictFIFO"
+    if not isinstance(getattr(module, name, None), type):
+        raise RuntimeError(f"fault shallow_fifo: {module.__name__} has no class {name} to "
+                           f"replace (the verdict FIFO is built by another name now)")
+    fifo_cls = getattr(module, name)
+    return mock.patch.object(module, name,
+                             lambda **kw: _ShallowFIFO(fifo_cls, **kw))
 
 
 class FlowCounterHarness(wiring.Component):
@@ -406,8 +451,7 @@ class QueueManagerHarness(wiring.Component):
         m = Module()
         qm = _queue_manager_module
         fifo_depth = self.fifo_depth
-        shallow = (mock.patch.object(qm, "VerdictFIFO", _shallow(qm.VerdictFIFO))
-                   if self.fault == "shallow_fifo" else contextlib.nullcontext())
+        shallow = _shallow(qm) if self.fault == "shallow_fifo" else contextlib.nullcontext()
         with shallow, mock.patch.object(qm, "FIFO_DEPTH", fifo_depth):
             dut = qm.QueueManager(self.build, verdict_fifo=self.verdict_fifo)
             m.submodules.dut = Fragment.get(dut, platform)

@@ -12,7 +12,7 @@ docs/RELIABILITY.md ("Formal checks").
 import pytest
 
 from fpq_hdl.formal import (FlowCounterHarness, QueueManagerHarness, DecisionLimitHarness,
-                            DecisionEquivalenceHarness, DECISION_FAULTS, run_formal)
+                            DecisionEquivalenceHarness, DECISION_FAULTS, run_formal, _shallow)
 from fpq_hdl.decision import Decision
 from fpq_hdl.queue_manager import LATENCY, VERDICT_FIFOS
 
@@ -140,6 +140,63 @@ def test_shallow_verdict_fifo_is_caught_long():
                    depth=FULL_FIFO_DEPTH, timeout=3600)
     steps = _fails(r, "valid_iff_verdict_waits", "at_most_fifo_depth_wait")
     assert QM_WIPE + LATENCY < steps <= FULL_FIFO_DEPTH
+
+
+@pytest.mark.parametrize("verdict_fifo", VERDICT_FIFOS)
+@pytest.mark.parametrize("depth", [SMALL_FIFO, 32])
+def test_shallow_fifo_fault_keeps_four_words_fewer(verdict_fifo, depth):
+    # the fault's FIFO, as the harness builds it for the queue manager, written `depth`
+    # times without a read (as the credit allows) and then read out: four words are lost,
+    # for the 32-word FIFO too (its capacity is rounded up to 33)
+    from amaranth.sim import Simulator
+    from fpq_hdl import queue_manager
+    with _shallow(queue_manager):
+        fifo = queue_manager.VerdictFIFO(width=8, depth=depth, memory=verdict_fifo)
+    sim = Simulator(fifo)
+    sim.add_clock(1e-8)
+    read = []
+
+    async def bench(ctx):
+        for word in range(depth):
+            ctx.set(fifo.w_data, word + 1)
+            ctx.set(fifo.w_en, 1)
+            await ctx.tick()
+        ctx.set(fifo.w_en, 0)
+        ctx.set(fifo.r_en, 1)
+        for _ in range(depth + 4):
+            if ctx.get(fifo.r_rdy):            # taken at this clock's edge (r_en high)
+                read.append(ctx.get(fifo.r_data))
+            await ctx.tick()
+    sim.add_testbench(bench)
+    sim.run()
+    assert read == list(range(1, depth - 4 + 1))
+
+
+@pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
+def test_shallow_fifo_fault_names_a_missing_fifo_class():
+    import types
+    with pytest.raises(RuntimeError, match="fault shallow_fifo: fpq_hdl.queue_manager has no "
+                                           "class VerdictFIFO to replace"):
+        _shallow(types.ModuleType("fpq_hdl.queue_manager"))
+
+
+# the shallow FIFO of a SMALL_FIFO build holds SMALL_FIFO - SHALLOW_BY = 2 verdicts: a stalled
+# sink overflows it once a third is due, a few clocks after the first verdict (a counterexample
+# of 35 clocks; 6 to 8 minutes per FIFO kind on the 2-core machine beside a synthesis job)
+SHALLOW_DEPTH = QM_WIPE + LATENCY + 4
+
+
+@pytest.mark.long
+@pytest.mark.parametrize("verdict_fifo", VERDICT_FIFOS)
+def test_shallow_verdict_fifo_overflow_is_caught_long(verdict_fifo):
+    # a verdict written into the full FIFO is lost: the sink sees none offered while one
+    # waits, or a later verdict in its place
+    r = run_formal(QueueManagerHarness(QM_VEC, fault="shallow_fifo", fifo_depth=SMALL_FIFO,
+                                       verdict_fifo=verdict_fifo),
+                   depth=SHALLOW_DEPTH + (verdict_fifo == "block"))
+    steps = _fails(r, "valid_iff_verdict_waits", "kth_verdict_is_arrival_k",
+                   "at_most_fifo_depth_wait")
+    assert QM_WIPE + LATENCY < steps <= SHALLOW_DEPTH + (verdict_fifo == "block")
 
 
 @pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")

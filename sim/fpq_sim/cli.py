@@ -3,6 +3,7 @@ simulator's subcommands of ``fpq``."""
 
 import argparse
 import json
+import sys
 
 __all__ = ["register"]
 
@@ -14,22 +15,35 @@ def _write_json(path, data):
 
 
 def _check_outputs(output, argument, scenario):
-    """Before the simulation runs: ``output`` can be written and is not the scenario."""
+    """Before the simulation runs: ``output`` can be written and is not the scenario
+    (``-``, standard output, always can)."""
     from fpq.atomic import check_output_path, check_not_an_input
+    if output == STDOUT:
+        return
     check_output_path(output, argument)
     check_not_an_input(output, argument, [("scenario", scenario)])
 
 
+#: The output path that means standard output.
+STDOUT = "-"
+
+
 def _sim(args):
-    from .scenario import load
+    from .scenario import load, scenario_path
     from .network import Network
+    path = scenario_path(args.scenario)
     if args.json:
-        _check_outputs(args.json, "--json", args.scenario)
-    sc = load(args.scenario, args.set or ())
+        _check_outputs(args.json, "--json", path)
+    sc = load(path, args.set or ())
     net = Network(sc)
     net.run()
     s = net.summary(transfer_times=args.transfer_times)
-    if args.json:
+    # with the summary on standard output, the report goes to standard error
+    report = sys.stderr if args.json == STDOUT else sys.stdout
+    if args.json == STDOUT:
+        sys.stdout.write(json.dumps(s, indent=1) + "\n")
+        sys.stdout.flush()
+    elif args.json:
         _write_json(args.json, s)
     t = s["transfers"]
     line = (f"{sc['name'] or args.scenario}: {s['flows_total']} flows, "
@@ -39,19 +53,20 @@ def _sim(args):
     if t["count"]:
         line += (f", {t['count']} transfers: p5 {t['p5']:.2f} s, median {t['p50']:.2f} s, "
                  f"p95 {t['p95']:.2f} s")
-    print(line)
+    print(line, file=report)
     print(f"{s['events']} events in {s['wall_seconds']:.2f} s "
           f"({s['events_per_second'] or 0:.0f} events/s)" +
-          (f"; wrote {args.json}" if args.json else ""))
+          (f"; wrote {args.json}" if args.json not in (None, STDOUT) else ""), file=report)
     return 0
 
 
 def _trace(args):
     from fpq.trace import write_trace
-    from .scenario import load
+    from .scenario import load, scenario_path
     from .network import Network
-    _check_outputs(args.out, "--out", args.scenario)
-    sc = load(args.scenario, args.set or ())
+    path = scenario_path(args.scenario)
+    _check_outputs(args.out, "--out", path)
+    sc = load(path, args.set or ())
     if args.duration is not None:
         if not 0 < args.duration <= sc["run"]["duration_s"]:
             raise ValueError(f"--duration: {args.duration} is out of range "
@@ -67,9 +82,10 @@ def _trace(args):
             "sets": list(args.set or ())}
     write_trace(args.out, events, net.config.tick_hz, meta)
     arr = sum(1 for e in events if len(e) == 4)
-    print(f"wrote {args.out}: {len(events)} descriptors ({arr} arrivals, "
-          f"{len(events) - arr} departures) over {net.sim.now:g} s, tick_hz "
-          f"{net.config.tick_hz:g}")
+    print(f"wrote {'standard output' if args.out == STDOUT else args.out}: {len(events)} "
+          f"descriptors ({arr} arrivals, {len(events) - arr} departures) over "
+          f"{net.sim.now:g} s, tick_hz {net.config.tick_hz:g}",
+          file=sys.stderr if args.out == STDOUT else sys.stdout)
     return 0
 
 
@@ -98,21 +114,29 @@ def _positive_int(text):
     return v
 
 
+def _shipped():
+    from .scenario import shipped_scenarios
+    return ", ".join(shipped_scenarios())
+
+
 def register(sub):
     p = sub.add_parser("sim", help="run a TCP simulation scenario (TOML)")
-    p.add_argument("scenario", help="scenario file (schema: sim/scenarios/README.md)")
+    p.add_argument("scenario", help="scenario file (schema: sim/scenarios/README.md), or "
+                                    "the name of a shipped one: " + _shipped())
     p.add_argument("--set", action="append", metavar="KEY=VALUE",
                    help="override a scenario key, e.g. flows.0.count=75 or queue.discipline=fpq")
-    p.add_argument("--json", metavar="OUT.json", help="write the summary here")
+    p.add_argument("--json", metavar="OUT.json", help="write the summary here (- for "
+                                                      "standard output)")
     p.add_argument("--transfer-times", action="store_true",
                    help="include every transfer time in the JSON")
     p.set_defaults(func=_sim)
 
     p = sub.add_parser("trace", help="bottleneck arrival/departure descriptors of a scenario, "
                                      "as an FPQ trace for the RTL benches")
-    p.add_argument("scenario")
+    p.add_argument("scenario", help="scenario file or the name of a shipped one (as fpq sim)")
     p.add_argument("--set", action="append", metavar="KEY=VALUE")
-    p.add_argument("--out", required=True, help="trace file to write (fpq.trace format)")
+    p.add_argument("--out", required=True, help="trace file to write (fpq.trace format; - for "
+                                                "standard output)")
     p.add_argument("--duration", type=float, help="simulate only this many seconds")
     p.add_argument("--max-events", type=_positive_int, help="keep only the first N descriptors")
     p.set_defaults(func=_trace)

@@ -37,7 +37,17 @@ from .stats import est
 __all__ = ["main", "params", "our_run"]
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-NS3_SCRIPT = os.path.normpath(os.path.join(HERE, "..", "crosscheck", "ns3_dumbbell.py"))
+
+
+def _ns3_script():
+    """The ns-3 side's script (run by the ns-3 venv's Python): ``fpq_sim/ns3`` in an installed
+    package (package data), ``sim/crosscheck`` beside the package in a checkout."""
+    installed = os.path.join(HERE, "ns3", "ns3_dumbbell.py")
+    return installed if os.path.isfile(installed) else \
+        os.path.normpath(os.path.join(HERE, "..", "crosscheck", "ns3_dumbbell.py"))
+
+
+NS3_SCRIPT = _ns3_script()
 BEGIN, END = "<!-- BEGIN fpq crosscheck -->", "<!-- END fpq crosscheck -->"
 FLOWS = (10, 30, 100)
 DISCIPLINES = ("droptail", "red")
@@ -193,8 +203,15 @@ def _summary(ours, theirs):
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m fpq_sim.crosscheck")
     ap.add_argument("--ns3-python", required=True, help="the Python of the ns-3 venv")
-    ap.add_argument("--results-md", default="docs/RESULTS.md")
-    ap.add_argument("--raw", default="results/crosscheck", help="every run's JSON")
+    from fpq.paths import default_output
+    ap.add_argument("--results-md", default=default_output(
+        os.path.join("docs", "RESULTS.md"), "RESULTS.md"), help="the Markdown file whose "
+        "crosscheck section is rewritten (default: the checkout's docs/RESULTS.md; "
+        "installed: ./RESULTS.md)")
+    ap.add_argument("--raw", default=default_output(
+        os.path.join("results", "crosscheck"), os.path.join("fpq-crosscheck", "raw")),
+        help="every run's JSON (default: the checkout's results/crosscheck; installed: "
+        "./fpq-crosscheck/raw)")
     ap.add_argument("--from-raw", action="store_true", help="run nothing: rebuild the "
                     "section from the JSON of an earlier run in --raw")
     args = ap.parse_args(argv)

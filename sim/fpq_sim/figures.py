@@ -41,14 +41,13 @@ import numpy as np
 
 import fpq
 from fpq.atomic import atomic_path, write_text
-from .scenario import load, validate
+from .scenario import load, validate, SCENARIO_DIR
 from .stats import est
 
 __all__ = ["add_arguments", "main", "plan", "run_jobs", "update_results_md", "group",
            "EXPERIMENTS", "SEEDS"]
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-SCEN = os.path.normpath(os.path.join(HERE, "..", "scenarios"))
+SCEN = SCENARIO_DIR
 BEGIN, END = "<!-- BEGIN fpq figures -->", "<!-- END fpq figures -->"
 
 EXPERIMENTS = ("loss", "sweep", "many", "validation", "phase", "baselines", "parking")
@@ -73,13 +72,25 @@ PARK_DISC = {"fpq": [], "red": ["queue.discipline=red", "queue.red_min_th=5",
 DPI = 200
 
 
+#: Default outputs outside a checkout (installed package), relative to the current folder:
+#: everything in one new folder, RESULTS.md beside the figures.
+OUTSIDE_OUT = "fpq-figures"
+
+
 def add_arguments(p):
-    p.add_argument("--out", default="docs/figures", help="folder for PNG, PDF and CSV "
-                   "(default docs/figures)")
-    p.add_argument("--raw", default="results/figures", help="folder for every run's JSON "
-                   "summary (default results/figures)")
-    p.add_argument("--results-md", default="docs/RESULTS.md",
-                   help="Markdown file whose fpq-figures section is rewritten")
+    from fpq.paths import default_output
+    out = default_output(os.path.join("docs", "figures"), OUTSIDE_OUT)
+    raw = default_output(os.path.join("results", "figures"), os.path.join(OUTSIDE_OUT, "raw"))
+    results_md = default_output(os.path.join("docs", "RESULTS.md"),
+                                os.path.join(OUTSIDE_OUT, "RESULTS.md"))
+    p.add_argument("--out", default=out, help="folder for PNG, PDF and CSV (default: the "
+                   f"checkout's docs/figures; installed: ./{OUTSIDE_OUT})")
+    p.add_argument("--raw", default=raw, help="folder for every run's JSON summary "
+                   f"(default: the checkout's results/figures; installed: ./{OUTSIDE_OUT}/raw)")
+    p.add_argument("--results-md", default=results_md,
+                   help="Markdown file whose fpq-figures section is rewritten (created if "
+                   "missing; default: the checkout's docs/RESULTS.md; installed: "
+                   f"./{OUTSIDE_OUT}/RESULTS.md)")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
                    help="local worker processes (default: all cores)")
     p.add_argument("--dask", metavar="ADDRESS", help="run on this Dask scheduler instead "
@@ -1347,9 +1358,11 @@ def main(args):
         raise ValueError(f"--jobs: {args.jobs} is out of range [1, 256]")
     # output paths are checked before the runs, which take minutes
     from fpq.atomic import check_output_path, check_output_folder
-    check_output_path(args.results_md, "--results-md")
     check_output_folder(args.out, "--out")
     check_output_folder(args.raw, "--raw")
+    if os.path.abspath(os.path.dirname(args.results_md)) == os.path.abspath(args.out):
+        os.makedirs(args.out, exist_ok=True)      # RESULTS.md kept with the figures
+    check_output_path(args.results_md, "--results-md")
     seeds = QUICK_SEEDS if args.quick else SEEDS
     meta_path = os.path.join(args.raw, "_meta.json")
     if args.from_raw:

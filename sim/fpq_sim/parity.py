@@ -150,8 +150,11 @@ def add_arguments(p):
     p.add_argument("--seeds", type=int, default=10, help="runs per point (default 10)")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
                    help="local worker processes (default: one per core)")
-    p.add_argument("--write", metavar="RESULTS_MD", nargs="?", const="docs/RESULTS.md",
-                   help="replace the parity section of this file (default docs/RESULTS.md)")
+    from fpq.paths import default_output
+    p.add_argument("--write", metavar="RESULTS_MD", nargs="?",
+                   const=default_output(os.path.join("docs", "RESULTS.md"), "RESULTS.md"),
+                   help="replace the parity section of this file (created if missing; "
+                        "default: the checkout's docs/RESULTS.md; installed: ./RESULTS.md)")
 
 
 def main(args):

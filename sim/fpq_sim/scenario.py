@@ -10,6 +10,7 @@ Numbers written as ``[lo, hi]`` (where allowed) are drawn per flow, uniformly in
 
 import copy
 import math
+import os
 import re
 import tomllib
 
@@ -18,8 +19,21 @@ from fpq.config import FIELD_BY_NAME
 
 from .tcp import VARIANTS
 
-__all__ = ["ScenarioError", "SCHEMA", "load", "read_toml", "validate", "apply_set",
-           "schema_markdown"]
+__all__ = ["ScenarioError", "SCHEMA", "SCENARIO_DIR", "load", "read_toml", "validate",
+           "apply_set", "schema_markdown", "shipped_scenarios", "scenario_path"]
+
+
+def _scenario_dir():
+    """The folder of the shipped scenarios: ``fpq_sim/scenarios`` in an installed package
+    (package data), ``sim/scenarios`` beside the package in a checkout."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    installed = os.path.join(here, "scenarios")
+    return installed if os.path.isdir(installed) else \
+        os.path.normpath(os.path.join(here, "..", "scenarios"))
+
+
+#: The folder of the scenarios shipped with the package (``fpq sim NAME`` runs one by name).
+SCENARIO_DIR = _scenario_dir()
 
 
 class ScenarioError(ValueError):
@@ -329,6 +343,29 @@ def read_toml(path):
     except RecursionError:
         raise ScenarioError(f"{path}: scenario: nested too deeply to read (a scenario's "
                             f"values are at most a list in a table)") from None
+
+
+def shipped_scenarios():
+    """The names of the shipped scenarios (file names without ``.toml``), sorted."""
+    if not os.path.isdir(SCENARIO_DIR):
+        return []
+    return sorted(name[:-len(".toml")] for name in os.listdir(SCENARIO_DIR)
+                  if name.endswith(".toml"))
+
+
+def scenario_path(scenario, argument="scenario"):
+    """The file of ``scenario``: an existing file as given, else the shipped scenario of that
+    name (with or without ``.toml``). Anything else raises ``ScenarioError`` naming
+    ``argument`` and the shipped names."""
+    if os.path.exists(scenario):
+        return scenario
+    name = os.path.basename(scenario)
+    name = name[:-len(".toml")] if name.endswith(".toml") else name
+    if scenario in (name, name + ".toml") and name in shipped_scenarios():
+        return os.path.join(SCENARIO_DIR, name + ".toml")
+    names = shipped_scenarios()
+    raise ScenarioError(f"{argument}: {scenario!r} is neither a file nor a shipped scenario "
+                        f"({'one of: ' + ', '.join(names) if names else 'none installed'})")
 
 
 def load(path, sets=()):

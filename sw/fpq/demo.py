@@ -19,6 +19,7 @@ queue and probability over time in part 2), ``tcp.fpqtrace`` and ``demo.fpqtrace
 descriptors, for the RTL benches) and ``summary.json``.
 """
 
+import importlib.util
 import json
 import os
 import random
@@ -124,6 +125,11 @@ _SAME = ("arrivals", "drops", "early_drops", "forced_drops", "loss_rate", "avg_q
 TCP_TICK_HZ = 1e5
 
 
+#: What the RTL columns need besides this package: the RTL's source and its export to Verilog
+#: (amaranth), the harness (fpq_verilator) and the simulator (verilator).
+RTL_MODULES = ("amaranth", "fpq_hdl", "fpq_verilator", "verilator")
+
+
 def _verdict_wait():
     """Clocks the router waits for each verdict, the same in all three runs so that they
     see the same events: the RTL's latency (``fpq.accept_clock``)."""
@@ -135,10 +141,9 @@ def _verdict_wait():
 
 
 def _tcp_run(args, model, trace=False):
-    from fpq_sim.figures import SCEN
     from fpq_sim.network import Network
-    from fpq_sim.scenario import load
-    sc = load(os.path.join(SCEN, "fpq-fpq.toml"),
+    from fpq_sim.scenario import load, SCENARIO_DIR
+    sc = load(os.path.join(SCENARIO_DIR, "fpq-fpq.toml"),
               [f"flows.0.count={args.flows}", f"run.duration_s={args.duration}",
                f"run.warmup_s={min(20.0, args.duration / 5)}", f"run.seed={args.seed}",
                f"queue.model={model}", f"queue.tick_hz={TCP_TICK_HZ}",
@@ -159,7 +164,11 @@ def tcp_part(args):
     net, runs["golden model"] = _tcp_run(args, "exact", trace=True)
     events, cfg = net.trace, net.config
     verdict_report = "RTL: skipped (--no-rtl)"
-    if not args.no_rtl:
+    missing = [name for name in RTL_MODULES if importlib.util.find_spec(name) is None]
+    if not args.no_rtl and missing:
+        verdict_report = (f"RTL: skipped, {', '.join(missing)} not installed (the rtl-sim "
+                          f"extra: pip install 'fpq-aqm[rtl-sim]'); software models only")
+    elif not args.no_rtl:
         try:
             from fpq_verilator import replay
             _, runs["RTL in the loop"] = _tcp_run(args, "rtl")

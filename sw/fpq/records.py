@@ -23,8 +23,12 @@ RECORD_VERSION = 1
 
 
 def _commit():
-    """The checkout's commit (with ``+`` if it has uncommitted changes), or None."""
-    root = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+    """The checkout's commit (with ``+`` if it has uncommitted changes), or None (also when
+    installed: a git repository around the installation is not this code's)."""
+    from .paths import checkout_root
+    root = checkout_root()
+    if root is None:
+        return None
     try:
         head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root,
                               capture_output=True, text=True, timeout=10)

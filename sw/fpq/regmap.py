@@ -529,10 +529,15 @@ def write_all(out=None, docs=None, root=None, build=None):
     docs : str
         The Markdown file.
     root : str
-        The checkout (default: the one this package is in).
+        The checkout (default: the one this package is in; an installed package has none,
+        and then ``out`` is required).
     Relative paths are relative to the current directory."""
     from .output_files import write_files
-    root = root or os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+    from .paths import checkout_root
+    root = root or checkout_root()
+    if root is None and out is None:
+        raise ValueError("out: required when the package is installed (there is no "
+                         "checkout's sw/generated to write)")
     files = {}
     for rel, gen in GENERATED.items():
         if rel.endswith(".md"):

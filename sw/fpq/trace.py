@@ -26,10 +26,12 @@ check everything and name the first bad record; writers write to a temporary fil
 it, so a failed write leaves no partial file.
 """
 
+import io
 import json
 import os
 import stat
 import struct
+import sys
 
 import numpy as np
 
@@ -54,7 +56,20 @@ class TraceError(ValueError):
     """A malformed trace; the message names the file, the record and the field."""
 
 
+#: The output path that means standard output.
+STDOUT = "-"
+
+
 def _atomic_write(path, write):
+    """``write(f)`` into ``path`` atomically; ``-`` is standard output, written only once
+    ``write`` has returned (a failure writes nothing there either)."""
+    if path == STDOUT:
+        buf = io.BytesIO()
+        write(buf)
+        sys.stdout.flush()
+        sys.stdout.buffer.write(buf.getvalue())
+        sys.stdout.buffer.flush()
+        return
     with atomic_path(path) as tmp:
         with open(tmp, "wb") as f:
             write(f)
@@ -95,7 +110,8 @@ def _to_records(events):
 
 
 def write_trace(path, events, tick_hz, metadata=None):
-    """Write ``events`` (Arrival / Departure) to ``path``; ``tick_hz`` is the clock rate."""
+    """Write ``events`` (Arrival / Departure) to ``path`` (``-``: standard output); ``tick_hz``
+    is the clock rate."""
     rec = _to_records(events)
     meta = json.dumps(metadata or {}, sort_keys=True).encode()
     pad = (-(_HEAD.size + len(meta))) % 8
@@ -242,7 +258,8 @@ def _ip(x):
 
 
 def write_csv(path, events):
-    """CSV export, one event per line, columns ``CSV_COLUMNS`` (IP addresses dotted). Events
+    """CSV export to ``path`` (``-``: standard output), one event per line, columns
+    ``CSV_COLUMNS`` (IP addresses dotted). Events
     are checked as for the binary format first; a bad one raises TraceError, nothing written."""
     _to_records(events)
     def write(f):
