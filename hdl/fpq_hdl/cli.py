@@ -3,31 +3,7 @@ module with AXI-Stream ports and its register file behind AXI4-Lite or Wishbone,
 SystemVerilog package of its payload structs and register addresses."""
 
 
-__all__ = ["register", "port_table"]
-
-
-def port_table(top):
-    """Lines describing every port of ``top``: direction, width, and for struct payloads the
-    bit range of each field (as in ``fpq_hdl.layouts``)."""
-    from amaranth.hdl import Shape
-    from amaranth.lib import data, wiring
-    lines = []
-    for path, member, value in top.signature.flatten(top):
-        name = "__".join(str(p) for p in path)
-        direction = "input " if member.flow == wiring.In else "output"
-        width = len(value.as_value()) if hasattr(value, "as_value") else len(value)
-        lines.append(f"  {direction} [{width - 1:3}:0] {name}")
-        shape = member.shape
-        if isinstance(shape, data.ArrayLayout) and name == "counters":
-            from fpq.queue_manager import COUNTERS
-            w = Shape.cast(shape.elem_shape).width
-            for i, cname in enumerate(COUNTERS):
-                lines.append(f"      [{w * i + w - 1:3}:{w * i:3}] {cname}")
-        elif isinstance(shape, data.Layout):
-            for fname, field in shape:
-                lines.append(f"      [{field.offset + field.width - 1:3}:{field.offset:3}] "
-                             f"{fname}")
-    return lines
+__all__ = ["register"]
 
 
 def _fixed_lines(build):
@@ -39,7 +15,7 @@ def _fixed_lines(build):
     fields = ", ".join(f"{k}={v}" for k, v in build.fixed_json().items())
     regs = [f"{r.name}={r.reset:#x}" for r in registers(build) if r.kind == "fixed"]
     return [f"// Fixed at build time (Build.fixed): {fields}.",
-            "// Constants, whatever the config port carries: "
+            "// Constants (read-only registers; the raw cfg port's field is ignored): "
             f"{', '.join(regs) if regs else '(no register: only host fields fixed)'}."]
 
 

@@ -51,8 +51,8 @@ def test_fixed_fields_are_listed_in_the_header(tmp_path):
     header = out.read_text().split("\nmodule ")[0]
     assert f"// Fixed at build time (Build.fixed): avg_tau_s={tau!r}, mode=fpq, " \
            "tick_hz=100000000.0." in header
-    assert "// Constants, whatever the config port carries: mode=0x2, wq_shift=0x9, " \
-           "avg_sample_period=0x64." in header
+    assert "// Constants (read-only registers; the raw cfg port's field is ignored): " \
+           "mode=0x2, wq_shift=0x9, avg_sample_period=0x64." in header
 
 
 @pytest.mark.parametrize("fix, message", [
