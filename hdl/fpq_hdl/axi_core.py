@@ -1,0 +1,415 @@
+"""The queue manager as a core to drop into a design: AXI-Stream ports, the register file
+(``fpq_hdl.registers.RegisterFile``) behind AXI4-Lite or Wishbone, exported as one flat
+Verilog module whose every name is free of Verilog and SystemVerilog keywords, and a
+SystemVerilog package of its payload structs and register addresses (``fpq verilog``)."""
+
+import re
+
+from amaranth import *
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from fpq.regmap import (registers, tables, ID_VALUE, CONTROL_COMMIT, CONTROL_CLEAR_ERRORS,
+                        STATUS_BITS, STATUS_REJECT_INDEX_SHIFT)
+
+from .layouts import ARRIVAL, DEPARTURE, VERDICT
+from .queue_manager import QueueManager, LATENCY, FIFO_DEPTH
+from .registers import RegisterFile, ADDR_BITS
+
+__all__ = ["BUSES", "FPQCore", "tdata_width", "export_verilog", "sv_package",
+           "KEYWORDS", "check_names", "rename_bit_select_names", "core_verilog"]
+
+#: ``FPQCore(bus=...)`` choices: the register file behind AXI4-Lite (``s_axil_*``) or
+#: Wishbone B4 classic (``wb_*``), or no register file (the queue manager's own
+#: configuration port ``cfg`` and control ports).
+BUSES = ("axi-lite", "wishbone", "none")
+
+#: AXI response codes (``bresp``/``rresp``).
+_OKAY, _SLVERR = 0b00, 0b10
+
+#: Verilog-2005 and SystemVerilog-2017 keywords: no port, module or package of the export may
+#: be named after one (``config`` is one: ``.config(cfg)`` does not parse in Verilator).
+KEYWORDS = frozenset("""
+accept_on alias always always_comb always_ff always_latch and assert assign assume automatic
+before begin bind bins binsof bit break buf bufif0 bufif1 byte case casex casez cell chandle
+checker class clocking cmos config const constraint context continue cover covergroup
+coverpoint cross deassign default defparam design disable dist do edge else end endcase
+endchecker endclass endclocking endconfig endfunction endgenerate endgroup endinterface
+endmodule endpackage endprimitive endprogram endproperty endspecify endsequence endtable
+endtask enum event eventually expect export extends extern final first_match for force
+foreach forever fork forkjoin function generate genvar global highz0 highz1 if iff ifnone
+ignore_bins illegal_bins implements implies import incdir include initial inout input inside
+instance int integer interconnect interface intersect join join_any join_none large let
+liblist library local localparam logic longint macromodule matches medium modport module nand
+negedge nettype new nexttime nmos nor noshowcancelled not notif0 notif1 null or output
+package packed parameter pmos posedge primitive priority program property protected pull0
+pull1 pulldown pullup pulsestyle_ondetect pulsestyle_onevent pure rand randc randcase
+randsequence rcmos real realtime ref reg reject_on release repeat restrict return rnmos rpmos
+rtran rtranif0 rtranif1 s_always s_eventually s_nexttime s_until s_until_with scalared
+sequence shortint shortreal showcancelled signed small soft solve specify specparam static
+string strong strong0 strong1 struct super supply0 supply1 sync_accept_on sync_reject_on
+table tagged task this throughout time timeprecision timeunit tran tranif0 tranif1 tri tri0
+tri1 triand trior trireg type typedef union unique unique0 unsigned until until_with untyped
+use uwire var vectored virtual void wait wait_order wand weak weak0 weak1 while wildcard wire
+with within wor xnor xor""".split())
+
+
+def tdata_width(layout):
+    """AXI-Stream ``tdata`` bits for a payload ``layout``: its size rounded up to whole bytes
+    (the fields from bit 0, the pad bits above them zero on output and ignored on input)."""
+    return (layout.size + 7) // 8 * 8
+
+
+class FPQCore(wiring.Component):
+    """The queue manager with AXI-Stream ports and its register file behind a standard bus.
+
+    Streams (AXI-Stream: a transfer in each clock in which ``tvalid`` and ``tready`` are both
+    high; ``tready`` may depend on ``tvalid``): ``s_axis_arrival`` carries ``ARRIVAL`` in the
+    low bits of ``tdata``, ``s_axis_departure`` ``DEPARTURE``, ``m_axis_verdict`` ``VERDICT``
+    (``tuser`` repeats the verdict's 2-bit ``action``, for a fabric that routes on ``tuser``).
+    The field offsets are those of ``fpq_hdl.layouts`` (and of the SystemVerilog package,
+    :func:`sv_package`).
+
+    ``bus="axi-lite"``: an AXI4-Lite target, ``s_axil_*``, 20-bit byte addresses, 32-bit
+    data. One access at a time (reads and writes alternate when both wait); a write is taken
+    when its address and data are both valid. A write with ``wstrb`` other than ``4'hf``
+    writes nothing and answers SLVERR (every register is written as whole words); every other
+    access answers OKAY (errors of the map itself are the sticky bits of ``STATUS``).
+    ``bus="wishbone"``: a Wishbone B4 classic target, ``wb_*``, 32-bit port and granularity
+    (no ``sel``), ``wb_adr`` the word address (byte address bits 19..2); ``ack`` one clock
+    after the strobe, read data with it. ``bus="none"``: no register file: the queue
+    manager's configuration and control ports (``cfg`` for its ``config``; see its
+    docstring) are ports of the core.
+
+    Parameters
+    ----------
+    build : fpq.Build
+    bus : str
+        One of :data:`BUSES`.
+    """
+
+    def __init__(self, build, bus="axi-lite"):
+        if bus not in BUSES:
+            raise ValueError(f"bus: {bus!r} is not one of {', '.join(BUSES)}")
+        self.build = build
+        self.bus = bus
+        self.qm = QueueManager(build)
+        self.rf = RegisterFile(build) if bus != "none" else None
+        members = {
+            "s_axis_arrival_tdata": In(tdata_width(ARRIVAL)), "s_axis_arrival_tvalid": In(1),
+            "s_axis_arrival_tready": Out(1),
+            "s_axis_departure_tdata": In(tdata_width(DEPARTURE)),
+            "s_axis_departure_tvalid": In(1), "s_axis_departure_tready": Out(1),
+            "m_axis_verdict_tdata": Out(tdata_width(VERDICT)), "m_axis_verdict_tvalid": Out(1),
+            "m_axis_verdict_tready": In(1), "m_axis_verdict_tuser": Out(2),
+        }
+        if bus == "axi-lite":
+            members.update({
+                "s_axil_awaddr": In(ADDR_BITS), "s_axil_awvalid": In(1),
+                "s_axil_awready": Out(1),
+                "s_axil_wdata": In(32), "s_axil_wstrb": In(4), "s_axil_wvalid": In(1),
+                "s_axil_wready": Out(1),
+                "s_axil_bresp": Out(2), "s_axil_bvalid": Out(1), "s_axil_bready": In(1),
+                "s_axil_araddr": In(ADDR_BITS), "s_axil_arvalid": In(1),
+                "s_axil_arready": Out(1),
+                "s_axil_rdata": Out(32), "s_axil_rresp": Out(2), "s_axil_rvalid": Out(1),
+                "s_axil_rready": In(1),
+            })
+        elif bus == "wishbone":
+            members.update({
+                "wb_cyc": In(1), "wb_stb": In(1), "wb_we": In(1), "wb_adr": In(ADDR_BITS - 2),
+                "wb_dat_w": In(32), "wb_dat_r": Out(32), "wb_ack": Out(1),
+            })
+        else:
+            for name, member in self.qm.signature.members.items():
+                if name in ("arrivals", "departures", "verdicts"):
+                    continue
+                members[self.control_port(name)] = member
+        super().__init__(members)
+
+    @staticmethod
+    def control_port(name):
+        """The core's port for the queue manager's control port ``name`` (``bus="none"``)."""
+        return "cfg" if name == "config" else name
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.queue_manager = qm = self.qm
+        m.d.comb += [
+            qm.arrivals.payload.eq(self.s_axis_arrival_tdata[:ARRIVAL.size]),
+            qm.arrivals.valid.eq(self.s_axis_arrival_tvalid),
+            self.s_axis_arrival_tready.eq(qm.arrivals.ready),
+            qm.departures.payload.eq(self.s_axis_departure_tdata[:DEPARTURE.size]),
+            qm.departures.valid.eq(self.s_axis_departure_tvalid),
+            self.s_axis_departure_tready.eq(qm.departures.ready),
+            self.m_axis_verdict_tdata.eq(qm.verdicts.payload.as_value()),
+            self.m_axis_verdict_tuser.eq(qm.verdicts.payload.action),
+            self.m_axis_verdict_tvalid.eq(qm.verdicts.valid),
+            qm.verdicts.ready.eq(self.m_axis_verdict_tready),
+        ]
+        controls = [(n, mb) for n, mb in qm.signature.members.items()
+                    if n not in ("arrivals", "departures", "verdicts")]
+        if self.rf is None:
+            for name, member in controls:
+                port = getattr(self, self.control_port(name))
+                sig = getattr(qm, name)
+                m.d.comb += sig.eq(port) if member.flow == In else port.eq(sig)
+            return m
+
+        m.submodules.registers = rf = self.rf
+        for name, member in controls:
+            a, b = getattr(rf, name), getattr(qm, name)
+            m.d.comb += b.eq(a) if member.flow == In else a.eq(b)
+        bus = rf.bus
+        if self.bus == "wishbone":
+            # a strobe starts the access in its clock; ``ack`` (registered) ends it in the
+            # next, when the register file's read data is valid. A strobe still high in the
+            # clock of its ack is that same cycle, not a new one.
+            ack = Signal()
+            start = self.wb_cyc & self.wb_stb & ~ack
+            m.d.comb += [bus.addr.eq(Cat(C(0, 2), self.wb_adr)),
+                         bus.w_en.eq(start & self.wb_we), bus.w_data.eq(self.wb_dat_w),
+                         bus.r_en.eq(start & ~self.wb_we),
+                         self.wb_dat_r.eq(bus.r_data), self.wb_ack.eq(ack)]
+            m.d.sync += ack.eq(start)
+            return m
+
+        # AXI4-Lite: one access per clock at most on the register file's bus; the response
+        # channels are registers held until their ready.
+        bvalid, bresp = Signal(), Signal(2)
+        rvalid, rdata = Signal(), Signal(32)
+        read_wait = Signal()          # a read was issued last clock: its data arrives now
+        prefer_read = Signal()        # the last access was a write: a waiting read goes next
+        can_write = self.s_axil_awvalid & self.s_axil_wvalid & ~bvalid
+        can_read = self.s_axil_arvalid & ~rvalid & ~read_wait
+        do_write = Signal()
+        do_read = Signal()
+        whole_word = self.s_axil_wstrb == 0b1111
+        m.d.comb += [
+            do_write.eq(can_write & ~(can_read & prefer_read)),
+            do_read.eq(can_read & ~do_write),
+            self.s_axil_awready.eq(do_write), self.s_axil_wready.eq(do_write),
+            self.s_axil_arready.eq(do_read),
+            bus.addr.eq(Mux(do_write, self.s_axil_awaddr, self.s_axil_araddr)),
+            bus.w_en.eq(do_write & whole_word), bus.w_data.eq(self.s_axil_wdata),
+            bus.r_en.eq(do_read),
+            self.s_axil_bvalid.eq(bvalid), self.s_axil_bresp.eq(bresp),
+            self.s_axil_rvalid.eq(rvalid), self.s_axil_rdata.eq(rdata),
+            self.s_axil_rresp.eq(_OKAY),
+        ]
+        with m.If(self.s_axil_bready):
+            m.d.sync += bvalid.eq(0)
+        with m.If(self.s_axil_rready):
+            m.d.sync += rvalid.eq(0)
+        with m.If(do_write):
+            m.d.sync += [bvalid.eq(1), bresp.eq(Mux(whole_word, _OKAY, _SLVERR)),
+                         prefer_read.eq(1)]
+        with m.If(do_read):
+            m.d.sync += [read_wait.eq(1), prefer_read.eq(0)]
+        with m.If(read_wait):
+            m.d.sync += [read_wait.eq(0), rvalid.eq(1), rdata.eq(bus.r_data)]
+        return m
+
+
+# ---- export --------------------------------------------------------------------------------
+_IDENT = re.compile(r"^\s*(?:module|package)\s+([\\\w$.]+)|^\s*(?:input|output|inout)\b"
+                    r"(?:\s*\[[^\]]*\])?\s+([\\\w$.]+)", re.M)
+
+
+def check_names(text):
+    """The module, package and port names of the Verilog ``text`` that are Verilog or
+    SystemVerilog keywords (escaped or not); an empty list when there are none."""
+    bad = []
+    for match in _IDENT.finditer(text):
+        name = (match.group(1) or match.group(2)).lstrip("\\")
+        if name in KEYWORDS:
+            bad.append(name)
+    return bad
+
+
+def _yosys_script(rtlil_text):
+    """Yosys commands: the design flattened into one module (no submodule ports, so none
+    named ``config``, and one module name: two builds with different names can share a
+    design), the processes as Amaranth's own Verilog export writes them."""
+    return "\n".join([
+        f"read_rtlil <<rtlil\n{rtlil_text}\nrtlil",
+        "proc -nomux -norom",
+        "flatten",
+        "memory_collect",
+        "opt_clean",
+        "attrmap -remove generator -remove top -remove src -remove amaranth.hierarchy "
+        "-remove amaranth.decoding",
+        "attrmap -modattr -remove generator -remove top -remove src "
+        "-remove amaranth.hierarchy -remove amaranth.decoding",
+        "write_verilog -norename -noattr",
+    ])
+
+
+#: An escaped identifier that ends like a bit select, ``\\counters[0] `` (Amaranth names the
+#: elements of an array port so).
+_BIT_SELECT_NAME = re.compile(r"\\(\S+?)\[(\d+)\](?=\s)")
+
+
+def rename_bit_select_names(text):
+    """``text`` (Verilog) with every escaped identifier that ends in ``[N]`` renamed to end
+    in ``__N``. The pinned Yosys's ABC9 (``synth_ecp5``, ``abc9``) fails with ``Assert
+    `count_id(wire->name) == 0'`` while merging its result back when a wire is named like a
+    bit of another (``\\c[0] `` beside a register ``c``): the name of the wire and of the
+    bit collide. Raises ``ValueError`` if a new name is taken already."""
+    taken = set(re.findall(r"\\(\S+)", text)) | set(re.findall(r"\b[A-Za-z_]\w*", text))
+    renamed = {}
+    for match in _BIT_SELECT_NAME.finditer(text):
+        new = f"{match[1]}__{match[2]}"
+        if new in taken and renamed.get(match[0]) != new:
+            raise ValueError(f"renaming \\{match[1]}[{match[2]}]: {new} is taken")
+        renamed[match[0]] = new
+    return _BIT_SELECT_NAME.sub(lambda m: f"\\{m[1]}__{m[2]}", text)
+
+
+def core_verilog(build, bus="axi-lite", name="fpq_core"):
+    """``(verilog text, core)``: :class:`FPQCore` as one flat Verilog module ``name``."""
+    from amaranth.back import rtlil
+    from amaranth._toolchain.yosys import find_yosys
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) or name in KEYWORDS:
+        raise ValueError(f"name: {name!r} must be a Verilog identifier (letters, digits, _; "
+                         f"not starting with a digit) and not a Verilog/SystemVerilog keyword")
+    core = FPQCore(build, bus)
+    text = rtlil.convert(core, name=name, emit_src=False)
+    yosys = find_yosys(lambda ver: ver >= (0, 40))
+    verilog = rename_bit_select_names(
+        yosys.run(["-q", "-"], _yosys_script(text), ignore_warnings=True))
+    bad = check_names(verilog)
+    if bad:
+        raise ValueError(f"the export names a module or port after a keyword: {bad}")
+    return verilog, core
+
+
+def _port_lines(core):
+    lines = [f"  input  [  0:0] {name}" for name in ("clk", "rst")]
+    for path, member, value in core.signature.flatten(core):
+        pname = "__".join(str(p) for p in path)
+        direction = "input " if member.flow == In else "output"
+        width = len(Value.cast(value))
+        lines.append(f"  {direction} [{width - 1:3}:0] {pname}")
+    return lines
+
+
+def export_verilog(path, build, bus="axi-lite", name="fpq_core", package=True):
+    """Write :class:`FPQCore` as Verilog to ``path`` and, with ``package``, its
+    SystemVerilog package next to it (``<name>_pkg.sv``): both complete, or neither changed.
+    Returns the paths written.
+
+    Parameters
+    ----------
+    path : str
+    build : fpq.Build
+    bus : str
+        One of :data:`BUSES`.
+    name : str
+        The module's name (the package's is ``<name>_pkg``).
+    package : bool
+    """
+    import os
+    from fpq.output_files import write_files
+    verilog, core = core_verilog(build, bus, name)
+    bus_text = {"axi-lite": "AXI4-Lite target s_axil_* (20-bit byte addresses, 32-bit data; "
+                            "a write with wstrb != 4'hf answers SLVERR and writes nothing)",
+                "wishbone": "Wishbone B4 classic target wb_* (32-bit granularity, wb_adr the "
+                            "word address; ack the clock after the strobe)",
+                "none": "no register bus: the queue manager's configuration port cfg and its "
+                        "control ports (fpq_hdl.queue_manager.QueueManager)"}[bus]
+    header = [
+        f"// {name}: FPQ / RED / drop-tail queue manager, one verdict per clock.",
+        "// Generated by `fpq verilog` (hdl/fpq_hdl/axi_core.py) from the Amaranth source; "
+        "do not edit.",
+        f"// Build: vec_bits {build.vec_bits}, table_depth {build.table_depth}, avg_delay "
+        f"{build.avg_delay}. Latency {LATENCY} clocks, verdict FIFO {FIFO_DEPTH}.",
+        "// One flat module (no submodules). One clock `clk`, synchronous active-high reset "
+        "`rst`.",
+        f"// Register bus: {bus_text}.",
+        "// Streams are AXI-Stream (tdata/tvalid/tready; tready may depend on tvalid): the",
+        "// payload fields from bit 0 of tdata, offsets in the package (<name>_pkg.sv) and",
+        "// below; m_axis_verdict_tuser is the verdict's action.",
+    ]
+    if bus != "none":
+        header += [
+            "// Registers: docs/REGISTERS.md / sw/generated/regmap.json at the bus's byte",
+            "// addresses. Out of reset the register file loads the map's defaults and",
+            "// restarts the time base: clock 0 of the queue manager is the third clock with",
+            "// rst low (the first is the register file's, the second its restart's). A",
+            "// configuration applies at CONTROL.COMMIT (`fpq config` writes the words).",
+        ]
+    from .cli import _fixed_lines
+    header += _fixed_lines(build)
+    header += ["// Ports:"] + ["//" + line for line in _port_lines(core)]
+    for title, layout in (("s_axis_arrival_tdata", ARRIVAL),
+                          ("s_axis_departure_tdata", DEPARTURE),
+                          ("m_axis_verdict_tdata", VERDICT)):
+        header.append(f"//   {title} fields:")
+        for fname, field in layout:
+            header.append(f"//      [{field.offset + field.width - 1:3}:{field.offset:3}] "
+                          f"{fname}")
+    files = {path: "\n".join(header) + "\n" + verilog}
+    if package:
+        files[os.path.join(os.path.dirname(path), f"{name}_pkg.sv")] = sv_package(build, name)
+    paths = write_files(files)          # every file complete, or none changed
+    return paths
+
+
+def _sv_struct(type_name, layout, pad_to):
+    """A packed struct of ``layout``'s fields, most significant first, padded to
+    ``pad_to`` bits."""
+    fields = sorted(((f.offset, fname, f.width) for fname, f in layout), reverse=True)
+    lines = [f"  typedef struct packed {{"]
+    if pad_to > layout.size:
+        lines.append(f"    logic [{pad_to - layout.size - 1}:0] pad;  // zero / ignored")
+    for offset, fname, width in fields:
+        lines.append(f"    logic [{width - 1}:0] {fname};  // tdata[{offset + width - 1}:"
+                     f"{offset}]")
+    lines.append(f"  }} {type_name};")
+    return lines
+
+
+def sv_package(build, name="fpq_core"):
+    """The SystemVerilog package ``<name>_pkg``: the stream payload structs (as ``tdata``
+    carries them), the field offsets and widths, and the register map's addresses, widths
+    and constants (``fpq.regmap.registers(build)``), as text."""
+    pkg = f"{name}_pkg"
+    out = [f"// {pkg}: payload structs and register map of {name} (vec_bits {build.vec_bits},",
+           f"// table_depth {build.table_depth}). Generated by `fpq verilog` from "
+           "fpq_hdl.layouts and fpq.regmap; do not edit.",
+           f"package {pkg};"]
+    for prefix, layout in (("ARRIVAL", ARRIVAL), ("DEPARTURE", DEPARTURE),
+                           ("VERDICT", VERDICT)):
+        out.append(f"  localparam int {prefix}_BITS = {layout.size};")
+        out.append(f"  localparam int {prefix}_TDATA_BITS = {tdata_width(layout)};")
+        for fname, f in layout:
+            out.append(f"  localparam int {prefix}_{fname.upper()}_OFFSET = {f.offset};")
+            out.append(f"  localparam int {prefix}_{fname.upper()}_WIDTH = {f.width};")
+    out += _sv_struct("arrival_t", ARRIVAL, tdata_width(ARRIVAL))
+    out += _sv_struct("departure_t", DEPARTURE, tdata_width(DEPARTURE))
+    out += _sv_struct("verdict_t", VERDICT, tdata_width(VERDICT))
+    out += ["  // verdict action",
+            "  localparam logic [1:0] ACTION_ENQUEUE = 2'd0, ACTION_MARK = 2'd1,",
+            "                         ACTION_DROP_EARLY = 2'd2, ACTION_DROP_FORCED = 2'd3;",
+            f"  localparam int ADDR_BITS = {ADDR_BITS};",
+            f"  localparam logic [31:0] ID_VALUE = 32'h{ID_VALUE:08x};",
+            f"  localparam logic [31:0] CONTROL_COMMIT = 32'h{CONTROL_COMMIT:x};",
+            f"  localparam logic [31:0] CONTROL_CLEAR_ERRORS = 32'h{CONTROL_CLEAR_ERRORS:x};"]
+    for sname, bit in STATUS_BITS.items():
+        out.append(f"  localparam int STATUS_{sname}_BIT = {bit};")
+    out.append(f"  localparam int STATUS_REJECT_INDEX_SHIFT = {STATUS_REJECT_INDEX_SHIFT};")
+    for i, r in enumerate(registers(build)):
+        n = r.name.upper()
+        out.append(f"  // {r.name}: {r.access}, {r.width} bits, {r.kind}")
+        out.append(f"  localparam logic [{ADDR_BITS - 1}:0] REG_{n} = {ADDR_BITS}'h"
+                   f"{r.offset:05x};")
+        out.append(f"  localparam int REG_{n}_WIDTH = {r.width};")
+        out.append(f"  localparam int REG_{n}_INDEX = {i};")
+    for t in tables(build):
+        n = t.name.upper()
+        out.append(f"  localparam logic [{ADDR_BITS - 1}:0] {n} = {ADDR_BITS}'h{t.offset:05x};")
+        out.append(f"  localparam int {n}_DEPTH = {t.depth};")
+        out.append(f"  localparam int {n}_WIDTH = {t.width};")
+    out += [f"endpackage : {pkg}", ""]
+    return "\n".join(out)

