@@ -33,8 +33,8 @@ class DropProbability(wiring.Component):
       leaves a flip-flop: a 65536-entry table is 176 DP16KD spread over the ECP5-85F;
     * cycle 2: table read (``BlockRAM``, latency 2); ``n`` is valid at cycle 3;
     * cycle 4: ``avg`` arrives; ``A - min_th``, ``A - max_th``, ``A - 2 max_th`` in parallel,
-      their signs RED's region, which selects RED's slope and difference into registers;
-    * cycle 5: select rate word and difference by mode; the offset and the forced results;
+      their signs RED's region (a flag per case, registered);
+    * cycle 5: select rate word, difference and offset by mode and region;
     * cycle 6: two 16 x 18 partial products (DSPs; their input registers hold the cycle-5
       selection, their output registers the products);
     * cycle 7: their sum (52 bits);
@@ -126,18 +126,16 @@ class DropProbability(wiring.Component):
         d1c, d2c, d3c = (Signal(signed(w), name=n) for n in ("d1_next", "d2_next", "d3_next"))
         m.d.comb += [d1c.eq(self.avg - self.red_min_th), d2c.eq(self.avg - self.red_max_th),
                      d3c.eq(self.avg - (self.red_max_th << 1))]
-        # RED's region from the differences' signs, and the RED slope and difference it
-        # selects, registered here: cycle 5 then feeds the DSPs through one select by mode
-        # (a register), not through the mode and region decode (config to DSP input)
+        # RED's region from the differences' signs, registered here as one flag per case:
+        # cycle 5 then feeds the DSPs through selects by registers (mode, region), not
+        # through the mode and region decode (config to DSP input)
         below_min, below_max = d1c < 0, d2c < 0
         gentle_region = ~below_min & ~below_max & self.red_gentle & (d3c < 0)
         r_force0, r_force1, r_gentle = Signal(), Signal(), Signal()
-        red_word, red_d = Signal(RATE.width), Signal(QAVG.width)
-        m.d.sync += [avg1.eq(self.avg), r_force0.eq(below_min),
+        d1, d2 = Signal.like(d1c), Signal.like(d2c)
+        m.d.sync += [avg1.eq(self.avg), d1.eq(d1c), d2.eq(d2c), r_force0.eq(below_min),
                      r_force1.eq(~below_min & ~below_max & ~gentle_region),
-                     r_gentle.eq(gentle_region),
-                     red_word.eq(Mux(gentle_region, self.red_slope2, self.red_slope1)),
-                     red_d.eq(Mux(gentle_region, d2c, d1c))]
+                     r_gentle.eq(gentle_region)]
         is_fpq, is_red = Signal(), Signal()
         m.d.sync += [is_fpq.eq(self.mode == MODE_FPQ), is_red.eq(self.mode == MODE_RED)]
         word1 = Signal(RATE.width)
@@ -149,7 +147,9 @@ class DropProbability(wiring.Component):
         d, off = Signal(QAVG.width), Signal(PROB.width)
         force0, force1 = Signal(), Signal()
         sel_word = Signal(RATE.width)
-        m.d.comb += [sel_word.eq(Mux(is_fpq, word1, red_word)), d.eq(Mux(is_fpq, avg1, red_d))]
+        m.d.comb += [sel_word.eq(Mux(is_fpq, word1,
+                                     Mux(r_gentle, self.red_slope2, self.red_slope1))),
+                     d.eq(Mux(is_fpq, avg1, Mux(r_gentle, d2, d1)))]
         m.d.sync += [force0.eq(~is_fpq & (~is_red | r_force0)), force1.eq(is_red & r_force1),
                      off.eq(Mux(is_red & r_gentle, self.red_max_p, 0))]
         m.d.sync += shift.eq(sel_word[RATE.mant_bits:])
