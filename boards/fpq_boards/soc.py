@@ -28,7 +28,7 @@ class SelfTestSoC(wiring.Component):
 
     The UART bridge is the only bus initiator; its bus is registered once on the way to the
     targets and the register file reads in two stages (the bridge waits 3 clocks for read
-    data; the generator's read data is delayed to match), unless ``optimise="area"``. Bus
+    data; the generator reads in two stages as well), unless ``optimise="area"``. Bus
     addresses ``TG_BASE`` .. ``TG_BASE + TG_SIZE`` go to the traffic generator, all others to the queue manager's register file
     (``fpq.regmap``); the targets return 0 when not read, so read data is their OR. The
     generator feeds the queue manager's arrival port (through a 4-entry FIFO with a registered
@@ -96,7 +96,7 @@ class SelfTestSoC(wiring.Component):
         # clocks. "area" (a small FPGA at a low clock): neither, reads take 1
         speed = optimise == "speed"
         self.regs = RegisterFile(self.build, const_rom=not speed, read_latency=2 if speed else 1)
-        self.tg = TrafficGenerator(optimise)
+        self.tg = TrafficGenerator(optimise, read_latency=self.regs.read_latency)
         self.bus_register = speed
         self.bridge = UARTBridge(self.divisor, read_latency=int(self.bus_register)
                                  + self.regs.read_latency)
@@ -141,14 +141,9 @@ class SelfTestSoC(wiring.Component):
         for target, sel in ((tg.bus, to_tg), (regs.bus, ~to_tg)):
             domain += [target.addr.eq(bus.addr), target.w_data.eq(bus.w_data),
                        target.w_en.eq(bus.w_en & sel), target.r_en.eq(bus.r_en & sel)]
-        # the generator's reads take one clock: delayed to the register file's latency, so
-        # that both answer in the same clock (each gives 0 when it is not read)
-        tg_r_data = tg.bus.r_data
-        for i in range(regs.read_latency - 1):
-            delayed = Signal(32, name=f"tg_r_data_{i + 1}")
-            m.d.sync += delayed.eq(tg_r_data)
-            tg_r_data = delayed
-        m.d.comb += bus.r_data.eq(tg_r_data | regs.bus.r_data)
+        # the generator reads with the register file's latency, so that both answer in the
+        # same clock (each gives 0 when it is not read)
+        m.d.comb += bus.r_data.eq(tg.bus.r_data | regs.bus.r_data)
 
         # LEDs
         m.submodules.leds = leds = ActivityLEDs(4, stretch=max(int(self.clk_freq) // 16, 2),

@@ -113,8 +113,9 @@ class TrafficGenerator(wiring.Component):
     departure from an empty queue (as long as ``tg_length`` does not change while packets
     are queued: departures use the current length).
 
-    Latency: an arrival is offered 1 clock after its timer expires. Throughput: one arrival
-    per clock at ``tg_arrival_period`` = 1.
+    Latency: an arrival is offered 1 clock after its timer expires; bus reads answer
+    ``read_latency`` clocks after the request. Throughput: one arrival per clock at
+    ``tg_arrival_period`` = 1.
 
     Parameters
     ----------
@@ -123,6 +124,9 @@ class TrafficGenerator(wiring.Component):
         comparators per register (a carry chain each, cheap and fast on an ECP5); "area":
         ``in_range``, without a carry chain where the bounds allow (on an iCE40 a carry chain
         costs a logic cell per bit; on the ULX3S ``in_range`` measured 116 LUTs more).
+    read_latency : int
+        1 or 2: with 2 the read address is registered first, so that the word select starts
+        from a register beside it (the bus decode then stays out of that path).
 
     Attributes
     ----------
@@ -137,8 +141,11 @@ class TrafficGenerator(wiring.Component):
         For LEDs.
     """
 
-    def __init__(self, optimise="speed"):
+    def __init__(self, optimise="speed", read_latency=1):
         self.optimise = check_optimise(optimise)
+        if read_latency not in (1, 2):
+            raise ValueError(f"read_latency: {read_latency!r} must be 1 or 2")
+        self.read_latency = read_latency
         super().__init__({
             "bus": In(BusSignature()),
             "arrivals": Out(stream.Signature(ARRIVAL)),
@@ -154,12 +161,19 @@ class TrafficGenerator(wiring.Component):
         regs = {r.name: Signal(r.width, init=r.reset, name=r.name) for r in TG_REGISTERS}
         bad_write = regs["tg_status"]
 
-        # ---- bus: reads (one clock), writes with range check ------------------------------
+        # ---- bus: reads (``read_latency`` clocks), writes with range check ----------------
+        r_word, r_en = bus.addr[2:8], bus.r_en
+        if self.read_latency == 2:
+            r_word, r_en = Signal(6, name="r_word"), Signal(name="r_en")
+            m.d.sync += [r_word.eq(bus.addr[2:8]), r_en.eq(bus.r_en)]
         r_data = Signal(32)
-        with m.Switch(bus.addr[2:8]):
+        with m.Switch(r_word):
             for r in TG_REGISTERS:
                 with m.Case((r.offset - TG_BASE) // 4):
                     m.d.comb += r_data.eq(regs[r.name])
+        with m.Switch(bus.addr[2:8]):
+            for r in TG_REGISTERS:
+                with m.Case((r.offset - TG_BASE) // 4):
                     with m.If(bus.w_en):
                         if r.access == "rw":
                             ok = (in_range(bus.w_data, r.lo, r.hi) if self.optimise == "area"
@@ -175,7 +189,7 @@ class TrafficGenerator(wiring.Component):
             with m.Default():
                 with m.If(bus.w_en):
                     m.d.sync += bad_write.eq(1)
-        m.d.sync += bus.r_data.eq(Mux(bus.r_en, r_data, 0))
+        m.d.sync += bus.r_data.eq(Mux(r_en, r_data, 0))
 
         enable = regs["tg_enable"]
         flows = regs["tg_flows"]

@@ -117,7 +117,7 @@ def _no_forwarding():
 
 
 def _no_logical_old_bit():
-    # the logical forwarding of the old bit (a set or clear of the two slots before decides
+    # the logical forwarding of the old bit (a set or clear of the three slots before decides
     # it, not the RAMs): N from the RAMs' bits alone
     return mutate(fc_mod.FlowCounter, "elaborate",
                   [('old_a = Mux(hit_a, val_a, rams["pa"].r_data ^ rams["qa"].r_data)',
@@ -192,7 +192,7 @@ COMPONENT_FAULTS = {
     "dc-byte-limit-exact": ("decision: a queue exactly at the byte limit refuses the arrival "
                             "(> became >=)", "Decision",
                             lambda: mutate(dc_mod.Decision, "_occupancy_speed",
-                                           [('_below_occupancy(m, tb0, y, "f0b")', "~(y < tb0)")])),
+                                           [('_below_occupancy(m, tb0, fit0, y, "f0b")', "~(y < tb0)")])),
 }
 
 

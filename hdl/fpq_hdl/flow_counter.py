@@ -155,16 +155,20 @@ class FlowCounter(wiring.Component):
         wiping = Signal()
         wcount = Signal(ib)
         # cycle set_delay + 1: the RAMs' output register; the slot registered
-        sv1, cv1, wipe1, same1, rw1 = Signal(), Signal(), Signal(), Signal(), Signal()
+        sv1, cv1, wipe1, rw1 = Signal(), Signal(), Signal(), Signal()
+        # the set and the clear at one index: the match in two registered halves, as below
+        half = ib // 2
+        same_lo, same_hi = Signal(), Signal()
         a1, b1 = Signal(ib), Signal(ib)
         m.d.sync += [sv1.eq(self.set_valid), cv1.eq(clr_v0), wipe1.eq(wipe_s0), a1.eq(a0),
-                     b1.eq(b0), same1.eq(self.set_valid & clr_v0 & (a0 == b0)),
+                     b1.eq(b0), same_lo.eq(a0[:half] == b0[:half]),
+                     same_hi.eq(a0[half:] == b0[half:]),
                      rw1.eq(wiping)]
         # cycle set_delay + 2: old bits, write data
         sv, cv2, wipe2, same, rw2 = Signal(), Signal(), Signal(), Signal(), Signal()
         a, b = Signal(ib), Signal(ib)
         m.d.sync += [sv.eq(sv1), cv2.eq(cv1), wipe2.eq(wipe1), a.eq(a1), b.eq(b1),
-                     same.eq(same1), rw2.eq(rw1)]
+                     same.eq(sv1 & cv1 & same_lo & same_hi), rw2.eq(rw1)]
         cw = cv2 & ~same                              # the clear (not overridden by the set)
         # A clear whose read saw the vector during a wipe (``rw2``) writes nothing: the wipe
         # made the bit 0 and no set comes that soon after it (the port is not ready). So no
@@ -191,7 +195,6 @@ class FlowCounter(wiring.Component):
         # each address match in two registered halves (the read addresses come from the
         # multipliers, a long route away: a whole-width compare after it is too deep)
         eq = {}
-        half = ib // 2
         for x, x0 in (("a", a0), ("b", b0)):
             for y, y_prev in (("a1", a1), ("b1", b1), ("a2", a), ("b2", b), ("a3", a3),
                               ("b3", b3)):
