@@ -185,8 +185,8 @@ class DecisionTB:
                 ps.set("valid_ahead", 0)
                 ps.set("dep_valid_ahead", 0)
             s = k - A
-            # ``u`` ahead: the number of the slot ``U_AHEAD`` clocks before its cycle 0
-            su = s + Decision.U_AHEAD
+            # ``u`` a clock ahead: the number of the slot that reaches cycle 0 next clock
+            su = s + 1
             if 0 <= su < n and slots[su] is not None and slots[su][0] is not None:
                 ps.set("u", slots[su][3])
             if 0 <= s < n:

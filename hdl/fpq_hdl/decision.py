@@ -74,7 +74,7 @@ class Decision(wiring.Component):
     next ``E`` when there is no drop; a drop or ``p == 0`` loads ``u - 1``. So the one-clock
     loop is one carry chain and one select (bit-exact: the same integers). The hit is one
     compare, ``L < p``, whose left operand ``L`` is a register: ``E``'s next value in RED mode,
-    ``u`` (given ahead) otherwise.
+    ``u`` (given a clock ahead) otherwise.
 
     **Cycle 1, occupancy.** A departure in the slot applies first (saturating at zero, errors
     counted), then the arrival: early and not (ECN enabled and ECN-capable) is an early drop;
@@ -108,7 +108,7 @@ class Decision(wiring.Component):
     p, p_zero : In
         The arrival's probability and whether it is 0 (cycle 0).
     u : In
-        The arrival's random number, ``U_AHEAD`` clocks ahead (cycle -2).
+        The arrival's random number, a clock ahead (cycle -1).
     config : In(config_layout(build))
         Uses ``mode``, ``ecn``, ``limit_pkts``, ``limit_bytes``; stable while slots pass
         (commits apply with the pipeline empty of arrivals).
@@ -123,8 +123,6 @@ class Decision(wiring.Component):
         The largest ``occ_pkts`` (a clock behind it).
     """
 
-    #: Clocks before cycle 0 at which ``u`` gives the arrival's random number.
-    U_AHEAD = 2
     LATENCY = 2
     FIELDS_AHEAD = 2
 
@@ -171,9 +169,8 @@ class Decision(wiring.Component):
         m.d.sync += [gate.eq(av_m1 & early_mode & no_ecn),
                      mark.eq(av_m1 & early_mode & ~no_ecn),
                      keep.eq(av_m1 & ~(early_mode & no_ecn)), is_red.eq(mode == MODE_RED)]
-        u_a = Signal(RAND_BITS, name="u_ahead")      # the slot's number, at cycle -1
-        u = Signal(RAND_BITS, name="u0")             # and at cycle 0
-        m.d.sync += [u_a.eq(self.u), u.eq(u_a)]
+        u = Signal(RAND_BITS, name="u0")             # the slot's number, at cycle 0
+        m.d.sync += u.eq(self.u)
         # RED: E = thresh - acc - 1 (signed: -1 after a threshold of 0)
         ew = PROB.width + 2
         e_init = (1 << 32) - 2
@@ -186,7 +183,7 @@ class Decision(wiring.Component):
         # Written as one select after the chain (``over``, the difference), with everything
         # else selected beforehand from registers: ``u - 1`` is formed a clock ahead.
         u_m1 = Signal(signed(ew), name="u_m1")
-        m.d.sync += u_m1.eq(u_a - 1)
+        m.d.sync += u_m1.eq(self.u - 1)
         arrives = Signal(name="red_arrival")
         m.d.comb += arrives.eq(is_red & (gate | mark))
         by_chain = arrives & ~pz                      # the chain decides: u - 1 or the difference
@@ -198,7 +195,7 @@ class Decision(wiring.Component):
         # p, so that one LUT after the carry chain makes each of ``cand``, ``early`` and
         # ``drop_early``. (``is_red`` changes only in a commit, with no arrival in flight.)
         left = Signal(signed(ew), name="hit_left", init=e_init)
-        left_other = Mux(arrives, u_m1, Mux(is_red, e_reg, u_a))
+        left_other = Mux(arrives, u_m1, Mux(is_red, e_reg, self.u))
         m.d.sync += [e_reg.eq(e_next),
                      left.eq(Mux(by_chain, Mux(over, u_m1, diff), left_other))]
         below, red_pz = Signal(name="hit_below"), Signal(name="red_p_zero")

@@ -397,13 +397,12 @@ class QueueManager(wiring.Component):
         ]
 
         # ---- stages 18-21: decision -----------------------------------------------------------
-        # the decision's random number: the generator steps once per arrival, ``U_AHEAD``
-        # clocks before the decision, in arrival order, so arrival k gets the k-th number as
-        # if it had been drawn at the accept; it is loaded (``load_rng_decide``) only while
-        # the pipeline is empty (``Decision`` takes it as the generator shows it and
-        # registers it)
+        # the decision's random number: the generator steps once per arrival at stage 19, in
+        # arrival order, so arrival k gets the k-th number as if it had been drawn at the
+        # accept; it is loaded (``load_rng_decide``) only while the pipeline is empty
+        # (``Decision`` takes it a clock ahead, as the generator shows it, and registers it)
         m.d.comb += [rng.seed.eq(cfg.rng_decide_state), rng.load.eq(self.load_rng_decide),
-                     rng.step.eq(stages[_S_DECIDE - Decision.U_AHEAD].av)]
+                     rng.step.eq(stages[_S_DECIDE - 1].av)]
         sf = stages[_S_FIELDS]
         m.d.comb += [
             dc.valid_ahead.eq(sf.av), dc.dep_valid_ahead.eq(sf.dv),

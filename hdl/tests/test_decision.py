@@ -97,8 +97,8 @@ def simulate(config, slots, optimise, commits=None, cmq=(), preset=None, noise=0
                 p = slots[j][2]
             else:
                 p = rnd.choice((0, rnd.randrange(PROB_ONE + 1)))
-            # ``u``: the random number of the slot ``U_AHEAD`` clocks before cycle 0
-            ju = j + Decision.U_AHEAD
+            # ``u``: the random number of the slot at cycle -1 (the port takes it a clock ahead)
+            ju = j + 1
             u = slots[ju][3] if 0 <= ju < n and slots[ju][0] is not None else rnd.getrandbits(32)
             # ``p_zero``: whether p is 0 (the probability's own flag, a register beside it)
             ctx.set(dut.p, p)
