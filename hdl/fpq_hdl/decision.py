@@ -179,25 +179,16 @@ class Decision(wiring.Component):
         m.d.comb += diff.eq(e_reg - self.p)
         over = diff < 0                               # p > E: acc + p >= thresh
         pz = self.p_zero
-        # E's update, RED arrivals only: a drop or p == 0 loads u - 1, else the difference.
-        # Written as one select after the chain (``over``, the difference), with everything
-        # else selected beforehand from registers: ``u - 1`` is formed a clock ahead.
-        u_m1 = Signal(signed(ew), name="u_m1")
-        m.d.sync += u_m1.eq(self.u - 1)
-        arrives = Signal(name="red_arrival")
-        m.d.comb += arrives.eq(is_red & (gate | mark))
-        by_chain = arrives & ~pz                      # the chain decides: u - 1 or the difference
-        e_other = Mux(arrives, u_m1, e_reg)           # otherwise: u - 1 (p == 0), or kept
         e_next = Signal(signed(ew))
-        m.d.comb += e_next.eq(Mux(by_chain, Mux(over, u_m1, diff), e_other))
+        m.d.comb += e_next.eq(e_reg)
+        with m.If(is_red & (gate | mark)):
+            m.d.comb += e_next.eq(Mux(pz | over, u - 1, diff))
         # The early hit, FPQ ``u < p`` or RED ``E < p and p > 0``, as one compare of a
         # register (``left``: E in RED mode, u otherwise, selected into it a clock ahead) with
         # p, so that one LUT after the carry chain makes each of ``cand``, ``early`` and
         # ``drop_early``. (``is_red`` changes only in a commit, with no arrival in flight.)
         left = Signal(signed(ew), name="hit_left", init=e_init)
-        left_other = Mux(arrives, u_m1, Mux(is_red, e_reg, self.u))
-        m.d.sync += [e_reg.eq(e_next),
-                     left.eq(Mux(by_chain, Mux(over, u_m1, diff), left_other))]
+        m.d.sync += [e_reg.eq(e_next), left.eq(Mux(is_red, e_next, self.u))]
         below, red_pz = Signal(name="hit_below"), Signal(name="red_p_zero")
         m.d.comb += [below.eq(left < self.p), red_pz.eq(is_red & pz)]
         hit = below & ~red_pz
