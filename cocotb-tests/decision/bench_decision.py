@@ -185,15 +185,12 @@ class DecisionTB:
                 ps.set("valid_ahead", 0)
                 ps.set("dep_valid_ahead", 0)
             s = k - A
-            # ``u`` a clock ahead: the number of the slot that reaches cycle 0 next clock
-            su = s + 1
-            if 0 <= su < n and slots[su] is not None and slots[su][0] is not None:
-                ps.set("u", slots[su][3])
             if 0 <= s < n:
                 slot = slots[s]
                 if slot is not None and slot[0] is not None:
                     ps.set("p", slot[2])
                     ps.set("p_zero", int(slot[2] == 0))
+                    ps.set("u", slot[3])
                 ps.set("clear_max_queue", int(s in clears))
                 if s in clears:
                     zero.add(s)

@@ -71,10 +71,9 @@ class Decision(wiring.Component):
     ``p`` since the last early drop and drop when the sum reaches a random threshold. The
     model's ``acc``/``thresh`` pair is kept as the single register ``E = thresh - acc - 1``:
     ``acc + p >= thresh`` is ``p > E``, the borrow of ``E - p``, whose difference is also the
-    next ``E`` when there is no drop; a drop or ``p == 0`` loads ``u - 1``. So the one-clock
-    loop is one carry chain and one select (bit-exact: the same integers). The hit is one
-    compare, ``L < p``, whose left operand ``L`` is a register: ``E``'s next value in RED mode,
-    ``u`` (given a clock ahead) otherwise.
+    next ``E`` when there is no drop; a drop or ``p == 0`` loads ``u - 1`` (formed a clock
+    earlier). So the one-clock loop is one carry chain and one select (bit-exact: the same
+    integers).
 
     **Cycle 1, occupancy.** A departure in the slot applies first (saturating at zero, errors
     counted), then the arrival: early and not (ECN enabled and ECN-capable) is an early drop;
@@ -105,10 +104,8 @@ class Decision(wiring.Component):
     ----------
     valid_ahead, dep_valid_ahead, length_ahead, dep_length_ahead, ecn_ahead : In
         The slot's arrival and departure, ``FIELDS_AHEAD`` clocks before cycle 0.
-    p, p_zero : In
-        The arrival's probability and whether it is 0 (cycle 0).
-    u : In
-        The arrival's random number, a clock ahead (cycle -1).
+    p, p_zero, u : In
+        The arrival's probability, whether it is 0, and its random number (cycle 0).
     config : In(config_layout(build))
         Uses ``mode``, ``ecn``, ``limit_pkts``, ``limit_bytes``; stable while slots pass
         (commits apply with the pipeline empty of arrivals).
@@ -169,29 +166,23 @@ class Decision(wiring.Component):
         m.d.sync += [gate.eq(av_m1 & early_mode & no_ecn),
                      mark.eq(av_m1 & early_mode & ~no_ecn),
                      keep.eq(av_m1 & ~(early_mode & no_ecn)), is_red.eq(mode == MODE_RED)]
-        u = Signal(RAND_BITS, name="u0")             # the slot's number, at cycle 0
-        m.d.sync += u.eq(self.u)
         # RED: E = thresh - acc - 1 (signed: -1 after a threshold of 0)
         ew = PROB.width + 2
-        e_init = (1 << 32) - 2
-        e_reg = Signal(signed(ew), init=e_init)
+        e_reg = Signal(signed(ew), init=(1 << 32) - 2)
         diff = Signal(signed(ew + 1))
         m.d.comb += diff.eq(e_reg - self.p)
         over = diff < 0                               # p > E: acc + p >= thresh
         pz = self.p_zero
-        e_next = Signal(signed(ew))
-        m.d.comb += e_next.eq(e_reg)
-        with m.If(is_red & (gate | mark)):
-            m.d.comb += e_next.eq(Mux(pz | over, u - 1, diff))
-        # The early hit, FPQ ``u < p`` or RED ``E < p and p > 0``, as one compare of a
-        # register (``left``: E in RED mode, u otherwise, selected into it a clock ahead) with
-        # p, so that one LUT after the carry chain makes each of ``cand``, ``early`` and
-        # ``drop_early``. (``is_red`` changes only in a commit, with no arrival in flight.)
-        left = Signal(signed(ew), name="hit_left", init=e_init)
-        m.d.sync += [e_reg.eq(e_next), left.eq(Mux(is_red, e_next, self.u))]
+        # The early hit, FPQ ``u < p`` or RED ``E < p and p > 0``, as one compare whose left
+        # operand the mode selects (a register), so that one LUT after the carry chain makes
+        # each of ``cand``, ``early`` and ``drop_early``.
+        left = Signal(signed(ew), name="hit_left")
+        m.d.comb += left.eq(Mux(is_red, e_reg, self.u))
         below, red_pz = Signal(name="hit_below"), Signal(name="red_p_zero")
         m.d.comb += [below.eq(left < self.p), red_pz.eq(is_red & pz)]
         hit = below & ~red_pz
+        with m.If(is_red & (gate | mark)):
+            m.d.sync += e_reg.eq(Mux(pz | over, self.u - 1, diff))
         early, drop_early, cand = (Signal(name=n) for n in ("early", "drop_early", "cand"))
         m.d.sync += [early.eq((gate | mark) & hit), drop_early.eq(gate & hit),
                      cand.eq(keep | (gate & ~hit))]

@@ -94,12 +94,9 @@ def simulate(config, slots, optimise, commits=None, cmq=(), preset=None, noise=0
             ctx.set(dut.dep_length_ahead, dep.length if dep else rnd.getrandbits(LENGTH_BITS))
             j = k - AHEAD                           # the slot at cycle 0
             if 0 <= j < n and slots[j][0] is not None:
-                p = slots[j][2]
+                p, u = slots[j][2], slots[j][3]
             else:
-                p = rnd.choice((0, rnd.randrange(PROB_ONE + 1)))
-            # ``u``: the random number of the slot at cycle -1 (the port takes it a clock ahead)
-            ju = j + 1
-            u = slots[ju][3] if 0 <= ju < n and slots[ju][0] is not None else rnd.getrandbits(32)
+                p, u = rnd.choice((0, rnd.randrange(PROB_ONE + 1))), rnd.getrandbits(32)
             # ``p_zero``: whether p is 0 (the probability's own flag, a register beside it)
             ctx.set(dut.p, p)
             ctx.set(dut.p_zero, p == 0)
