@@ -32,10 +32,14 @@ def _verilog(args):
     return 0
 
 
+#: ``--bus`` choices (``axi_core.BUSES``, which a test holds equal), here so that the command
+#: registers without Amaranth and can say that it needs it.
+BUSES = ("axi-lite", "wishbone", "none")
+
+
 def register(subparsers):
     from fpq.config import Build
     d = Build()
-    from .axi_core import BUSES
     p = subparsers.add_parser("verilog", help="export the RTL queue manager as a Verilog core")
     p.add_argument("-o", "--out", default="build/fpq_core.v",
                    help="output file (default build/fpq_core.v); the package goes next to it "

@@ -51,10 +51,11 @@ class HoldLoop(wiring.Component):
     def elaborate(self, platform):
         from .queue_manager import _hold_counter
         m = Module()
-        load, value = Signal(), Signal(HOLD_BITS)
-        m.d.sync += [load.eq(self.load), value.eq(self.value)]
+        load = Signal()
+        m.d.sync += load.eq(self.load)
         run = Signal()
-        negative = _hold_counter(m, load, value, run, "left")
+        # (the counter registers value - 2 itself, beside the registered load)
+        negative = _hold_counter(m, load, self.value, run, "left")
         m.d.comb += [run.eq(~negative), self.held.eq(~negative)]
         return m
 

@@ -103,7 +103,7 @@ def _hold_counter(m, load, value, run, name):
     m.d.sync += [init.eq(value - 2), init_zero.eq(value[:low_bits] == 2)]
     low = Signal(low_bits, name=f"{name}_lo")
     high = Signal(signed(HOLD_BITS + 1 - low_bits), name=f"{name}_hi")
-    low_zero = Signal(name=f"{name}_lo_zero")
+    low_zero = Signal(init=1, name=f"{name}_lo_zero")     # the low half is 0 out of reset
     with m.If(load):
         m.d.sync += [low.eq(init[:low_bits]), high.eq(init[low_bits:]),
                      low_zero.eq(init_zero)]

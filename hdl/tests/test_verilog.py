@@ -68,3 +68,8 @@ def test_bad_fixed_field_is_named_and_nothing_is_written(tmp_path, capsys, fix, 
     assert main(["verilog", "-o", str(tmp_path / "x.v"), "--fix", fix]) == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "x.v").exists()
+
+
+def test_the_command_s_bus_choices_are_the_core_s():
+    from fpq_hdl import cli, axi_core
+    assert cli.BUSES == axi_core.BUSES
