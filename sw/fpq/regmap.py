@@ -17,7 +17,8 @@ Behaviour the hardware guarantees (and the model mirrors in :func:`check_registe
   every clear and sample of the queue due before it, was handled under the old values,
   everything from ``ts`` on is under the new ones (the golden model's
   ``QueueManager.configure(config, ts)``). The clock-driven engines do not stop: a clear or a
-  sample already scheduled keeps its clock, the next ones follow the new periods.
+  sample already scheduled keeps its clock, the next ones follow the new periods (one due in
+  ``ts`` itself steps to its successor with the old period: the period is read a clock ahead).
 * A commit that changes ``v_max`` wipes the flow vector (the arrival port stalls about
   ``vec_bits`` clocks; clears due meanwhile draw their random number and clear nothing); one
   that changes a ``rng_*_state`` reloads that generator.
