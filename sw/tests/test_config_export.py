@@ -1,9 +1,7 @@
 """``fpq config``: a configuration as bus writes and tables (JSON, C, ``$readmemh``). The RTL
 register file applying these outputs: ``hdl/tests/test_config_export.py``."""
 
-import contextlib
 import ctypes
-import io
 import json
 import os
 import shutil
@@ -13,6 +11,8 @@ import pytest
 
 from fpq import Build, Config
 from fpq.cli import main
+
+from cli_run import run, build_args
 from fpq.regmap import registers, tables, ID_VALUE, build_word
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -22,23 +22,6 @@ CC = shutil.which("cc") or shutil.which("gcc")
 needs_cc = pytest.mark.skipif(CC is None, reason="no C compiler (cc or gcc) on PATH")
 
 
-def run(argv):
-    """``fpq`` in this process: (exit status, standard output, standard error)."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = main(argv)
-        except SystemExit as exc:
-            code = exc.code
-    return code, out.getvalue(), err.getvalue()
-
-
-def build_args(build):
-    argv = ["--vec-bits", str(build.vec_bits), "--table-depth", str(build.table_depth),
-            "--avg-delay", str(build.avg_delay)]
-    for name, value in build.fixed_json().items():
-        argv += ["--fix", f"{name}={value}"]
-    return argv
 
 
 def parse_readmemh(text):

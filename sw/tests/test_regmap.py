@@ -1,14 +1,12 @@
 """The register map: generated files are current, addresses are sane, the commit check;
 ``fpq regmap``'s build options, output paths and SystemRDL export."""
-import contextlib
-import io
 import json
 import os
 
 import pytest
 
 from fpq import Config, Build
-from fpq.cli import main
+from cli_run import run, build_args
 from fpq.regmap import GENERATED, registers, tables, check_registers
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -147,23 +145,6 @@ def test_a_register_whose_fields_are_all_fixed_is_a_read_only_constant():
     assert check_registers(raw, b) is None
 
 
-def run(argv):
-    """``fpq`` in this process: (exit status, standard output, standard error)."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = main(argv)
-        except SystemExit as exc:
-            code = exc.code
-    return code, out.getvalue(), err.getvalue()
-
-
-def build_args(build):
-    argv = ["--vec-bits", str(build.vec_bits), "--table-depth", str(build.table_depth),
-            "--avg-delay", str(build.avg_delay)]
-    for name, value in build.fixed_json().items():
-        argv += ["--fix", f"{name}={value}"]
-    return argv
 
 
 # ---- fpq regmap ------------------------------------------------------------------------
