@@ -180,7 +180,6 @@ class CoreBench:
                     taken["arrival"] += 1
 
         cocotb.start_soon(monitor())
-        vbytes = tdata_width(VERDICT) // 8
         action = {n: f for n, f in VERDICT}["action"]
         for i in range(len(arrivals)):
             frame = await sink.recv()

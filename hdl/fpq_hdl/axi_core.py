@@ -360,7 +360,7 @@ def _sv_struct(type_name, layout, pad_to):
     """A packed struct of ``layout``'s fields, most significant first, padded to
     ``pad_to`` bits."""
     fields = sorted(((f.offset, fname, f.width) for fname, f in layout), reverse=True)
-    lines = [f"  typedef struct packed {{"]
+    lines = ["  typedef struct packed {"]
     if pad_to > layout.size:
         lines.append(f"    logic [{pad_to - layout.size - 1}:0] pad;  // zero / ignored")
     for offset, fname, width in fields:
