@@ -90,7 +90,7 @@ class DecisionTB:
         self.dut, self.plan = dut, plan
         self.build = plan["build"]
         self.ports = Ports(dut, ["valid_ahead", "dep_valid_ahead", "length_ahead",
-                                 "dep_length_ahead", "ecn_ahead", "p", "p_zero", "u",
+                                 "dep_length_ahead", "ecn_ahead", "p", "p_zero", "u_ahead",
                                  "config", "clear_max_queue"])
         self.cov = Coverage()
         self.cycle = 0
@@ -159,7 +159,7 @@ class DecisionTB:
 
     async def run_slots(self, slots, clears=(), drain=True):
         """Clock ``k`` presents the fields of slot ``k``, the cycle-0 inputs of slot
-        ``k - FIELDS_AHEAD`` and checks the outputs of slot ``k - FIELDS_AHEAD - LATENCY``."""
+        ``k - FIELDS_AHEAD`` (its random number a clock earlier) and checks the outputs of slot ``k - FIELDS_AHEAD - LATENCY``."""
         dut, ps, edge = self.dut, self.ports, self.edge
         A, L = Decision.FIELDS_AHEAD, Decision.LATENCY
         clears = set(clears)
@@ -190,13 +190,15 @@ class DecisionTB:
                 if slot is not None and slot[0] is not None:
                     ps.set("p", slot[2])
                     ps.set("p_zero", int(slot[2] == 0))
-                    ps.set("u", slot[3])
                 ps.set("clear_max_queue", int(s in clears))
                 if s in clears:
                     zero.add(s)
                 want[s] = self.predict(slot, s in clears)
             else:
                 ps.set("clear_max_queue", 0)
+            # the random number a clock ahead of its slot's cycle 0
+            if 0 <= s + 1 < n and slots[s + 1] is not None and slots[s + 1][0] is not None:
+                ps.set("u_ahead", slots[s + 1][3])
             self.clock += 1
             await edge
             self.cycle += 1
@@ -238,7 +240,7 @@ class DecisionTB:
     async def run(self):
         self.edge = await start(self.dut, ["valid_ahead", "dep_valid_ahead", "length_ahead",
                                            "dep_length_ahead", "ecn_ahead", "p", "p_zero",
-                                           "u", "clear_max_queue"])
+                                           "u_ahead", "clear_max_queue"])
         for item in self.plan["script"]:
             kind = item[0]
             if kind == "config":

@@ -69,10 +69,12 @@ class Decision(wiring.Component):
 
     **Cycle 0, early decision.** FPQ: ``u < p``. RED: Floyd's uniform spacing, accumulate
     ``p`` since the last early drop and drop when the sum reaches a random threshold. The
-    model's ``acc``/``thresh`` pair is kept as the single register ``E = thresh - acc - 1``:
-    ``acc + p >= thresh`` is ``p > E``, the borrow of ``E - p``, whose difference is also the
-    next ``E`` when there is no drop; a drop or ``p == 0`` loads ``u - 1`` (formed a clock
-    earlier). So the one-clock loop is one carry chain and one select (bit-exact: the same
+    model's ``acc``/``thresh`` pair is kept as the single register ``E = max(thresh - acc - 1,
+    0)``: ``acc + p >= thresh`` with ``p > 0`` is ``p > E``, the borrow of ``E - p``, whose
+    difference is also the next ``E`` when there is no drop; a drop or ``p == 0`` loads
+    ``max(u - 1, 0)`` (formed a clock earlier). So the one-clock loop is one carry chain and
+    one select, and each of the slot's early outputs one LUT after two carry chains side by
+    side (FPQ's ``u < p``, RED's ``E - p``), both of registers (bit-exact: the same
     integers).
 
     **Cycle 1, occupancy.** A departure in the slot applies first (saturating at zero, errors
@@ -104,8 +106,10 @@ class Decision(wiring.Component):
     ----------
     valid_ahead, dep_valid_ahead, length_ahead, dep_length_ahead, ecn_ahead : In
         The slot's arrival and departure, ``FIELDS_AHEAD`` clocks before cycle 0.
-    p, p_zero, u : In
-        The arrival's probability, whether it is 0, and its random number (cycle 0).
+    p, p_zero : In
+        The arrival's probability and whether it is 0 (cycle 0).
+    u_ahead : In
+        The arrival's random number, a clock before cycle 0.
     config : In(config_layout(build))
         Uses ``mode``, ``ecn``, ``limit_pkts``, ``limit_bytes``; stable while slots pass
         (commits apply with the pipeline empty of arrivals).
@@ -128,7 +132,7 @@ class Decision(wiring.Component):
         super().__init__({
             "valid_ahead": In(1), "dep_valid_ahead": In(1), "length_ahead": In(LENGTH_BITS),
             "dep_length_ahead": In(LENGTH_BITS), "ecn_ahead": In(1),
-            "p": In(PROB.width), "p_zero": In(1), "u": In(RAND_BITS),
+            "p": In(PROB.width), "p_zero": In(1), "u_ahead": In(RAND_BITS),
             "config": In(config_layout(build)), "clear_max_queue": In(1),
             "out_valid": Out(1), "action": Out(2),
             "out_dep_valid": Out(1), "dep_error": Out(1),
@@ -156,36 +160,44 @@ class Decision(wiring.Component):
 
         # ---- cycle 0: early decision -------------------------------------------------------
         mode = cfg.mode
-        # the slot's gates, a clock ahead (mode and ECN are stable while slots pass): an
-        # arrival that an early hit drops (``gate``: FPQ or RED, not ECN-capable or ECN off),
-        # one that it marks (``mark``), one it does not concern (``keep``)
+        # the slot's gates, a clock ahead and per mode (mode and ECN are stable while slots
+        # pass): an arrival that an early hit drops (``drop_*``: not ECN-capable or ECN off),
+        # one that an early hit concerns (``early_*``: dropped or marked), one that no early
+        # hit concerns (``keep``)
         av_m1, ecn_m1 = slots[0][0], slots[0][2]
         no_ecn = ~(cfg.ecn & ecn_m1)
-        early_mode = (mode == MODE_FPQ) | (mode == MODE_RED)
-        gate, mark, keep, is_red = (Signal(name=n) for n in ("gate", "mark", "keep", "is_red"))
-        m.d.sync += [gate.eq(av_m1 & early_mode & no_ecn),
-                     mark.eq(av_m1 & early_mode & ~no_ecn),
-                     keep.eq(av_m1 & ~(early_mode & no_ecn)), is_red.eq(mode == MODE_RED)]
-        # RED: E = thresh - acc - 1 (signed: -1 after a threshold of 0)
-        ew = PROB.width + 2
-        e_reg = Signal(signed(ew), init=(1 << 32) - 2)
-        diff = Signal(signed(ew + 1))
+        is_fpq, is_red = mode == MODE_FPQ, mode == MODE_RED
+        drop_fpq, drop_red, early_fpq, early_red, keep = (Signal(name=n) for n in (
+            "drop_fpq", "drop_red", "early_fpq", "early_red", "keep"))
+        m.d.sync += [drop_fpq.eq(av_m1 & is_fpq & no_ecn), drop_red.eq(av_m1 & is_red & no_ecn),
+                     early_fpq.eq(av_m1 & is_fpq), early_red.eq(av_m1 & is_red),
+                     keep.eq(av_m1 & ~((is_fpq | is_red) & no_ecn))]
+        # the random number, and what RED's register loads from it (``max(u - 1, 0)``), a
+        # clock ahead
+        u, u_load = Signal(RAND_BITS, name="u"), Signal(RAND_BITS, name="u_load")
+        u_dec = Signal(RAND_BITS + 1)                 # bit 32: the borrow, u == 0
+        m.d.comb += u_dec.eq(self.u_ahead - 1)
+        m.d.sync += [u.eq(self.u_ahead),
+                     u_load.eq(Mux(u_dec[-1], 0, u_dec[:RAND_BITS]))]
+        # RED: E = max(thresh - acc - 1, 0). ``acc + p >= thresh`` is ``p > thresh - acc - 1``,
+        # and, as p == 0 is never a hit, ``p > E``: the borrow of ``E - p``, whose
+        # difference is also the next E when there is no drop; a drop or ``p == 0`` loads
+        # ``max(u - 1, 0)``. (Without the max, E would be -1 after a threshold of 0 and the
+        # hit would need ``p > 0`` beside the compare.)
+        e_reg = Signal(RAND_BITS, init=(1 << 32) - 2)
+        diff = Signal(signed(PROB.width + 2))
         m.d.comb += diff.eq(e_reg - self.p)
-        over = diff < 0                               # p > E: acc + p >= thresh
-        pz = self.p_zero
-        # The early hit, FPQ ``u < p`` or RED ``E < p and p > 0``, as one compare whose left
-        # operand the mode selects (a register), so that one LUT after the carry chain makes
-        # each of ``cand``, ``early`` and ``drop_early``.
-        left = Signal(signed(ew), name="hit_left")
-        m.d.comb += left.eq(Mux(is_red, e_reg, self.u))
-        below, red_pz = Signal(name="hit_below"), Signal(name="red_p_zero")
-        m.d.comb += [below.eq(left < self.p), red_pz.eq(is_red & pz)]
-        hit = below & ~red_pz
-        with m.If(is_red & (gate | mark)):
-            m.d.sync += e_reg.eq(Mux(pz | over, self.u - 1, diff))
+        over = diff < 0                               # RED's hit: p > E
+        with m.If(early_red):
+            m.d.sync += e_reg.eq(Mux(self.p_zero | over, u_load, diff[:RAND_BITS]))
+        # FPQ's hit, a compare of two registers beside RED's: each output is one LUT after
+        # the two carry chains
+        below = Signal(name="fpq_hit")
+        m.d.comb += below.eq(u < self.p)
         early, drop_early, cand = (Signal(name=n) for n in ("early", "drop_early", "cand"))
-        m.d.sync += [early.eq((gate | mark) & hit), drop_early.eq(gate & hit),
-                     cand.eq(keep | (gate & ~hit))]
+        m.d.sync += [early.eq((early_fpq & below) | (early_red & over)),
+                     drop_early.eq((drop_fpq & below) | (drop_red & over)),
+                     cand.eq(keep | (drop_fpq & ~below) | (drop_red & ~over))]
 
         if self.optimise == "speed":
             forced, dep_error = self._occupancy_speed(m, slots, cand)

@@ -40,8 +40,8 @@ class DropProbability(wiring.Component):
     * cycle 7: their sum (52 bits);
     * cycle 8: ``<< 1`` and ``>> (shift & ~7)``;
     * cycle 9: ``>> (shift & 7)``;
-    * cycle 10: ``+ offset`` and the saturation's compare side by side;
-    * cycle 11: the select; ``prob`` is valid at cycle 12.
+    * cycle 10: ``+ offset``, beside it the saturation and ``p == 0`` as flags;
+    * cycle 11: the flags combined and the select; ``prob`` is valid at cycle 12.
 
     Every stage is at most one carry chain or two LUT levels.
     Latency: 12 clocks from ``n_raw`` (``AVG_DELAY`` = 4 clocks later comes ``avg``); ``n``
@@ -181,26 +181,40 @@ class DropProbability(wiring.Component):
             m.d.sync += shifted.eq(Array([prod >> k for k in range(8)])[shift4[:3]])
         else:
             m.d.sync += shifted.eq(prod >> shift4[:3])
+        # the high bits of ``prod`` that every shift by 0-7 leaves at or above bit 34 (a sum
+        # that saturates whatever the offset), ORed here so that cycle 10 ORs only the seven
+        # bits the shift decides
+        top = PROB.width + 8
         off5, f05, f15 = Signal.like(off), Signal(), Signal()
+        m.d.sync += f15.eq(f14 | (prod[top:] != 0))
         # the saturation bound for ``scaled`` (``off + scaled > PROB_ONE`` is ``scaled >
         # PROB_ONE - off``), formed here so that cycle 10 has the add and this compare side
-        # by side instead of an add then a compare
+        # by side instead of an add then a compare; and whether the offset is 0, for ``p ==
+        # 0`` (a 33-input AND that cycle 10 then need not have)
         room5 = Signal(signed(PROB.width + 2))
-        m.d.sync += [off5.eq(off4), f05.eq(f04), f15.eq(f14), room5.eq(PROB_ONE - off4)]
-        # cycle 10: the offset added and the saturation decided side by side (anything at or
-        # above 2**33 saturates whatever the offset)
+        off_zero5 = Signal()
+        m.d.sync += [off5.eq(off4), f05.eq(f04), room5.eq(PROB_ONE - off4),
+                     off_zero5.eq(off4 == 0)]
+        # cycle 10: the offset added, and beside it the saturation and the zero test as flags
+        # of at most two LUT levels or one carry chain each; cycle 11 combines the flags
         scaled = shifted[:PROB.width + 1]
         summed = Signal(PROB.width + 2)
-        zero, one, nil = Signal(), Signal(), Signal()
+        zero, sat_high, sat_room = Signal(), Signal(), Signal()
+        nil = [Signal(name=f"nil{i}") for i in range(3)]
         m.d.sync += [summed.eq(off5 + scaled), zero.eq(f05),
-                     one.eq(f15 | (shifted[PROB.width + 1:] != 0) | (scaled > room5)),
-                     nil.eq((off5 == 0) & (scaled == 0))]
+                     sat_high.eq(f15 | (shifted[PROB.width + 1:top] != 0)),
+                     # ``<`` with the bound on the left: the chain's borrow alone (``>``
+                     # would put an equality tree after the chain)
+                     sat_room.eq(room5 < scaled),
+                     nil[0].eq(off_zero5 & (scaled[:15] == 0)),
+                     nil[1].eq(scaled[15:31] == 0), nil[2].eq(scaled[31:] == 0)]
         # cycle 11: the select, and ``prob == 0`` as its own flag (RED's spacing register
         # takes it in its one-clock loop, where a 33-bit compare would cost two LUT levels)
+        one = sat_high | sat_room
         with m.If(zero):
             m.d.sync += [self.prob.eq(0), self.prob_zero.eq(1)]
         with m.Elif(one):
             m.d.sync += [self.prob.eq(PROB_ONE), self.prob_zero.eq(0)]
         with m.Else():
-            m.d.sync += [self.prob.eq(summed), self.prob_zero.eq(nil)]
+            m.d.sync += [self.prob.eq(summed), self.prob_zero.eq(nil[0] & nil[1] & nil[2])]
         return m

@@ -397,19 +397,20 @@ class QueueManager(wiring.Component):
         ]
 
         # ---- stages 18-21: decision -----------------------------------------------------------
-        # the decision's random number: the generator steps once per arrival at stage 19, in
-        # arrival order, so arrival k gets the k-th number as if it had been drawn at the
-        # accept; it is loaded (``load_rng_decide``) only while the pipeline is empty
+        # the decision's random number: the generator steps once per arrival two stages
+        # before the decision, in arrival order, so arrival k gets the k-th number as if it
+        # had been drawn at the accept; it is loaded (``load_rng_decide``) only while the
+        # pipeline is empty. The decision takes it a clock ahead (``u_ahead``).
         u = Signal(32)
         m.d.comb += [rng.seed.eq(cfg.rng_decide_state), rng.load.eq(self.load_rng_decide),
-                     rng.step.eq(stages[_S_DECIDE - 1].av)]
+                     rng.step.eq(stages[_S_DECIDE - 2].av)]
         m.d.sync += u.eq(rng.value)
         sf = stages[_S_FIELDS]
         m.d.comb += [
             dc.valid_ahead.eq(sf.av), dc.dep_valid_ahead.eq(sf.dv),
             dc.length_ahead.eq(wide_f.length), dc.dep_length_ahead.eq(wide_f.dlen),
             dc.ecn_ahead.eq(wide_f.ecn),
-            dc.p.eq(dp.prob), dc.p_zero.eq(dp.prob_zero), dc.u.eq(u),
+            dc.p.eq(dp.prob), dc.p_zero.eq(dp.prob_zero), dc.u_ahead.eq(u),
             dc.clear_max_queue.eq(self.clear_max_queue),
         ]
 

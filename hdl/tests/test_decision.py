@@ -64,7 +64,8 @@ def simulate(config, slots, optimise, commits=None, cmq=(), preset=None, noise=0
     """Decision fed ``slots``; returns per slot ``(action or None, dep_error or None,
     occ_pkts, occ_bytes, max_queue)`` as the model's (``max_queue`` one clock after the
     others), with ``max_queue`` 0 expected the clock after a clear. Slot t's fields are on
-    the ports in clock t, its ``p`` and ``u`` in clock t + FIELDS_AHEAD. ``commits``: slot
+    the ports in clock t, its ``p`` in clock t + FIELDS_AHEAD, its ``u`` a clock
+    before. ``commits``: slot
     -> configuration on the port from that slot's clock (the slots of the 3 clocks before
     must carry no arrival: a commit waits for an empty pipeline). ``cmq``: slots whose
     cycle 0 is the clock of a ``clear_max_queue``. ``preset``: ``(occ_pkts, occ_bytes)``
@@ -94,13 +95,18 @@ def simulate(config, slots, optimise, commits=None, cmq=(), preset=None, noise=0
             ctx.set(dut.dep_length_ahead, dep.length if dep else rnd.getrandbits(LENGTH_BITS))
             j = k - AHEAD                           # the slot at cycle 0
             if 0 <= j < n and slots[j][0] is not None:
-                p, u = slots[j][2], slots[j][3]
+                p = slots[j][2]
             else:
-                p, u = rnd.choice((0, rnd.randrange(PROB_ONE + 1))), rnd.getrandbits(32)
+                p = rnd.choice((0, rnd.randrange(PROB_ONE + 1)))
+            # ``u`` a clock ahead of its slot's cycle 0
+            if 0 <= j + 1 < n and slots[j + 1][0] is not None:
+                u = slots[j + 1][3]
+            else:
+                u = rnd.getrandbits(32)
             # ``p_zero``: whether p is 0 (the probability's own flag, a register beside it)
             ctx.set(dut.p, p)
             ctx.set(dut.p_zero, p == 0)
-            ctx.set(dut.u, u)
+            ctx.set(dut.u_ahead, u)
             ctx.set(dut.clear_max_queue, j in cmq)
             _, _, v, action, dv, derr, op, ob, mq = await ctx.tick().sample(
                 dut.out_valid, dut.action, dut.out_dep_valid, dut.dep_error, dut.occ_pkts,
