@@ -73,21 +73,25 @@ class UARTBridge(wiring.Component):
         byte = rx.bytes.payload
         got = rx.bytes.valid
 
-        m.d.comb += [tx.bytes.payload.eq(reply[:8]), tx.bytes.valid.eq(reply_len != 0)]
+        # The checksum is summed as the reply's bytes go out and sent as its last byte: an
+        # 8-bit accumulator, not a tree of adders after the bus's read data.
+        last_byte = Signal()
+        m.d.comb += [last_byte.eq(reply_len == 1),
+                     tx.bytes.payload.eq(Mux(last_byte, reply_sum, reply[:8])),
+                     tx.bytes.valid.eq(reply_len != 0)]
         with m.If(tx.bytes.valid & tx.bytes.ready):
-            m.d.sync += [reply.eq(reply[8:]), reply_len.eq(reply_len - 1)]
+            m.d.sync += [reply.eq(reply[8:]), reply_len.eq(reply_len - 1),
+                         reply_sum.eq(reply_sum + reply[:8])]
 
         def send(*fields):
-            """Load a reply: ``fields`` are (value, bytes); the checksum is appended."""
-            value, n, s = Const(0, 0), 0, Const(0, 8)
+            """Load a reply: ``fields`` are (value, bytes); the checksum follows them."""
+            value, n = Const(0, 0), 0
             for v, nb in fields:
                 v = Value.cast(Const(v, 8 * nb) if isinstance(v, int) else v)
                 assert len(v) == 8 * nb
-                for i in range(nb):
-                    s = (s + v[8 * i:8 * i + 8])[:8]
                 value = Cat(value, v[:8 * nb])
                 n += nb
-            m.d.sync += [reply.eq(Cat(value, s)), reply_len.eq(n + 1)]
+            m.d.sync += [reply.eq(value), reply_len.eq(n + 1), reply_sum.eq(0)]
 
         error = Signal()
         m.d.comb += self.errors.eq(error | rx.framing_error)
