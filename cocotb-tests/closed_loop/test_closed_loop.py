@@ -1,5 +1,5 @@
 """The RTL in the TCP loop: the TCP simulator (``fpq_sim``) with the Verilated queue manager
-(``fpq_verilator``, lean harness) deciding every packet at the bottleneck, against the same
+(``fpq_hdl.verilated``, lean harness) deciding every packet at the bottleneck, against the same
 run with the bit-exact golden model: same seed and the same accept clocks (the router waits
 ``queue.verdict_wait`` >= the RTL's latency after each arrival in both runs), so every
 verdict, every drop, every TCP reaction and every transfer time must be identical. The queue
@@ -16,7 +16,7 @@ import pytest
 from fpq import QueueManager as Model, Arrival, Departure
 from fpq.formats import PROB_ONE
 
-from fpq_verilator import VerilatedQueueManager, replay
+from fpq_hdl.verilated import VerilatedQueueManager, replay
 
 from tb_lib.coverage_report import record
 from tb_lib.traffic import scenario, tcp_trace, synthetic

@@ -203,7 +203,7 @@ def test_packet_limit_of_one_after_a_departure_from_an_empty_queue():
     """limit_pkts = 1, the queue empty; clock 100: a departure (an error) and an arrival
     (enqueued); clock 101: an arrival, a forced drop (1 + 1 > 1). Lean harness, the top."""
     from fpq import QueueManager as Model
-    from fpq_verilator import VerilatedQueueManager
+    from fpq_hdl.verilated import VerilatedQueueManager
     c = Config(build=Build(vec_bits=256, table_depth=64), mode="droptail", tick_hz=1e6,
                t_clear_s=0.01, v_max=200, n_cap=63, limit_pkts=1)
     ev = [Departure(100, 40), Arrival(100, 1, 1500, False), Arrival(101, 2, 1500, False)]

@@ -68,7 +68,7 @@ def run_flood(name, n_arrivals):
     fields as arrays (the RTL's, which equal the model's), the clock of each arrival, the
     queue after it (replayed from the verdicts and the departures) and the RTL's telemetry
     at the end."""
-    from fpq_verilator import VerilatedQueueManager
+    from fpq_hdl.verilated import VerilatedQueueManager
     spec = FLOODS[name]
     config = Config(tick_hz=150e6, **spec["cfg"])
     model, rtl = Model(config), VerilatedQueueManager(config)
@@ -239,7 +239,7 @@ def test_live_rekey_is_bit_exact_and_holds_the_count():
     verdict (its n is the count decided with) and the telemetry after each phase and right
     after each commit equal the model's; in the held phases the decisions really used the
     held count, not the rebuilding vector's."""
-    from fpq_verilator import VerilatedQueueManager
+    from fpq_hdl.verilated import VerilatedQueueManager
     from fpq_hdl.queue_manager import LATENCY
     base = Config(hash_key=bytes(range(1, 21)), **REKEY_CFG)
     keys = [bytes(range(k, k + 20)) for k in (30, 60, 90, 120, 150)]
@@ -293,7 +293,7 @@ def test_rekey_with_a_v_max_change_while_clears_are_due():
     """A clear in every clock, 150 of 200 bits set; commits of a new key and v_max 200 ->
     100..107 at eight clocks: the arrivals after them decide with the held count, the same
     as the model's."""
-    from fpq_verilator import VerilatedQueueManager
+    from fpq_hdl.verilated import VerilatedQueueManager
     c0 = Config(build=Build(vec_bits=256, table_depth=256), mode="fpq", v_max=200,
                 tick_hz=1e6, t_clear_s=200e-6, n_cap=255, limit_pkts=100,
                 rekey_hold_t_clear=50.0)
@@ -388,7 +388,7 @@ def test_reset_at_any_clock_of_a_stream():
     loaded again and the RTL must behave as a fresh model: every verdict, counter and
     telemetry value. Runs on the X build, so any state that reset leaves undefined shows up
     as a mismatch."""
-    from fpq_verilator.harness import encode_events
+    from fpq_hdl.verilated.harness import encode_events
     config = xcfg(mode="fpq")
     before = synthetic(config, 3000, seed=3, dt=(1, 1, 2, 30), t0=0)
     after = _traffic(config, 800, 4)

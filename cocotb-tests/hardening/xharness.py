@@ -1,6 +1,6 @@
-"""The lean Verilator harness (``fpq_verilator``) built for fault-finding rather than speed.
+"""The lean Verilator harness (``fpq_hdl.verilated``) built for fault-finding rather than speed.
 
-Differences from ``fpq_verilator.build_library``:
+Differences from ``fpq_hdl.verilated.build_library``:
 
 * Power-up values stripped from the Verilog (:func:`strip_initial_values`) and Verilated
   with ``--x-assign unique --x-initial unique``: every register and memory word starts with a
@@ -12,7 +12,7 @@ Differences from ``fpq_verilator.build_library``:
   for exactly a number of clocks and leave the pipeline as it is (``feed``), so a reset can
   land on any clock of a stream, and reset without waiting for the wipe (``raw_reset``).
 
-The C++ wrapper is fpq_verilator's ``harness.cpp.in`` with that function added; the Python
+The C++ wrapper is fpq_hdl.verilated's ``harness.cpp.in`` with that function added; the Python
 class reuses ``VerilatedQueueManager`` (the golden model's interface)."""
 
 import ctypes
@@ -20,7 +20,7 @@ import re
 
 import numpy as np
 
-from fpq_verilator import harness as lean
+from fpq_hdl.verilated import harness as lean
 
 __all__ = ["XVerilatedQueueManager", "build_xprop_library", "FLAGS"]
 
@@ -34,7 +34,7 @@ void* fpqv_new_seeded(int seed) {
     h->ctx.randSeed(seed);
     Verilated::threadContextp(&h->ctx);
     h->top = new Vfpq(&h->ctx);
-    // inputs start random too: drive the ones fpq_verilator's functions leave alone
+    // inputs start random too: drive the ones fpq_hdl.verilated's functions leave alone
     Vfpq* t = h->top;
     t->hold = 0;
     t->counter_clear = 0;
@@ -87,7 +87,7 @@ def strip_initial_values(text):
 
 def build_xprop_library(build):
     """Verilate the queue manager with ``FLAGS``; returns the shared library's path (cached
-    under ``build/fpq_verilator/xprop-...``)."""
+    under ``build/verilated/xprop-...``)."""
     from amaranth.back import verilog
     from fpq_hdl.queue_manager import QueueManager
     text = strip_initial_values(verilog.convert(QueueManager(build), name=lean._TOP,

@@ -223,7 +223,7 @@ def test_reset_clears_the_vector_and_the_average():
     """40 arrivals set 20 bits and build an average; after a reset three arrivals in clocks
     10-12 (before any sample of a non-empty queue is published) count 1, 2, 3 flows and read
     an average of 0, as a fresh model's."""
-    from fpq_verilator import VerilatedQueueManager
+    from fpq_hdl.verilated import VerilatedQueueManager
     from fpq import QueueManager as Model
     c = cfg(BUILDS["default"], mode="fpq", t_clear_s=10.0, wq_shift=1, avg_sample_period=4)
     flows = [0x0A000001_0A010001_0400_0050_06 + (i << 56) for i in range(20)]
@@ -245,7 +245,7 @@ def test_clear_period_commit_minimal():
     clock 3005, between two clears: the clear due at 3100 keeps its clock, the next comes
     at 4100. One arrival every 150 clocks around the commit; 30 flows keep most of the 40
     bits set, so an extra or missing clear shows in N."""
-    from fpq_verilator import VerilatedQueueManager
+    from fpq_hdl.verilated import VerilatedQueueManager
     from fpq import QueueManager as Model
     c1 = cfg(BUILDS["default"], mode="fpq", v_max=40, t_clear_s=0.004)
     c2 = c1.replace(t_clear_s=0.04)

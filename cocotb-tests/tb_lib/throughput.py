@@ -3,7 +3,7 @@
 ``python -m tb_lib.throughput`` (from cocotb-tests/, after a pytest run of the benches): for
 each TCP-trace bench run found under ``build/cocotb/runs/``, the clocks and wall time of the
 cocotb bench (the bench's script only: Verilator build excluded), then the same trace through
-``fpq_verilator`` (batch path), the lean harness's idle clocks (nothing presented: the clocks
+``fpq_hdl.verilated`` (batch path), the lean harness's idle clocks (nothing presented: the clocks
 between events), and one arrival at a time as the TCP simulator uses it (on the same traffic
 stamped with ``verdict_wait`` = the RTL's latency, as that path needs). Prints a Markdown
 table."""
@@ -19,7 +19,7 @@ from .verilog import BUILD_ROOT
 
 
 def main():
-    from fpq_verilator import VerilatedQueueManager
+    from fpq_hdl.verilated import VerilatedQueueManager
     from fpq_hdl.queue_manager import LATENCY
     rows = []
     for disc in ("fpq", "red"):

@@ -19,6 +19,8 @@ few hundred LUTs; docs/BENCHMARKS.md states both.
 """
 
 import argparse
+import functools
+import importlib.util
 import json
 import os
 import re
@@ -91,18 +93,40 @@ def _component(name, build):
     from .decision import Decision
     from .queue_averager import QueueAverager
     from .registers import RegisterFile
-    from .loop_bounds import LOOPS
-    return {
-        **LOOPS,
+    from .periodic_timer import PeriodicTimer
+    from fpq.formats import CLEAR_PERIOD
+    factories = {
+        **loop_fixtures(),
         "queue_manager": lambda: QueueManager(build, ram_style="ecp5"),
         "flow_hash": lambda: FlowHash(build, "ecp5"),
         "flow_counter": lambda: FlowCounter(build, _S_SET, ram_style="ecp5"),
-        "periodic_timer": lambda: LOOPS["loop_timer"](),
+        "periodic_timer": lambda: PeriodicTimer(CLEAR_PERIOD.int_bits, CLEAR_PERIOD.frac_bits),
         "drop_probability": lambda: DropProbability(build, ram_style="ecp5"),
         "decision": lambda: Decision(build),
         "queue_averager": lambda: QueueAverager(build),
         "registers": lambda: RegisterFile(build),
-    }[name]()
+    }
+    if name not in factories:
+        raise ValueError(f"--component: {name!r} is not one of {', '.join(sorted(factories))}"
+                         + ("" if loop_fixtures() else " (the loop fixtures are in a "
+                            "checkout's hdl/experiments/loop_bounds.py)"))
+    return factories[name]()
+
+
+@functools.cache
+def loop_fixtures():
+    """The one-clock loop fixtures, ``--component`` name -> factory, from the checkout's
+    ``hdl/experiments/loop_bounds.py`` (benchmark code, not part of the installed package;
+    none when that file is not there)."""
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                        "experiments", "loop_bounds.py")
+    if not os.path.isfile(path):
+        return {}
+    spec = importlib.util.spec_from_file_location("fpq_loop_bounds", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module.LOOPS
 
 
 def _tool(name):
@@ -241,7 +265,7 @@ def main(argv=None):
                         "(lower spreads the design: less congestion, longer wires)")
     p.add_argument("--component", default="queue_manager",
                    help="queue_manager (default) or one component, e.g. flow_counter, or "
-                        "the block of a one-clock loop alone (fpq_hdl.loop_bounds: "
+                        "the block of a one-clock loop alone (hdl/experiments/loop_bounds.py: "
                         "loop_timer, loop_decision, loop_counter, loop_hold)")
     p.add_argument("--fix", action="append", metavar="FIELD=VALUE",
                    help="fix a configuration field at build time (repeatable)")

@@ -1,5 +1,5 @@
 """Formal checks of the flow counter, the verdict port and the decision's hard limits
-(``fpq_hdl.formal``).
+(``formal_harness.py``).
 
 Bounded model checking from reset, and k-induction where it closes, with yosys-smtbmc +
 Yices on small builds; every property is paired with an injected fault that the solver must
@@ -11,7 +11,7 @@ docs/RELIABILITY.md ("Formal checks").
 
 import pytest
 
-from fpq_hdl.formal import (FlowCounterHarness, QueueManagerHarness, DecisionLimitHarness,
+from .formal_harness import (FlowCounterHarness, QueueManagerHarness, DecisionLimitHarness,
                             DecisionEquivalenceHarness, DECISION_FAULTS, run_formal, _shallow)
 from fpq_hdl.decision import Decision
 from fpq_hdl.queue_manager import LATENCY, VERDICT_FIFOS

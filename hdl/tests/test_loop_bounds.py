@@ -1,5 +1,5 @@
-"""The loop-bound fixtures (``fpq_hdl.loop_bounds``) are the queue manager's own blocks: the
-timer and the decision are its components (their behaviour is tested in
+"""The loop-bound fixtures (``hdl/experiments/loop_bounds.py``) are the queue manager's own
+blocks: the timer and the decision are its components (their behaviour is tested in
 test_periodic_timer.py and test_decision.py), the counter is ``_split_counter`` and counts
 like a 64-bit counter whose readout is one clock late and consistent, and the hold loop is
 the re-key hold's down-counter. Every fixture elaborates in the synthesis harness."""
@@ -11,10 +11,12 @@ from amaranth.sim import Simulator
 
 from fpq.formats import CLEAR_PERIOD, HOLD_BITS
 import fpq_hdl.queue_manager as qm_module
-from fpq_hdl.loop_bounds import CounterLoop, HoldLoop, LOOPS
 from fpq_hdl.periodic_timer import PeriodicTimer
 from fpq_hdl.decision import Decision
-from fpq_hdl.synth import SynthHarness
+from fpq_hdl.synth import SynthHarness, loop_fixtures
+
+LOOPS = loop_fixtures()
+CounterLoop, HoldLoop = LOOPS["loop_counter"], LOOPS["loop_hold"]
 
 M64 = (1 << 64) - 1
 

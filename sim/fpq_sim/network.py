@@ -66,10 +66,10 @@ class Network:
                     qm = Ns2IdleRule(qm)
             else:
                 try:
-                    from fpq_verilator import VerilatedQueueManager
+                    from fpq_hdl.verilated import VerilatedQueueManager
                 except ImportError as exc:
-                    raise ValueError(f"queue.model: 'rtl' needs the fpq_verilator package "
-                                     f"(cocotb-tests/fpq_verilator, installed by make): "
+                    raise ValueError(f"queue.model: 'rtl' needs the fpq_hdl.verilated package "
+                                     f"(installed by make): "
                                      f"{exc}") from None
                 qm, p_one = VerilatedQueueManager(cfg), PROB_ONE
                 wait = sc["queue"]["verdict_wait"]

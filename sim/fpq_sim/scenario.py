@@ -81,7 +81,7 @@ SCHEMA = {
         Key("model", "str", "exact", "Which queue manager decides: the bit-exact golden model "
             "(fpq.QueueManager), the float model of the paper "
             "(fpq.float_model.FloatQueueManager), or the Verilated RTL "
-            "(fpq_verilator.VerilatedQueueManager from cocotb-tests/; needs Verilator; built "
+            "(fpq_hdl.verilated.VerilatedQueueManager; needs Verilator; built "
             "on first use).", choices=("exact", "float", "rtl")),
         Key("limit_pkts", "int", 0, "Hard buffer limit in packets (0: none).", 0, 65535),
         Key("avg_delay", "int", 0, "Build-time clocks from a sample of the queue to the "

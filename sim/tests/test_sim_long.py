@@ -61,7 +61,7 @@ def test_morris97_1500_flows_loss():
 def test_rtl_as_the_queue_discipline_matches_the_golden_model():
     """``queue.model = "rtl"``: the Verilated RTL decides (built on first use, about half a
     minute); same seed, so the whole run must equal the bit-exact model's."""
-    pytest.importorskip("fpq_verilator")
+    pytest.importorskip("fpq_hdl.verilated")
     sets = ["run.duration_s=20", "run.warmup_s=5", "flows.0.count=40"]
     a = run_scenario(load(os.path.join(SCEN, "fpq-fpq.toml"), sets + ["queue.model=exact"]))
     b = run_scenario(load(os.path.join(SCEN, "fpq-fpq.toml"), sets + ["queue.model=rtl"]))

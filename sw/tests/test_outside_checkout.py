@@ -122,8 +122,8 @@ def test_outputs_default_to_the_checkout_when_run_from_it():
     assert _defaults(["accuracy", "--write"])["write"] == os.path.join(ROOT, "docs",
                                                                        "RESULTS.md")
     assert _defaults(["benchmarks"])["records"] == os.path.join(ROOT, "docs", "benchmarks")
-    from fpq_verilator.harness import BUILD_ROOT
-    assert BUILD_ROOT == Path(ROOT) / "build" / "fpq_verilator"
+    from fpq_hdl.verilated.harness import BUILD_ROOT
+    assert BUILD_ROOT == Path(ROOT) / "build" / "verilated"
 
 
 def test_outputs_default_to_the_current_folder_when_installed(installed, capsys):
@@ -157,11 +157,11 @@ def test_outputs_default_to_the_current_folder_when_installed(installed, capsys)
 
 
 def test_verilator_cache_is_outside_an_installation(tmp_path, monkeypatch):
-    from fpq_verilator.harness import _build_root
+    from fpq_hdl.verilated.harness import _build_root
     site = tmp_path / "lib" / "site-packages"
-    (site / "fpq_verilator").mkdir(parents=True)
+    (site / "fpq_hdl" / "verilated").mkdir(parents=True)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    assert _build_root(site / "fpq_verilator") == tmp_path / "cache" / "fpq" / "verilator"
+    assert _build_root(site / "fpq_hdl" / "verilated") == tmp_path / "cache" / "fpq" / "verilator"
     # a pyproject.toml above an installation does not make it a checkout
     (tmp_path / "lib" / "pyproject.toml").write_text("")
-    assert _build_root(site / "fpq_verilator") == tmp_path / "cache" / "fpq" / "verilator"
+    assert _build_root(site / "fpq_hdl" / "verilated") == tmp_path / "cache" / "fpq" / "verilator"

@@ -17,7 +17,7 @@ verdict stamps its events with ``fpq.accept_clock.AcceptClock(verdict_wait >= la
 
 The RTL (``fpq_hdl.queue_manager.QueueManager``) is exported to Verilog, Verilated with plain
 ``verilator --cc`` and linked with a small C++ wrapper (``harness.cpp.in``) into a shared
-library under ``build/fpq_verilator/<tag>-<hash>/`` of the checkout (installed: the user's
+library under ``build/verilated/<tag>-<hash>/`` of the checkout (installed: the user's
 cache folder, ``harness.BUILD_ROOT``), once per design (the hash covers the
 Verilog and the wrapper)."""
 

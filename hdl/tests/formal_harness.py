@@ -107,14 +107,14 @@ from fpq.formats import (RAND_BITS, SEQ_BITS, LENGTH_BITS, PROB, QPKTS_BITS, QBY
 from fpq.queue_manager import COUNTERS, ENQUEUE as _ENQUEUE, MARK as _MARK, \
     DROP_EARLY as _DROP_EARLY, DROP_FORCED as _DROP_FORCED
 
-from . import flow_counter as _flow_counter_module
-from . import queue_manager as _queue_manager_module
-from . import decision as _decision_module
-from .block_ram import BlockRAM
-from .flow_counter import FlowCounter
-from .drop_probability import DropProbability
-from .random_source import RandomSource
-from .layouts import config_layout, OPTIMISE
+from fpq_hdl import flow_counter as _flow_counter_module
+from fpq_hdl import queue_manager as _queue_manager_module
+from fpq_hdl import decision as _decision_module
+from fpq_hdl.block_ram import BlockRAM
+from fpq_hdl.flow_counter import FlowCounter
+from fpq_hdl.drop_probability import DropProbability
+from fpq_hdl.random_source import RandomSource
+from fpq_hdl.layouts import config_layout, OPTIMISE
 
 __all__ = ["small_build", "FlowCounterHarness", "QueueManagerHarness", "DecisionLimitHarness",
            "DecisionEquivalenceHarness", "run_formal", "SatResult", "FLOW_COUNTER_FAULTS",

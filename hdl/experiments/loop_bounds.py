@@ -1,7 +1,9 @@
 """The queue manager's one-clock recurrences, each in the smallest block that holds it, to
 synthesise alone.
 
-Synthesised alone (``python -m fpq_hdl.synth --component loop_...``), nothing else competes for
+Benchmark code of the checkout, not part of the installed package: ``fpq_hdl.synth`` loads
+it from here (``loop_fixtures``). Synthesised alone (``python -m fpq_hdl.synth --component
+loop_...``), nothing else competes for
 placement or routing, so the Fmax is an upper bound of what those recurrences reach on the
 device with this flow, whatever surrounds them (docs/BENCHMARKS.md, "Bounds of the one-clock
 loops"). They are the design's own code, not copies: a fixture is a component of the queue
@@ -33,7 +35,7 @@ class CounterLoop(wiring.Component):
         super().__init__({"event": In(1), "clear": In(1), "count": Out(64)})
 
     def elaborate(self, platform):
-        from .queue_manager import _split_counter
+        from fpq_hdl.queue_manager import _split_counter
         m = Module()
         ev, clr = Signal(), Signal()
         m.d.sync += [ev.eq(self.event), clr.eq(self.clear)]
@@ -49,7 +51,7 @@ class HoldLoop(wiring.Component):
         super().__init__({"load": In(1), "value": In(HOLD_BITS), "held": Out(1)})
 
     def elaborate(self, platform):
-        from .queue_manager import _hold_counter
+        from fpq_hdl.queue_manager import _hold_counter
         m = Module()
         load = Signal()
         m.d.sync += load.eq(self.load)
@@ -62,12 +64,12 @@ class HoldLoop(wiring.Component):
 
 def _timer():
     from fpq.formats import CLEAR_PERIOD
-    from .periodic_timer import PeriodicTimer
+    from fpq_hdl.periodic_timer import PeriodicTimer
     return PeriodicTimer(CLEAR_PERIOD.int_bits, CLEAR_PERIOD.frac_bits)
 
 
 def _decision():
-    from .decision import Decision
+    from fpq_hdl.decision import Decision
     return Decision(Build(), optimise="speed")
 
 

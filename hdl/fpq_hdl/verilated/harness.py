@@ -19,13 +19,13 @@ _HERE = Path(__file__).resolve().parent
 
 
 def _build_root(here=_HERE):
-    """Where the Verilated libraries are cached: the checkout's ``build/fpq_verilator`` when
+    """Where the Verilated libraries are cached: the checkout's ``build/verilated`` when
     this package (in folder ``here``) runs from a checkout; installed, the user's cache
     folder (``$XDG_CACHE_HOME/fpq/verilator``, default ``~/.cache/fpq/verilator``), never
     the installation's own folders."""
-    root = here.parents[1]
-    if (root / "pyproject.toml").is_file() and here == root / "cocotb-tests" / "fpq_verilator":
-        return root / "build" / "fpq_verilator"
+    root = here.parents[2]
+    if (root / "pyproject.toml").is_file() and here == root / "hdl" / "fpq_hdl" / "verilated":
+        return root / "build" / "verilated"
     cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(cache) / "fpq" / "verilator"
 
@@ -123,7 +123,7 @@ def _build_locked(folder, lib, text, cpp, flags):
                        cwd=folder, env=env, check=True, stdout=logf, stderr=subprocess.STDOUT)
         os.replace(tmp, lib)
     except subprocess.CalledProcessError as exc:
-        raise RuntimeError(f"fpq_verilator: build failed ({exc.cmd[0]}); see "
+        raise RuntimeError(f"fpq_hdl.verilated: build failed ({exc.cmd[0]}); see "
                            f"{folder / 'build.log'}") from None
     finally:
         logf.close()
@@ -357,7 +357,7 @@ class VerilatedQueueManager:
             text = f"{name}: the vector wipe of an earlier commit is under way at clock {now}"
         else:
             text = f"{name}: error {code} at clock {now}"
-        raise RuntimeError("fpq_verilator: " + text)
+        raise RuntimeError("fpq_hdl.verilated: " + text)
 
     # ---- events -------------------------------------------------------------------------
     def _flush(self):
@@ -376,7 +376,7 @@ class VerilatedQueueManager:
             self._vbuf = np.zeros((n, 3), dtype=np.uint64)
         got = self._so.fpqv_take(self._h, self._vbuf.ctypes.data_as(_U64P), n)
         if got != n:
-            raise RuntimeError(f"fpq_verilator: {got} verdicts for {n} arrivals")
+            raise RuntimeError(f"fpq_hdl.verilated: {got} verdicts for {n} arrivals")
         self._taken += n
         return self._vbuf[:n]
 
@@ -441,7 +441,7 @@ class VerilatedQueueManager:
             self._check(self._so.fpqv_run(self._h, self._rec, 0, 1, -1))
         n_out = self._sent - int(self._so.fpqv_outstanding(self._h)) - self._taken
         if drain and self._so.fpqv_outstanding(self._h):
-            raise RuntimeError("fpq_verilator: arrivals without a verdict after a drain")
+            raise RuntimeError("fpq_hdl.verilated: arrivals without a verdict after a drain")
         if not n_out:
             return []
         out = self._take(n_out)
