@@ -35,6 +35,27 @@ def unpack(layout, word):
     return {name: (word >> f.offset) & ((1 << f.width) - 1) for name, f in layout}
 
 
+def clock_through(dut, program, output, setup=None):
+    """Simulate ``dut`` one clock per item of ``program`` (``(port, value)`` pairs, set
+    before the clock edge); returns ``output`` as sampled at every edge. ``setup(ctx)`` runs before
+    the first clock (e.g. to preset registers)."""
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    seen = []
+
+    async def bench(ctx):
+        if setup is not None:
+            setup(ctx)
+        for inputs in program:
+            for port, value in inputs:
+                ctx.set(port, value)
+            _, _, value = await ctx.tick().sample(output)
+            seen.append(value)
+    sim.add_testbench(bench)
+    sim.run()
+    return seen
+
+
 def traffic(config, n_arrivals, seed, flows=40, p_arr=0.8, dep_fast=0.95, dep_slow=0.7,
             phase=3000, same_flow=0.3, gap_every=20000, gap=(100, 2000), bogus=0.002,
             jump=0.002, jump_clocks=(5, 120), model=None, t0=0):

@@ -7,13 +7,14 @@ import random
 
 import pytest
 from amaranth.back import rtlil
-from amaranth.sim import Simulator
 
 from fpq.formats import CLEAR_PERIOD, HOLD_BITS
 import fpq_hdl.queue_manager as qm_module
 from fpq_hdl.periodic_timer import PeriodicTimer
 from fpq_hdl.decision import Decision
 from fpq_hdl.synth import SynthHarness, loop_fixtures
+
+from .hdl_harness import clock_through
 
 LOOPS = loop_fixtures()
 CounterLoop, HoldLoop = LOOPS["loop_counter"], LOOPS["loop_hold"]
@@ -51,23 +52,15 @@ def _counter_run(program, preset=None, monkeypatch=None):
         return value, halves
     monkeypatch.setattr(qm_module, "_split_counter", capture)
     dut = CounterLoop()
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    seen = []
 
-    async def bench(ctx):
+    def setup(ctx):
         if preset is not None:
             low, low_d, high = regs[0]
             ctx.set(low, preset & 0xFFFFFFFF)
             ctx.set(low_d, preset & 0xFFFFFFFF)
             ctx.set(high, preset >> 32)
-        for event, clear in program:
-            ctx.set(dut.event, event)
-            ctx.set(dut.clear, clear)
-            _, _, count = await ctx.tick().sample(dut.count)
-            seen.append(count)
-    sim.add_testbench(bench)
-    sim.run()
+    seen = clock_through(dut, [((dut.event, e), (dut.clear, c)) for e, c in program], dut.count,
+                         setup)
     assert len(regs) == 1
     return seen
 
@@ -114,19 +107,8 @@ def test_counter_loop_readout_is_one_clock_late(monkeypatch):
 
 def _hold_run(program):
     dut = HoldLoop()
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    seen = []
-
-    async def bench(ctx):
-        for load, value in program:
-            ctx.set(dut.load, load)
-            ctx.set(dut.value, value)
-            _, _, held = await ctx.tick().sample(dut.held)
-            seen.append(held)
-    sim.add_testbench(bench)
-    sim.run()
-    return seen
+    return clock_through(dut, [((dut.load, load), (dut.value, v)) for load, v in program],
+                         dut.held)
 
 
 def _hold_expected(program):

@@ -6,7 +6,6 @@ build fixes; and the publication clock by the model's ``QueueAverager`` (``delay
 import random
 
 import pytest
-from amaranth.sim import Simulator
 
 from fpq import Build
 from fpq.config import ewma_time_constant
@@ -14,6 +13,8 @@ from fpq.formats import QAVG, QPKTS_BITS, MIN_SAMPLE_PERIOD
 from fpq.queue_averager import ewma_step, QueueAverager as Model
 from fpq_hdl.queue_averager import QueueAverager
 from fpq_hdl.layouts import fixed_registers
+
+from .hdl_harness import clock_through
 
 BUILD = Build(table_depth=16)
 LAT = QueueAverager.LATENCY
@@ -27,30 +28,17 @@ def simulate(samples, build=BUILD, preset=None, noise=1):
     count). ``preset``: a value written into the average's register before the first clock.
     Returns ``avg`` as seen in every clock."""
     dut = QueueAverager(build)
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
     rnd = random.Random(noise)
-    seen = []
     at = {c: (q, w) for c, q, w in samples}
-    end = samples[-1][0] + LAT + 3
+    program = []
+    for c in range(samples[-1][0] + LAT + 3):
+        q, w = at[c] if c in at else (rnd.randrange(Q_MAX + 1), rnd.randrange(32))
+        program.append(((dut.sample, c in at), (dut.q, q), (dut.wq_shift, w)))
 
-    async def bench(ctx):
+    def setup(ctx):
         if preset is not None:
             ctx.set(dut.avg, preset)
-        for c in range(end):
-            if c in at:
-                q, w = at[c]
-                ctx.set(dut.sample, 1)
-            else:
-                q, w = rnd.randrange(Q_MAX + 1), rnd.randrange(32)
-                ctx.set(dut.sample, 0)
-            ctx.set(dut.q, q)
-            ctx.set(dut.wq_shift, w)
-            _, _, avg = await ctx.tick().sample(dut.avg)
-            seen.append(avg)
-    sim.add_testbench(bench)
-    sim.run()
-    return seen
+    return clock_through(dut, program, dut.avg, setup)
 
 
 def expected(samples, start=0, fixed_shift=None):

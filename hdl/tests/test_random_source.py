@@ -4,33 +4,21 @@ import random
 
 import pytest
 
-from amaranth.sim import Simulator
-
 from fpq import Config
 from fpq.random_source import XorShift128
 from fpq_hdl.random_source import RandomSource
 
+from .hdl_harness import clock_through
+
 
 def draws(seed, n, step_pattern):
+    """The numbers drawn in ``n`` clocks after a load of ``seed``, stepping where
+    ``step_pattern(i)``."""
     dut = RandomSource()
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    out = []
-
-    async def bench(ctx):
-        ctx.set(dut.seed, seed)
-        ctx.set(dut.load, 1)
-        await ctx.tick()
-        ctx.set(dut.load, 0)
-        for i in range(n):
-            step = step_pattern(i)
-            ctx.set(dut.step, step)
-            _, _, v = await ctx.tick().sample(dut.value)
-            if step:
-                out.append(v)
-    sim.add_testbench(bench)
-    sim.run()
-    return out
+    steps = [step_pattern(i) for i in range(n)]
+    seen = clock_through(dut, [((dut.seed, seed), (dut.load, 1), (dut.step, 0))]
+                         + [((dut.load, 0), (dut.step, step)) for step in steps], dut.value)
+    return [v for v, step in zip(seen[1:], steps) if step]
 
 
 def test_sequence_matches_model_with_idle_clocks():
@@ -47,26 +35,12 @@ def test_all_zero_seed_is_replaced_like_the_model():
     assert got == [model.next() for _ in got]
 
 
-
-
 def _run(seeds, program):
     """Clock ``RandomSource`` through ``program``: per clock ``(load, step)``, with the seed
     port at ``seeds[k]`` in clock k. Returns per clock the ``value`` seen in that clock."""
     dut = RandomSource()
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    seen = []
-
-    async def bench(ctx):
-        for k, (load, step) in enumerate(program):
-            ctx.set(dut.seed, seeds[k])
-            ctx.set(dut.load, load)
-            ctx.set(dut.step, step)
-            _, _, v = await ctx.tick().sample(dut.value)
-            seen.append(v)
-    sim.add_testbench(bench)
-    sim.run()
-    return seen
+    return clock_through(dut, [((dut.seed, seeds[k]), (dut.load, load), (dut.step, step))
+                               for k, (load, step) in enumerate(program)], dut.value)
 
 
 def test_load_bypass_the_load_clock_shows_the_seed_s_first_number():
