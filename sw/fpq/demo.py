@@ -213,6 +213,15 @@ def tcp_part(args):
     return out
 
 
+def _save(fig, path):
+    """Lay out ``fig``, write it to ``path`` as PNG (atomically) and free it."""
+    import matplotlib.pyplot as plt
+    fig.tight_layout()
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=90, format="png")
+    plt.close(fig)
+
+
 def plot_transfers(runs, path):
     import matplotlib
     matplotlib.use("Agg")
@@ -229,10 +238,7 @@ def plot_transfers(runs, path):
     ax.grid(alpha=0.3, which="both")
     ax.legend(loc="lower right")
     ax.set_title("FPQ router, FPQ paper Figs. 8-9 set-up: transfer times")
-    fig.tight_layout()
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, dpi=90, format="png")
-    plt.close(fig)
+    _save(fig, path)
 
 
 # ---- part 2: many flows, bit-exact against float ----------------------------------------------
@@ -293,7 +299,4 @@ def plot(out, true_flows, t_half, path):
         ax.grid(alpha=0.3)
         ax.legend(loc="upper right")
     fig.suptitle("fpq demo: bit-exact and float models on the same many-flow traffic")
-    fig.tight_layout()
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, dpi=90, format="png")
-    plt.close(fig)
+    _save(fig, path)
