@@ -44,13 +44,6 @@ def split_less(m, a, b, name, split=QBYTES_BITS // 2):
     return hi_lt | (~hi_gt & lo)
 
 
-def _below_occupancy(m, t, fits, y, name):
-    """``t < y`` for a signed threshold ``t`` and the unsigned byte occupancy ``y``, when
-    ``fits`` (``t`` in the occupancy's range, from a register); the caller ORs in ``t <
-    0``."""
-    return fits & split_less(m, t[:len(y)], y, name)
-
-
 def _occupancy_below(m, y, t, name):
     """``y < t`` for the unsigned byte occupancy ``y`` and a signed threshold ``t`` narrower
     than it, when ``t >= 0`` (the caller ANDs that in): the low bits compared in one short
@@ -257,12 +250,20 @@ class Decision(wiring.Component):
         # their flags beside them
         dlx = Signal(signed(wb))
         m.d.comb += dlx.eq(dl)
-        tb0, tb1 = Signal(signed(wb), name="tb0"), Signal(signed(wb), name="tb1")
-        m.d.sync += [tb0.eq(s0 + dlx),                                # K + d(t-1)
-                     tb1.eq(s1 + dlx)]                                # K + d(t-1) - l(t-1)
+        # Each threshold is registered clamped into the occupancy's range: one above it
+        # (never below the occupancy) becomes the range's top, and one below 0 (always
+        # below) sets the flag whatever the compare; so the compare at cycle 0 needs no
+        # range flag beside it.
         width = len(occ_b)
         tb0_neg, tb0_fits = sum_flags(m, s0, dlx, width, "tb0")
         tb1_neg, tb1_fits = sum_flags(m, s1, dlx, width, "tb1")
+        tb0, tb1 = Signal(width, name="tb0"), Signal(width, name="tb1")
+        tb0_sum, tb1_sum = Signal(signed(wb), name="tb0_sum"), Signal(signed(wb), name="tb1_sum")
+        m.d.comb += [tb0_sum.eq(s0 + dlx),                            # K + d(t-1)
+                     tb1_sum.eq(s1 + dlx)]                            # K + d(t-1) - l(t-1)
+        top = (1 << width) - 1
+        m.d.sync += [tb0.eq(Mux(tb0_fits, tb0_sum[:width], top)),
+                     tb1.eq(Mux(tb1_fits, tb1_sum[:width], top))]
         k1_neg, _ = sum_flags(m, sk, dlx, width, "k1")               # K - l(t-1) < 0
         # limit_pkts >= 1, so both thresholds are >= 0: unsigned, one bit over the limit's.
         # Each is one carry chain: the two departures as one 2-bit addend, and limit_pkts - 1
@@ -285,15 +286,13 @@ class Decision(wiring.Component):
         m.d.sync += [sd0.eq(sd0_sum), sd1.eq(sd1_sum), dvt.eq(dv_b), dv1p.eq(dv0)]
         # What each flag needs besides the compares with the occupancy, ORed or ANDed into
         # one register here (after the sums' carry chains), so that at cycle 0 each flag is
-        # its compares and one LUT: forced whatever the occupancy (``pre``), the threshold
-        # in the occupancy's range (``fit``), a short departure possible (``arm``).
+        # its compares and one LUT: forced whatever the occupancy (``pre``), a short departure
+        # possible (``arm``).
         y, x = occ_b, occ_p
-        pre0, pre1, neg1, fit0, fit1, arm0, arm1 = (Signal(name=n) for n in (
-            "pre0", "pre1", "neg1", "fit0", "fit1", "arm0", "arm1"))
+        pre0, pre1, arm0, arm1 = (Signal(name=n) for n in ("pre0", "pre1", "arm0", "arm1"))
         m.d.sync += [
             pre0.eq(big | tb0_neg),
-            pre1.eq(big | lone1 | k1_neg), neg1.eq(tb1_neg),
-            fit0.eq(tb0_fits), fit1.eq(tb1_fits),
+            pre1.eq(big | lone1 | k1_neg | tb1_neg),
             arm0.eq(dv_b & (dep_b != 0) & ~sd0_sum[-1]),
             arm1.eq(dv_b & (len0 < dep_b) & ~sd1_sum[-1]),
         ]
@@ -302,8 +301,8 @@ class Decision(wiring.Component):
         # ``<=`` and ``>=`` put an equality tree (several LUT levels) behind the chain
         f0, f1, sb0, sb1, sp0 = (Signal(name=n) for n in ("f0", "f1", "sb0", "sb1", "sp0"))
         m.d.sync += [
-            f0.eq(pre0 | _below_occupancy(m, tb0, fit0, y, "f0b") | ~(x < tp0)),
-            f1.eq(pre1 | neg1 | _below_occupancy(m, tb1, fit1, y, "f1b") | ~(x < tp1)),
+            f0.eq(pre0 | split_less(m, tb0, y, "f0b") | ~(x < tp0)),
+            f1.eq(pre1 | split_less(m, tb1, y, "f1b") | ~(x < tp1)),
             sb0.eq(arm0 & _occupancy_below(m, y, sd0, "sb0b")),
             sb1.eq(arm1 & _occupancy_below(m, y, sd1, "sb1b")),
             sp0.eq(dvt & ~(dv1p < x)),
