@@ -77,6 +77,23 @@ def test_render_view():
     assert "last interval" not in first
 
 
+@pytest.mark.parametrize("argv, message", [
+    (["--key", "3c7a0d5be2914f68a1c7e03b5d92f4a6087e1bc9"], "--key: only with --configure"),
+    (["--configure", "--clk-mhz", "15", "--key", "00" * 20], "--key: 0000"),
+    (["--configure", "--clk-mhz", "15", "--board", "icebreaker", "--key",
+      "3c7a0d5be2914f68a1c7e03b5d92f4a6087e1bc9"],
+     "--key: the icebreaker's bitstream fixes hash_key (fpq board build icebreaker --key "
+     "HEX): it cannot be written"),
+])
+def test_monitor_key_is_checked_before_the_port_is_opened(argv, message, capsys):
+    """A bad ``--key`` is refused before any port is opened (``--port`` names none that
+    exists)."""
+    code, out = run_cli(["board", "monitor", "--port", "/dev/ttyFPQ-does-not-exist", *argv],
+                        capsys)
+    assert code == 2 and message in out.err, out.err
+    assert "cannot open" not in out.err
+
+
 def test_configure_needs_the_board_clock(capsys):
     """--configure derives the registers that count clocks (clear_period, wq_shift,
     avg_sample_period, rekey_hold) with tick_hz = the board clock: without --clk-mhz it is
