@@ -235,8 +235,8 @@ def key_weakness(key, name="hash_key"):
     * a window has fewer than ``KEY_WINDOW_MIN_BITS`` (8, a quarter) set bits: the input bit
       it belongs to changes few hash bits, none when the window is 0 (flows that differ
       only there always collide, as with the all-zero key). A key drawn at random fails
-      this with probability about 2.4 % (measured over 20000 draws; :func:`random_key`
-      draws again);
+      this with probability about 2.3 % (2.24 % and 2.42 % in two runs of 20000 draws;
+      :func:`random_key` draws again);
     * the 32 hash bits are not independent (the 32 x 104 matrix of windows has rank below
       32 over GF(2)): the hash then takes at most half of its 2**32 values, 4 for a key of
       repeated 0xAA bytes, 2 for all ones, although every window of those has 16 or more
