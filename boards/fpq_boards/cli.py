@@ -13,11 +13,12 @@ def _option(name):
 
 def _build(args):
     from fpq.atomic import check_output_path
-    from fpq.config import parse_fixed
+    from fpq.config import parse_fixed, parse_key
     from .build import build_board, check_build_options
+    key = None if args.key is None else parse_key(args.key, "--key")
     options = dict(vec_bits=args.vec_bits, table_depth=args.table_depth, clk_mhz=args.clk_mhz,
                    seed=args.seed, router=args.router, time_limit=args.time_limit,
-                   fixed=parse_fixed(args.fix) if args.fix else None)
+                   fixed=parse_fixed(args.fix) if args.fix else None, key=key)
     # everything is checked before the build starts: it takes minutes to hours
     check_build_options(args.board, option=_option, **options)
     if args.record:
@@ -73,8 +74,19 @@ def _check_monitor_timing(args):
 
 def _monitor(args):
     from .monitor import monitor, open_port, parse_settings
+    from .platforms import BOARDS
     settings = parse_settings(args.set)
     _check_monitor_timing(args)
+    keys = {}
+    if args.key is not None:
+        from fpq.config import check_key, parse_key
+        if not args.configure:
+            raise ValueError("--key: only with --configure (the key is written with the "
+                             "configuration)")
+        if args.board and "hash_key" in BOARDS[args.board].build.fixed_fields:
+            raise ValueError(f"--key: the {args.board}'s bitstream fixes hash_key (fpq board "
+                             f"build {args.board} --key HEX): it cannot be written")
+        keys["hash_key"] = check_key(parse_key(args.key, "--key"), "hash_key", "--key")
     if args.configure and not (args.clk_mhz or args.simulate):
         # checked before the port is opened: an argument error touches no board
         raise ValueError("--clk-mhz: required with --configure (the board clock is the "
@@ -100,7 +112,20 @@ def _monitor(args):
     if args.configure:
         from .monitor import configure
         from .protocol import BusClient
-        configure(BusClient(port, retries=1), clk_hz, build=build)
+        configure(BusClient(port, retries=1), clk_hz, build=build, **keys)
+        if not keys and not (build and "hash_key" in build.fixed_fields):
+            print("hash_key: drawn from the operating system's random source and written to "
+                  "the board (write-only: it cannot be read back)", file=sys.stderr)
+    if args.lock:
+        # the generator settings go first: once locked, the bridge refuses every write
+        from .monitor import apply_settings
+        from .protocol import BusClient
+        client = BusClient(port, retries=1)
+        apply_settings(client, settings)
+        settings = {}
+        client.lock()
+        print("the UART bridge is locked: register writes are refused until the board is "
+              "reset", file=sys.stderr)
     kw = {"sleep": sleep} if sleep else {}
     monitor(port, interval=args.interval, count=args.count, clk_hz=clk_hz,
             settings=settings, clear=not args.no_clear, **kw)
@@ -129,6 +154,11 @@ def register(subparsers):
     b.add_argument("--fix", action="append", metavar="FIELD=VALUE",
                    help="fix a configuration field at build time (repeatable; replaces the "
                         "board's own fixed fields)")
+    b.add_argument("--key", default=None, metavar="HEX",
+                   help="the hash key of a build that fixes it (the iCEBreaker's): 40 hex "
+                        "digits, not weak (docs/RELIABILITY.md, \"Key handling\"); default: "
+                        "drawn from the operating system. Recorded in build/<board>/keys.txt "
+                        "(mode 0600), never in the summaries")
     b.add_argument("--time-limit", type=float, default=None, metavar="S",
                    help="stop the tools after S seconds (default: no limit)")
     b.add_argument("--record", metavar="PATH.json", default=None,
@@ -166,6 +196,15 @@ def register(subparsers):
                         "fpq.Config for the board's build, derived with tick_hz = the board "
                         "clock: clear_period, wq_shift, avg_sample_period, ...) and the r(N) "
                         "table (out of reset the table is 0: FPQ does not drop)")
+    m.add_argument("--key", default=None, metavar="HEX",
+                   help="with --configure: the hash key to write, 40 hex digits, not weak "
+                        "(docs/RELIABILITY.md, \"Key handling\"); default: drawn from the "
+                        "operating system. The register is write-only: keep the key if you "
+                        "need it")
+    m.add_argument("--lock", action="store_true",
+                   help="after --configure and --set, lock the UART bridge: every register "
+                        "write through it is refused until the board is reset (reads still "
+                        "work); boards/README.md, \"The UART bridge\"")
     m.add_argument("--simulate", action="store_true",
                    help="no board: run the self-test SoC RTL in Amaranth's simulator")
     m.add_argument("--no-clear", action="store_true", help="do not clear the screen")

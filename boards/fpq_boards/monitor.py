@@ -9,7 +9,7 @@ loops. ``--simulate`` runs the same code against the RTL in Amaranth's simulator
 import sys
 import time
 
-from fpq.config import Build
+from fpq.config import Build, SECRET_FIELDS
 from fpq.formats import QAVG
 from fpq.queue_manager import COUNTERS
 from fpq.regmap import registers, ID_VALUE
@@ -184,18 +184,28 @@ def configure(client, tick_hz, wait=None, tables_to_load=("rate_table",), build=
     rejects the commit. ``wait`` (optional) is called between status polls;
     ``tables_to_load`` limits which tables are written (``()``: registers only; the board
     keeps its active table). ``build``: the board's build, needed when it fixes fields
-    (``read_build``); the fixed registers are not written but read and checked against it.
+    (``read_build``); the fixed registers are not written but read and checked against it,
+    except a fixed key, which reads 0.
+
+    Keys (``fpq.config.SECRET_FIELDS``, ``hash_key``): one given in ``fields`` must not be
+    weak (``fpq.config.check_key``); every other one the build does not fix is drawn from
+    the operating system (``fpq.config.random_key``), never ``Config``'s public default.
+    The board's key registers are write-only: the returned ``Config`` is the only copy.
     Returns the ``Config``."""
-    from fpq.config import Config
+    from fpq.config import Config, hardware_keys
     from fpq.regmap import tables, CONTROL_COMMIT, CONTROL_CLEAR_ERRORS, STATUS_BITS, \
         STATUS_REJECT_INDEX_SHIFT
     build = read_build(client, build)
-    cfg = Config(build=build, tick_hz=tick_hz, **fields)
+    # the board's fixed key is its bitstream's, which the host does not know: not checked
+    keys, _ = hardware_keys(build, {name: (fields.pop(name), name)
+                                    for name in list(fields) if name in SECRET_FIELDS},
+                            check_fixed=False)
+    cfg = Config(build=build, tick_hz=tick_hz, **fields, **keys)
     raw = cfg.registers()
     regs = registers(build)
     client.write(_REGS["control"].offset, CONTROL_CLEAR_ERRORS)
     for r in regs:
-        if r.kind == "fixed":
+        if r.kind == "fixed" and not r.secret:
             value = client.read_wide(r.offset, r.width)
             if value != raw[r.name]:
                 raise BridgeError(f"{r.name}: the board's fixed value {value:#x} is not the "

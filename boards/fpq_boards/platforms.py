@@ -60,8 +60,10 @@ ICEBREAKER_RUNTIME = ("p_pkts", "lt_plus_one", "lc_correction")
 #: ``avg_sample_period``, ``t_clear_s`` with them ``clear_period`` and ``rekey_hold``. Without
 #: fixing them the design does not fit the UP5K (docs/design-log.md). A board owner picks other values at build time
 #: (``fpq board build icebreaker --fix mode=red --fix ...``, repeating the others, or a
-#: BoardSpec of its own); the bus still reads them all. The key is the public RSS key: a
-#: bitstream facing untrusted traffic needs its own (``--fix hash_key=<40 hex digits>``).
+#: BoardSpec of its own); the bus still reads them all but the key (write-only, reads 0).
+#: The key here is ``Config``'s public default, a placeholder only: ``build_board`` fixes
+#: the key of the build command (``fpq board build icebreaker --key HEX``) or one drawn from
+#: the operating system in its place, never this one.
 #: ``tick_hz`` is the board clock (the queue manager's time base): ``BoardTop`` replaces it
 #: with the PLL's clock when the build runs at another one (``at_clock``).
 ICEBREAKER_FIXED = {f.name: Config(build=ICEBREAKER_SIZES,

@@ -15,25 +15,36 @@ write      ``'W'`` addr[3] data[4] chk                 ``'w'`` chk (after the wr
 Errors: the bridge answers ``'!'`` code chk, with code ``ERR_CHECKSUM`` (the request's
 checksum was wrong; nothing was done), ``ERR_COMMAND`` (the first byte is not a command; it
 is answered at once and discarded), ``ERR_ADDRESS`` (address bits 23..20 not zero; nothing
-was done). A request that stops in the middle for longer than ``IDLE_TIMEOUT_BITS`` bit
+was done), ``ERR_LOCKED`` (a write while the bridge is locked; nothing was written).
+
+The lock: a write of any value to ``LOCK_ADDR`` (answered ``'w'``) locks the bridge until
+the board is reset. While locked, every write request, to any address (``LOCK_ADDR``
+included), is answered ``'!' ERR_LOCKED chk`` and reaches no register; reads work as before,
+and a read of ``LOCK_ADDR`` returns 1 (0 while unlocked). The bridge handles ``LOCK_ADDR``
+itself: no write to it reaches the bus (the address is unmapped there, so a read's bus
+access returns 0 and the bridge ORs its lock bit in). A request that stops in the middle for longer than ``IDLE_TIMEOUT_BITS`` bit
 times is dropped without a reply, so a host that times out only has to wait that long
 before it starts over in step with the bridge.
 """
 
 __all__ = ["CMD_READ", "CMD_WRITE", "REPLY_READ", "REPLY_WRITE", "REPLY_ERROR",
-           "ERR_CHECKSUM", "ERR_COMMAND", "ERR_ADDRESS", "ERROR_NAMES", "IDLE_TIMEOUT_BITS",
-           "ADDR_LIMIT", "checksum", "encode_read", "encode_write", "BridgeError",
+           "ERR_CHECKSUM", "ERR_COMMAND", "ERR_ADDRESS", "ERR_LOCKED", "ERROR_NAMES",
+           "IDLE_TIMEOUT_BITS", "ADDR_LIMIT", "LOCK_ADDR", "BridgeLocked", "checksum", "encode_read", "encode_write", "BridgeError",
            "BridgeTimeout", "BusClient"]
 
 CMD_READ, CMD_WRITE = ord("R"), ord("W")
 REPLY_READ, REPLY_WRITE, REPLY_ERROR = ord("r"), ord("w"), ord("!")
-ERR_CHECKSUM, ERR_COMMAND, ERR_ADDRESS = 1, 2, 3
+ERR_CHECKSUM, ERR_COMMAND, ERR_ADDRESS, ERR_LOCKED = 1, 2, 3, 4
 ERROR_NAMES = {ERR_CHECKSUM: "bad checksum", ERR_COMMAND: "unknown command",
-               ERR_ADDRESS: "address out of range"}
+               ERR_ADDRESS: "address out of range",
+               ERR_LOCKED: "writes are locked until the board is reset"}
 #: A request idle for this many bit times in the middle is dropped by the bridge.
 IDLE_TIMEOUT_BITS = 64
 #: Byte addresses the bus decodes (20 bits).
 ADDR_LIMIT = 1 << 20
+#: The bridge's lock register: its last word, unmapped on the bus (``fpq.regmap``'s tables
+#: end below 0x80000, the traffic generator's registers at 0x800-0x8FF).
+LOCK_ADDR = ADDR_LIMIT - 4
 
 
 class BridgeError(IOError):
@@ -42,6 +53,10 @@ class BridgeError(IOError):
 
 class BridgeTimeout(BridgeError):
     """No complete reply within the port's timeout."""
+
+
+class BridgeLocked(BridgeError):
+    """The bridge refused a write: it is locked (``LOCK_ADDR``) until the board is reset."""
 
 
 def checksum(data):
@@ -86,6 +101,8 @@ class BusClient:
             try:
                 self.port.write(request)
                 return self._reply(kind, length)
+            except BridgeLocked:
+                raise                   # an answer, not a transmission error: no retry
             except BridgeError:
                 self._resync()
                 if attempt == self.retries:
@@ -105,8 +122,9 @@ class BusClient:
             rest = self.port.read(2)
             if len(rest) != 2 or checksum(head + rest[:1]) != rest[1]:
                 raise BridgeError(f"malformed error reply {bytes(head + rest).hex()}")
-            raise BridgeError(f"bridge error {rest[0]}: "
-                              f"{ERROR_NAMES.get(rest[0], 'unknown error code')}")
+            kind = BridgeLocked if rest[0] == ERR_LOCKED else BridgeError
+            raise kind(f"bridge error {rest[0]}: "
+                       f"{ERROR_NAMES.get(rest[0], 'unknown error code')}")
         if head[0] != kind:
             raise BridgeError(f"malformed reply: expected {chr(kind)!r}, got byte "
                               f"{head[0]:#04x}")
@@ -124,6 +142,15 @@ class BusClient:
 
     def write(self, addr, value):
         self._transact(encode_write(addr, value), REPLY_WRITE, 0)
+
+    def lock(self):
+        """Lock the bridge: every later write through it is refused (``BridgeLocked``)
+        until the board is reset."""
+        self.write(LOCK_ADDR, 1)
+
+    def locked(self):
+        """Whether the bridge is locked."""
+        return bool(self.read(LOCK_ADDR) & 1)
 
     def read_wide(self, addr, width):
         """A register of ``width`` bits (consecutive words, least significant first). For a

@@ -8,7 +8,8 @@ from fpq_hdl.registers import BusSignature, ADDR_BITS
 
 from .uart import UARTRx, UARTTx
 from .protocol import (CMD_READ, CMD_WRITE, REPLY_READ, REPLY_WRITE, REPLY_ERROR,
-                       ERR_CHECKSUM, ERR_COMMAND, ERR_ADDRESS, IDLE_TIMEOUT_BITS)
+                       ERR_CHECKSUM, ERR_COMMAND, ERR_ADDRESS, ERR_LOCKED, IDLE_TIMEOUT_BITS,
+                       LOCK_ADDR)
 
 __all__ = ["UARTBridge"]
 
@@ -22,6 +23,16 @@ class UARTBridge(wiring.Component):
     that arrive while a reply is being sent are dropped (the host waits for each reply). A
     request idle for ``IDLE_TIMEOUT_BITS`` bit times in the middle is dropped, which brings
     bridge and host back in step after noise or a host that gave up.
+
+    A privileged interface: whoever reaches the UART pins (the board's USB serial port, so
+    anyone logged in to the host it is plugged into, or with access to that device node)
+    reads and writes every register, reconfigures the queue manager, clears its counters
+    and stops the generator; only the hash key stays unreadable (the register file answers 0
+    for it). It has no authentication. A deployment that wants the configuration to stay as
+    loaded locks the bridge once configured: a write to ``LOCK_ADDR`` (``protocol``) sets the
+    lock, which only a reset clears; while it is set every write request is answered
+    ``'!' ERR_LOCKED`` and no bus write happens, reads go on (``fpq board monitor
+    --configure --lock``).
 
     Latency: the bus access starts 2 clocks after the stop bit of the request's last byte;
     the reply starts 2 clocks later. Throughput: one access per request (10 bytes on the
@@ -94,6 +105,8 @@ class UARTBridge(wiring.Component):
             m.d.sync += [reply.eq(value), reply_len.eq(n + 1), reply_sum.eq(0)]
 
         error = Signal()
+        # set by a write to LOCK_ADDR, cleared only by reset: refuses every later write
+        locked = Signal()
         m.d.comb += self.errors.eq(error | rx.framing_error)
         m.d.sync += [self.bus.w_en.eq(0), self.bus.r_en.eq(0)]
         # args now ends with the checksum byte (args[56:64]): a write's address is args[0:24]
@@ -101,6 +114,8 @@ class UARTBridge(wiring.Component):
         # are from the request's last byte to the next request, so the bus takes them as is
         addr = Mux(cmd == CMD_WRITE, args[0:24], args[32:56])
         m.d.comb += [self.bus.addr.eq(addr[:ADDR_BITS]), self.bus.w_data.eq(args[24:56])]
+        # the word address against the lock's (bits above ADDR_BITS are checked zero first)
+        lock_hit = addr[2:ADDR_BITS] == LOCK_ADDR >> 2
 
         with m.FSM() as fsm:
             with m.State("COMMAND"):
@@ -136,7 +151,15 @@ class UARTBridge(wiring.Component):
                     send((REPLY_ERROR, 1), (ERR_ADDRESS, 1))
                     m.next = "REPLY"
                 with m.Elif(cmd == CMD_WRITE):
-                    m.next = "WRITE"
+                    with m.If(locked):
+                        m.d.comb += error.eq(1)
+                        send((REPLY_ERROR, 1), (ERR_LOCKED, 1))
+                        m.next = "REPLY"
+                    with m.Elif(lock_hit):
+                        m.d.sync += locked.eq(1)       # no bus write: the bridge's own
+                        m.next = "WRITE_DONE"
+                    with m.Else():
+                        m.next = "WRITE"
                 with m.Else():
                     m.next = "READ"
             with m.State("WRITE"):
@@ -155,7 +178,8 @@ class UARTBridge(wiring.Component):
                 with m.Else():
                     m.d.sync += wait.eq(wait - 1)
             with m.State("READ_DATA"):
-                send((REPLY_READ, 1), (self.bus.r_data, 4))
+                # LOCK_ADDR is unmapped on the bus (reads 0 there): the lock bit ORed in
+                send((REPLY_READ, 1), (self.bus.r_data | (lock_hit & locked), 4))
                 m.next = "REPLY"
             with m.State("REPLY"):
                 with m.If((reply_len == 0) & ~(tx.bytes.valid)):

@@ -293,6 +293,106 @@ def test_sweep_refuses_a_bad_write_path_before_building(tmp_path, no_tool_may_ru
     assert os.listdir(tmp_path) == []
 
 
+# ---- the hash key of a build that fixes it ----------------------------------------------------
+#: A key that passes ``fpq.config.check_key`` (typed once, not drawn by the code under test).
+GOOD_KEY = bytes.fromhex("3c7a0d5be2914f68a1c7e03b5d92f4a6087e1bc9")
+
+
+@pytest.fixture
+def fake_tools(monkeypatch):
+    """``build_board`` with the elaboration, the platform and the tools replaced by
+    stand-ins (no synthesis runs): the "tools" leave empty reports. Returns the list of the
+    ``Build`` each elaboration was given."""
+    import fpq_boards.build as build
+    from fpq_boards.platforms import BoardSpec
+    elaborated = []
+
+    class Top:
+        def __init__(self, spec, build=None, clk_mhz=None):
+            elaborated.append(build)
+            self.f_mhz = spec.clk_mhz
+
+    class Plan:
+        script = "build_top"
+
+        def extract(self, folder):
+            with open(os.path.join(folder, "top.report.json"), "w") as f:
+                json.dump({"utilization": {}, "fmax": {}}, f)
+            open(os.path.join(folder, "top.rpt"), "w").close()
+
+    class Platform:
+        def prepare(self, top, name, **options):
+            return Plan()
+    monkeypatch.setattr(BoardSpec, "make_platform", lambda spec: Platform())
+    monkeypatch.setattr(build, "BoardTop", Top)
+    monkeypatch.setattr(build, "wait_for_idle_toolchain", lambda **kwargs: True)
+    monkeypatch.setattr(build, "_run_script", lambda *args: None)
+    return elaborated
+
+
+def _files_text(folder):
+    return "".join((folder / name).read_text() for name in os.listdir(folder)
+                   if name != "keys.txt")
+
+
+def test_icebreaker_build_draws_its_key_and_records_it_only_in_a_private_file(tmp_path,
+                                                                              fake_tools):
+    """Without ``--key`` every iCEBreaker build fixes a key drawn from the OS: never the
+    board's placeholder (the public RSS key), not weak, a new one each build. The key is in
+    ``keys.txt`` (mode 0600) and in no other file of the build (summaries included)."""
+    from fpq.config import RSS_KEY, key_weakness
+    said = []
+    for tag in ("a", "b"):
+        build_board("icebreaker", out_root=str(tmp_path), tag=tag, log=said.append)
+    keys = [b.fixed_fields["hash_key"] for b in fake_tools]
+    assert BOARDS["icebreaker"].build.fixed_fields["hash_key"] == RSS_KEY   # the placeholder
+    assert keys[0] != keys[1] and RSS_KEY not in keys
+    assert all(key_weakness(k) is None for k in keys)
+    assert any("hash_key: drawn from the operating system" in m for m in said)
+    for tag, key in zip("ab", keys):
+        folder = tmp_path / tag
+        assert (folder / "keys.txt").read_text() == f"hash_key={key.hex()}\n"
+        assert os.stat(folder / "keys.txt").st_mode & 0o777 == 0o600
+        assert key.hex() not in _files_text(folder)
+        summary = json.loads((folder / "summary.json").read_text())
+        assert summary["build"]["fixed"]["hash_key"] == "(secret)"
+
+
+def test_build_key_from_the_command_line(tmp_path, fake_tools):
+    """``fpq board build icebreaker --key HEX`` fixes exactly that key; the measurement
+    record (``--record``) leaves it out."""
+    from fpq.cli import main
+    record = tmp_path / "record.json"
+    assert main(["board", "build", "icebreaker", "--out", str(tmp_path), "--key",
+                 GOOD_KEY.hex(), "--record", str(record)]) == 0
+    assert [b.fixed_fields["hash_key"] for b in fake_tools] == [GOOD_KEY]
+    assert GOOD_KEY.hex() not in record.read_text() + _files_text(tmp_path / "icebreaker")
+    assert (tmp_path / "icebreaker" / "keys.txt").read_text() == f"hash_key={GOOD_KEY.hex()}\n"
+
+
+@pytest.mark.parametrize("board, args, message", [
+    ("icebreaker", ["--key", "00" * 20], r"--key: 0{40} is a weak key: the 32-bit key window"),
+    ("icebreaker", ["--key", "6d5a56da255b0ec24167253d43a38fb0d0ca2bcb"],
+     r"--key: 6d5a.* is a weak key: it is the public Microsoft RSS key"),
+    ("icebreaker", ["--key", "zz"], r"--key: 'zz' is not hex bytes"),
+    ("icebreaker", ["--key", "ab" * 10], r"--key: must be exactly 20 bytes"),
+    ("icebreaker", ["--fix", "hash_key=" + "ff" * 20], r"--fix hash_key: f{40} is a weak key"),
+    ("icebreaker", ["--key", GOOD_KEY.hex(), "--fix", "hash_key=" + GOOD_KEY.hex()],
+     r"--key: give the key once, with --key or --fix hash_key=\.\.\., not both"),
+    ("ulx3s", ["--key", GOOD_KEY.hex()],
+     r"--key: this ulx3s build does not fix hash_key: it is a runtime register"),
+])
+def test_bad_build_keys_are_refused_before_any_tool_runs(board, args, message, tmp_path,
+                                                         capsys, no_tool_may_run):
+    import re
+    from fpq.cli import main
+    out = tmp_path / "build"
+    assert main(["board", "build", board, "--out", str(out), *args]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and re.search(message, err[0]), err
+    assert not out.exists()
+
+
 def test_summary_from_reports(tmp_path):
     """Parsing of nextpnr's JSON report and Yosys' statistics (a hand-written example)."""
     (tmp_path / "top.report.json").write_text(json.dumps({

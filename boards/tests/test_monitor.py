@@ -77,6 +77,23 @@ def test_render_view():
     assert "last interval" not in first
 
 
+@pytest.mark.parametrize("argv, message", [
+    (["--key", "3c7a0d5be2914f68a1c7e03b5d92f4a6087e1bc9"], "--key: only with --configure"),
+    (["--configure", "--clk-mhz", "15", "--key", "00" * 20], "--key: 0000"),
+    (["--configure", "--clk-mhz", "15", "--board", "icebreaker", "--key",
+      "3c7a0d5be2914f68a1c7e03b5d92f4a6087e1bc9"],
+     "--key: the icebreaker's bitstream fixes hash_key (fpq board build icebreaker --key "
+     "HEX): it cannot be written"),
+])
+def test_monitor_key_is_checked_before_the_port_is_opened(argv, message, capsys):
+    """A bad ``--key`` is refused before any port is opened (``--port`` names none that
+    exists)."""
+    code, out = run_cli(["board", "monitor", "--port", "/dev/ttyFPQ-does-not-exist", *argv],
+                        capsys)
+    assert code == 2 and message in out.err, out.err
+    assert "cannot open" not in out.err
+
+
 def test_configure_needs_the_board_clock(capsys):
     """--configure derives the registers that count clocks (clear_period, wq_shift,
     avg_sample_period, rekey_hold) with tick_hz = the board clock: without --clk-mhz it is
@@ -87,6 +104,82 @@ def test_configure_needs_the_board_clock(capsys):
     assert "--clk-mhz: required with --configure (the board clock is the queue manager's " \
            "time base: tick_hz = the clock)" in out.err
     assert "cannot open" not in out.err
+
+
+def test_monitor_configures_sets_then_locks_and_passes_the_key(monkeypatch, capsys):
+    """``--configure --key HEX --set ... --lock``: the configuration gets the key, the
+    generator settings are written before the lock (a locked bridge refuses them), and the
+    view then writes nothing. The port and the bus are stand-ins that record the calls."""
+    import fpq_boards.monitor as monitor_module
+    from fpq_boards.protocol import BusClient
+    key = bytes.fromhex("3c7a0d5be2914f68a1c7e03b5d92f4a6087e1bc9")
+    calls = []
+    monkeypatch.setattr(monitor_module, "open_port", lambda *args: "port")
+    monkeypatch.setattr(monitor_module, "configure",
+                        lambda client, tick_hz, build=None, **fields:
+                        calls.append(("configure", fields)))
+    monkeypatch.setattr(monitor_module, "apply_settings",
+                        lambda client, settings: calls.append(("settings", settings)))
+    monkeypatch.setattr(BusClient, "lock", lambda self: calls.append(("lock",)))
+    monkeypatch.setattr(monitor_module, "monitor",
+                        lambda port, settings=None, **kwargs: calls.append(("view", settings)))
+    code, out = run_cli(["board", "monitor", "--port", "x", "--clk-mhz", "75", "--configure",
+                         "--key", key.hex(), "--set", "flows=5", "--lock"], capsys)
+    assert code == 0, out.err
+    assert calls == [("configure", {"hash_key": key}), ("settings", {"tg_flows": 5}),
+                     ("lock",), ("view", {})]
+    assert "the UART bridge is locked" in out.err
+
+
+class RecordingBus:
+    """A board bus stand-in for ``monitor.configure``: the ``build`` register reads
+    ``build``'s word, everything else 0 (a commit never busy, never rejected); writes are
+    recorded as ``{address: value}``."""
+
+    def __init__(self, build):
+        from fpq.regmap import build_word
+        self.word, self.writes = build_word(build), {}
+
+    def read(self, addr):
+        return self.word if addr == 0x004 else 0
+
+    def read_wide(self, addr, width):
+        return 0
+
+    def write(self, addr, value):
+        self.writes[addr] = value
+
+
+def written_key(bus, build):
+    from fpq.regmap import registers
+    hk = next(r for r in registers(build) if r.name == "hash_key")
+    return sum(bus.writes[hk.offset + 4 * w] << (32 * w)
+               for w in range(hk.words)).to_bytes(20, "big")
+
+
+def test_configure_writes_a_drawn_key_or_the_given_one_never_a_weak_one():
+    """``monitor.configure`` without a key writes one drawn from the OS (another each time,
+    not the public default, not weak); a given key is written as given; a weak one is
+    refused naming the field before anything is written."""
+    from fpq.config import ConfigError, RSS_KEY, key_weakness
+    from fpq_boards.monitor import configure
+    build = Build(vec_bits=256, table_depth=32)
+    keys = []
+    for _ in range(2):
+        bus = RecordingBus(build)
+        cfg = configure(bus, 1e6, tables_to_load=())
+        keys.append(written_key(bus, build))
+        assert cfg.hash_key == keys[-1]
+    assert keys[0] != keys[1] and RSS_KEY not in keys
+    assert all(key_weakness(k) is None for k in keys)
+    good = bytes.fromhex("3c7a0d5be2914f68a1c7e03b5d92f4a6087e1bc9")
+    bus = RecordingBus(build)
+    configure(bus, 1e6, tables_to_load=(), hash_key=good)
+    assert written_key(bus, build) == good
+    bus = RecordingBus(build)
+    with pytest.raises(ConfigError, match="hash_key: 6d5a.* is a weak key: it is the public"):
+        configure(bus, 1e6, tables_to_load=(), hash_key=RSS_KEY)
+    assert bus.writes == {}
 
 
 def test_help_says_the_clock_is_the_time_base(capsys):

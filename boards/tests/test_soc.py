@@ -180,7 +180,9 @@ def configured(check_all=False):
     regs = registers(CLOCKED)
     for r in regs:
         if r.kind == "config" and (check_all or r.name in READ_BACK):
-            assert c.read_wide(r.offset, r.width) == raw[r.name], r.name
+            # the key is write-only: the tap below sees it on the config port
+            want = 0 if r.secret else raw[r.name]
+            assert c.read_wide(r.offset, r.width) == want, r.name
     assert c.read(REG["status"].offset) & 0x6 == 0             # not rejected, no bad write
     assert tap.commits == 1
     (_, port_regs, table, ts), = [e for e in tap.events if type(e) is tuple]
@@ -285,8 +287,47 @@ def test_configure_a_board_whose_build_fixes_fields():
     assert c.read(REG["status"].offset) & 0x6 == 0        # not rejected, no bad write
     raw = cfg.registers()
     assert (raw["wq_shift"], raw["avg_sample_period"]) == (8, 4)
-    for name in ("wq_shift", "avg_sample_period", "hash_key", "mode", "red_max_p"):
+    for name in ("wq_shift", "avg_sample_period", "mode", "red_max_p"):
         assert c.read_wide(REG[name].offset, REG[name].width) == raw[name], name
+    # the fixed key is not checked (it reads 0), nor written
+    assert c.read_wide(REG["hash_key"].offset, REG["hash_key"].width) == 0
     assert raw["red_max_p"] == 1 << 30
     assert tap.commits == 1
     tap.check()
+
+
+def test_configure_draws_a_key_the_uart_cannot_read_and_the_lock_holds_it():
+    """``configure`` without a key draws one from the OS (not the public default, not weak)
+    and the queue manager runs on it (the tap sees it on the config port), while every word
+    of ``hash_key`` reads 0 through the UART. Once the bridge is locked a new key, a
+    configuration write, a commit and a counter clear are all refused (``BridgeLocked``):
+    the active configuration, the counters and STATUS stay as they were; reads go on."""
+    from fpq.config import RSS_KEY, key_weakness
+    from fpq_boards.protocol import BridgeLocked
+    soc, port, c, tap = make(CLOCKED)
+    stop_and_drain(c, port)
+    cfg = configure(c, tick_hz=1e6, build=CLOCKED, wait=lambda: port.run_cycles(50),
+                    tables_to_load=(), **SHORT)
+    key = cfg.registers()["hash_key"]
+    assert cfg.hash_key != RSS_KEY and key_weakness(cfg.hash_key) is None
+    (_, port_regs, _, _), = [e for e in tap.events if type(e) is tuple]
+    assert port_regs["hash_key"] == key
+    hk = REG["hash_key"]
+    assert [c.read(hk.offset + 4 * w) for w in range(hk.words)] == [0] * hk.words
+    c.write(TG_REG["tg_enable"].offset, 1)
+    port.run_cycles(300)
+    c.lock()
+    arrivals = c.read_wide(REG["arrivals"].offset, 64)
+    assert arrivals > 0
+    for addr, value in ((hk.offset, 0x1234), (REG["v_max"].offset, 7),
+                        (REG["control"].offset, 1), (REG["arrivals"].offset, 0),
+                        (TG_REG["tg_enable"].offset, 0)):
+        with pytest.raises(BridgeLocked):
+            c.write(addr, value)
+    port.run_cycles(300)
+    assert c.read(REG["status"].offset) & 0x6 == 0       # no BAD_WRITE: nothing reached it
+    assert c.read(REG["v_max"].offset) == SHORT["v_max"]
+    assert c.read(TG_REG["tg_enable"].offset) == 1       # the generator still runs
+    assert c.read_wide(REG["arrivals"].offset, 64) > arrivals    # not cleared
+    assert tap.commits == 1
+    assert c.locked()

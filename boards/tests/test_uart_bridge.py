@@ -10,28 +10,34 @@ from amaranth.lib.wiring import In, Out
 
 from fpq_boards.uart_bridge import UARTBridge
 from fpq_boards.sim_port import SimulatedPort
-from fpq_boards.protocol import (BusClient, BridgeError, BridgeTimeout, encode_read,
-                                 encode_write, checksum, CMD_READ, IDLE_TIMEOUT_BITS,
-                                 REPLY_ERROR, ERR_ADDRESS, ERR_CHECKSUM, ERR_COMMAND)
+from fpq_boards.protocol import (BusClient, BridgeError, BridgeLocked, BridgeTimeout,
+                                 encode_read, encode_write, checksum, CMD_READ,
+                                 IDLE_TIMEOUT_BITS, REPLY_ERROR, ERR_ADDRESS, ERR_CHECKSUM,
+                                 ERR_COMMAND, ERR_LOCKED, LOCK_ADDR)
 
 
 class BridgeWithMemory(wiring.Component):
-    """The bridge in front of a 16-word memory (address bits 5..2) that logs every access:
-    reads return the word, writes store it."""
+    """The bridge in front of a 16-word memory at byte addresses 0..63 that logs every
+    access: reads return the word (0 elsewhere), writes store it; every bus write counts.
+    ``bridge_reset`` resets the bridge alone (a board's reset, for the lock)."""
 
     def __init__(self, divisor=4):
         self.divisor = divisor
-        super().__init__({"rx": In(1, init=1), "tx": Out(1, init=1), "writes": Out(8)})
+        super().__init__({"rx": In(1, init=1), "tx": Out(1, init=1), "writes": Out(8),
+                          "bridge_reset": In(1)})
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.bridge = br = UARTBridge(self.divisor)
+        m.submodules.bridge = br = ResetInserter(self.bridge_reset)(UARTBridge(self.divisor))
         m.d.comb += [br.rx.eq(self.rx), self.tx.eq(br.tx)]
         mem = Array(Signal(32, name=f"w{i}", init=0x1000 * i + 7) for i in range(16))
         idx = br.bus.addr[2:6]
+        here = br.bus.addr < 64
         with m.If(br.bus.w_en):
-            m.d.sync += [mem[idx].eq(br.bus.w_data), self.writes.eq(self.writes + 1)]
-        m.d.sync += br.bus.r_data.eq(Mux(br.bus.r_en, mem[idx], 0))
+            m.d.sync += self.writes.eq(self.writes + 1)
+            with m.If(here):
+                m.d.sync += mem[idx].eq(br.bus.w_data)
+        m.d.sync += br.bus.r_data.eq(Mux(br.bus.r_en & here, mem[idx], 0))
         return m
 
 
@@ -116,6 +122,49 @@ def test_line_noise_recovered_by_client_retry(link):
     assert len(hits) == 2 * 9                           # the write frame went out twice
     assert client.read(0x08) == 0xCAFEF00D
     assert _peek(port, dut.writes) == 1
+
+
+# ---- the lock ---------------------------------------------------------------------------------
+def test_lock_refuses_every_write_until_reset_and_reads_go_on():
+    """Before the lock: writes land, the lock reads 0, and the write that locks reaches no
+    register. Locked: every write (to memory, to the lock itself) is answered ``'!'
+    ERR_LOCKED``, reaches the bus not at all and changes nothing; reads work and the lock
+    reads 1. A reset of the bridge unlocks it."""
+    dut = BridgeWithMemory()
+    pulses = []
+
+    async def board_reset(ctx):
+        while True:
+            if pulses:
+                pulses.clear()
+                ctx.set(dut.bridge_reset, 1)
+                await ctx.tick()
+                ctx.set(dut.bridge_reset, 0)
+            await ctx.tick()
+    port = SimulatedPort(dut, timeout_bits=200, probes=[board_reset])
+    client = BusClient(port, retries=1)
+    client.write(0x10, 0x11111111)
+    assert not client.locked()
+    assert _peek(port, dut.writes) == 1
+    client.lock()
+    assert _peek(port, dut.writes) == 1                 # the lock is the bridge's own
+    assert client.locked()
+    for addr, value in ((0x10, 0x22222222), (0x24, 5), (LOCK_ADDR, 0)):
+        with pytest.raises(BridgeLocked, match="bridge error 4: writes are locked until the "
+                                               "board is reset"):
+            client.write(addr, value)
+    # the refusal on the line: '!' ERR_LOCKED and its checksum, once per request (no retry)
+    port.write(encode_write(0x10, 0x33333333))
+    assert port.read(3) == bytes([REPLY_ERROR, ERR_LOCKED, REPLY_ERROR + ERR_LOCKED])
+    assert _peek(port, dut.writes) == 1
+    assert client.read(0x10) == 0x11111111 and client.read(0x24) == 0x9007
+    assert client.locked()
+    pulses.append(1)
+    port.run_cycles(20)
+    assert not client.locked()
+    client.write(0x10, 0x44444444)
+    assert client.read(0x10) == 0x44444444 and _peek(port, dut.writes) == 2
+    port.close()
 
 
 # ---- host side alone: malformed replies from a scripted port ----------------------------

@@ -55,7 +55,11 @@ class RegisterFile(wiring.Component):
     its old value and a flag rejects every commit until a value that fits is written) and a
     ``control`` write with undefined bits set all set ``STATUS.BAD_WRITE`` and change nothing
     else; ``CONTROL.CLEAR_ERRORS`` clears the sticky bits. Counters are 64 bits; a write to either word clears the counter. Reads
-    of configuration registers return the shadow. Out of reset the active configuration is
+    of configuration registers return the shadow, except those of secret registers
+    (``Register.secret``: the hash key, and any register computed from a field declared
+    ``secret``), which return 0 whether configurable or fixed: the read multiplexer has no
+    input from them, so no bus in front of this file (AXI4-Lite, Wishbone, the boards' UART
+    bridge) can read a key back. Out of reset the active configuration is
     the map's defaults and the generators and clear schedule are loaded from them.
 
     Latency: reads ``read_latency`` clocks (1 or 2); a commit applies 2 clocks after ``idle``
@@ -159,7 +163,11 @@ class RegisterFile(wiring.Component):
                     lo_bit, hi_bit = 32 * w, min(32 * w + 32, r.width)
                     with m.Case(r.offset // 4 + w):
                         m.d.comb += mapped.eq(1)
-                        if r.kind == "config":
+                        if r.secret:
+                            # key material is write-only (fpq.regmap: access "secret"): no
+                            # path from the shadow or the constant to r_data on any bus
+                            value = Const(0, r.width)
+                        elif r.kind == "config":
                             value = shadow[r.name]
                         elif r.kind == "counter":
                             value = self.counters[counter_pos[r.name]]

@@ -29,7 +29,8 @@ CONFIG = Config(build=BUILD, mode="red", ecn=True, tick_hz=1e6, v_max=50, t_clea
                 seed_clear=12, lc_correction=True)
 #: A build whose registers ``hash_key`` and ``mode`` are constants.
 FIXED_BUILD = Build(vec_bits=64, table_depth=16,
-                    fixed={"hash_key": bytes(range(20)), "mode": "fpq"})
+                    fixed={"hash_key": bytes.fromhex("3c7a0d5be2914f68a1c7e03b5d92f4a6087e1bc9"),
+                           "mode": "fpq"})
 FIXED_CONFIG = Config(build=FIXED_BUILD, tick_hz=1e6, v_max=40, t_clear_s=0.25, p_pkts=2.0)
 
 #: Clocks without an access after each write of ``SimulatedBus``.
@@ -130,7 +131,7 @@ def _export(tmp_path, config, fmt, out):
     src.write_text(json.dumps(config.to_dict()))
     argv = ["config", "--format", fmt, "-o", str(out), "--config", str(src),
             "--vec-bits", str(b.vec_bits), "--table-depth", str(b.table_depth)]
-    for name, value in b.fixed_json().items():
+    for name, value in b.fixed_json(reveal_secrets=True).items():
         argv += ["--fix", f"{name}={value}"]
     assert fpq_main(argv) == 0
 
@@ -203,7 +204,7 @@ def _compile_library(tmp_path, config, defines=()):
     b = config.build
     argv = ["regmap", "--format", "c", "-o", str(out / "fpq_regs.h"),
             "--vec-bits", str(b.vec_bits), "--table-depth", str(b.table_depth)]
-    for name, value in b.fixed_json().items():
+    for name, value in b.fixed_json(reveal_secrets=True).items():
         argv += ["--fix", f"{name}={value}"]
     assert fpq_main(argv) == 0
     lib = out / "libfpqconfig.so"
@@ -258,14 +259,16 @@ def test_c_apply_config_reports_the_register_of_a_rejected_commit(tmp_path):
 @pytest.mark.parametrize("hardware, error", [
     (Build(vec_bits=64, table_depth=32), -2),                      # another build
     (Build(vec_bits=64, table_depth=16,
-           fixed={"hash_key": bytes(range(1, 21)), "mode": "fpq"}), -3),  # another fixed key
+           fixed={**FIXED_BUILD.fixed_fields, "mode": "red"}), -3),   # another fixed mode
 ])
 def test_c_apply_config_writes_nothing_to_other_hardware(tmp_path, hardware, error):
+    """A fixed key reads 0 and cannot tell two bitstreams apart; their other fixed
+    registers can."""
     config = FIXED_CONFIG if error == -3 else CONFIG
     lib = _compile_library(tmp_path, config)
     bus = SimulatedBus(hardware)
     code, index = bus.run(_apply_c(lib))
     assert code == error
     if error == -3:
-        assert index == [r.name for r in registers(hardware)].index("hash_key")
+        assert index == [r.name for r in registers(hardware)].index("mode")
     assert bus.writes == []

@@ -164,6 +164,55 @@ def test_wishbone_bridge_reads_writes_and_flags(tmp_path):
     assert acks == [(1, 0)] * 6
 
 
+def test_the_key_reads_zero_over_wishbone_and_applies():
+    """The core's bus reads the register file: the words of the written ``hash_key`` read 0
+    over Wishbone, before and after the commit that applies it to the queue manager, while
+    ``v_max`` written beside it reads back."""
+    build = Build(vec_bits=64, table_depth=16)
+    dut = FPQCore(build, bus="wishbone")
+    regs = {r.name: r for r in registers(build)}
+    key = int.from_bytes(bytes.fromhex("9b3e51c07a24d8f6e1058c3ba7d24f9061ec35b8"), "big")
+    got = {}
+
+    async def access(ctx, addr, data=None):
+        ctx.set(dut.wb_cyc, 1)
+        ctx.set(dut.wb_stb, 1)
+        ctx.set(dut.wb_we, data is not None)
+        ctx.set(dut.wb_adr, addr >> 2)
+        ctx.set(dut.wb_dat_w, data or 0)
+        while True:
+            await ctx.tick()
+            if ctx.get(dut.wb_ack):
+                break
+        value = ctx.get(dut.wb_dat_r)
+        ctx.set(dut.wb_stb, 0)
+        ctx.set(dut.wb_cyc, 0)
+        await ctx.tick()
+        return value
+
+    async def bench(ctx):
+        await ctx.tick().repeat(3)
+        hk = regs["hash_key"]
+        for w in range(hk.words):
+            await access(ctx, hk.offset + 4 * w, (key >> (32 * w)) & 0xFFFFFFFF)
+        await access(ctx, regs["v_max"].offset, 37)
+        got["before"] = [await access(ctx, hk.offset + 4 * w) for w in range(hk.words)]
+        await access(ctx, regs["control"].offset, 1)                   # COMMIT
+        await ctx.tick().repeat(300)                                   # the vector's wipe
+        got["after"] = [await access(ctx, hk.offset + 4 * w) for w in range(hk.words)]
+        got["v_max"] = await access(ctx, regs["v_max"].offset)
+        got["status"] = await access(ctx, regs["status"].offset)
+        got["active"] = ctx.get(dut.rf.config.hash_key)
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+    assert got["active"] == key                 # the key went in
+    assert got["before"] == got["after"] == [0] * regs["hash_key"].words
+    assert got["v_max"] == 37 and got["status"] == 0
+
+
 YOSYS_ASSERT = "Assert `count_id(wire->name) == 0' failed"
 
 

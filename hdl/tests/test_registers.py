@@ -101,9 +101,9 @@ def test_reset_values_identity_and_commit_of_a_new_configuration():
         assert await host.read_reg("build") == REGS["build"].reset
         defaults = Config(build=BUILD).registers()
         assert host.active() == {k: defaults[k] for k in host.active()}
-        for name in ("hash_key", "avg_sample_period", "red_max_p", "clear_period",
-                     "rekey_hold"):
+        for name in ("avg_sample_period", "red_max_p", "clear_period", "rekey_hold"):
             assert await host.read_reg(name) == defaults[name]
+        assert await host.read_reg("hash_key") == 0            # write-only (secret)
         new = Config(build=BUILD, mode="red", v_max=3000, seed_clear=99, red_max_p=0.5,
                      ecn=True, hash_key=bytes(range(20))) \
             .override(wq_shift=4, avg_sample_period=77).registers()
@@ -514,7 +514,7 @@ def test_random_register_writes_and_commits_follow_check_registers():
                 assert status & REJECTED and status >> STATUS_REJECT_INDEX_SHIFT == want
             assert host.active() == active
             for r in rnd.sample(CONFIG_REGS, 2):       # reads return the shadow
-                if written[r.name] >> r.width == 0:
+                if written[r.name] >> r.width == 0 and not r.secret:
                     assert await host.read_reg(r.name) == written[r.name], r.name
             outcomes.add(want is None)
             if rnd.random() < 0.3:                     # back to a good configuration
@@ -649,11 +649,13 @@ def test_fixed_registers_read_their_value_refuse_writes_and_stay_out_of_commits(
             await ctx.tick()
         assert host.active() == raw
         for r in fixed:
-            assert await host.read_reg(r.name) == raw[r.name], r.name
+            # a fixed key is a constant of the build, and still reads 0
+            want = 0 if r.secret else raw[r.name]
+            assert await host.read_reg(r.name) == want, r.name
             await host.write_reg(r.name, raw[r.name] ^ 1)
             assert await host.read(REGS["status"].offset) & BAD_WRITE, r.name
             await host.write(REGS["control"].offset, CONTROL_CLEAR_ERRORS)
-            assert await host.read_reg(r.name) == raw[r.name], r.name
+            assert await host.read_reg(r.name) == want, r.name
         # red_max_th is checked against the fixed red_min_th (2.0): 2.5 is rejected, 3.0 not
         await host.write_reg("red_max_th", int(2.5 * 65536))
         await host.commit()
@@ -758,8 +760,63 @@ def test_constant_words_from_a_rom_read_as_from_the_multiplexer():
     got = read_every_word(build, True, counters)
     assert got == want
     fixed = {r.name for r in registers(build) if r.kind == "fixed"}
-    assert {"wq_shift", "hash_key", "mode"} <= fixed
-    # the ROM's words are not all zero, and it answers only for them
-    hk = REGS["hash_key"]
+    assert {"wq_shift", "hash_key", "mode", "rng_clear_state"} <= fixed
+    # the ROM's words are not all zero, and it answers only for them; a fixed key's words
+    # are zeros in it
+    hk, rng = REGS["hash_key"], REGS["rng_clear_state"]
     assert got[registers(build)[0].offset] == ID_VALUE
-    assert any(got[hk.offset + 4 * w] for w in range(hk.words))
+    assert any(got[rng.offset + 4 * w] for w in range(rng.words))
+    assert not any(got[hk.offset + 4 * w] for w in range(hk.words))
+
+
+# ---- secret registers: write-only ------------------------------------------------------------
+#: A key no test elsewhere uses, so a read that returns it can only come from the shadow.
+SECRET_KEY = int.from_bytes(bytes.fromhex("9b3e51c07a24d8f6e1058c3ba7d24f9061ec35b8"), "big")
+
+
+@pytest.mark.parametrize("const_rom, read_latency", [(False, 1), (False, 2), (True, 1)])
+def test_a_written_key_applies_at_the_commit_and_reads_zero(const_rom, read_latency):
+    """``hash_key`` (access "secret"): its words take a write (no BAD_WRITE), the commit
+    applies the key (the config port has it), and every read of its words returns 0 before
+    and after the commit, on each read path (one stage, two stages, constants from a ROM),
+    while the shadow of another register written with it reads back."""
+    assert REGS["hash_key"].secret and REGS["hash_key"].access == "secret"
+
+    async def bench(ctx, dut, host):
+        await ctx.tick().repeat(3)
+        await host.write_reg("hash_key", SECRET_KEY)
+        await host.write_reg("v_max", 1234)
+        assert await host.read_reg("hash_key") == 0
+        await host.commit()
+        await ctx.tick().repeat(2)
+        assert ctx.get(dut.config.hash_key) == SECRET_KEY
+        assert await host.read(REGS["status"].offset) == 0
+        for w in range(REGS["hash_key"].words):
+            assert await host.read(REGS["hash_key"].offset + 4 * w) == 0, w
+        assert await host.read_reg("v_max") == 1234
+    simulate(bench, const_rom=const_rom, read_latency=read_latency)
+
+
+def test_a_register_of_any_field_declared_secret_is_write_only(monkeypatch):
+    """The write-only rule comes from the declaration: a configuration field declared
+    ``secret`` (here ``seed_clear``, as a second key would be) makes the register computed
+    from it secret (``rng_clear_state``), and the register file reads it as 0 while it
+    still loads the written state at the commit."""
+    import dataclasses
+    from fpq.config import FIELD_BY_NAME
+    monkeypatch.setitem(FIELD_BY_NAME, "seed_clear",
+                        dataclasses.replace(FIELD_BY_NAME["seed_clear"], secret=True))
+    regs = {r.name: r for r in registers(BUILD)}
+    assert regs["rng_clear_state"].secret and regs["rng_clear_state"].access == "secret"
+    assert not regs["rng_decide_state"].secret
+    state = 0x0123456789ABCDEF_FEDCBA9876543210
+
+    async def bench(ctx, dut, host):
+        await ctx.tick().repeat(3)
+        await host.write_reg("rng_clear_state", state)
+        await host.write_reg("rng_decide_state", state ^ 1)
+        await host.commit()
+        assert ctx.get(dut.config.rng_clear_state) == state
+        assert await host.read_reg("rng_clear_state") == 0
+        assert await host.read_reg("rng_decide_state") == state ^ 1
+    simulate(bench)

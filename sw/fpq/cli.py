@@ -89,10 +89,13 @@ REGMAP_OUTSIDE = "fpq-regmap"
 
 
 def _config(args):
-    from .config import Config, parse_fixed
+    from .config import (Config, SECRET_FIELDS, check_key, hardware_keys, parse_fixed,
+                         parse_key)
     from .config_export import outputs, register_writes, table_contents
     from .output_files import write_files
     values, avg_delay = {}, None
+    # the keys given, and by what: only these are used, every other key is drawn
+    given = {}
     if args.config is not None and args.scenario is not None:
         raise ValueError("--scenario: give --config or --scenario, not both")
     if args.config is not None:
@@ -107,21 +110,43 @@ def _config(args):
         if not isinstance(values, dict):
             raise ValueError(f"--config: {args.config}: must be a JSON object of "
                              f"configuration fields (as Config.to_dict() writes them)")
+        given.update({name: f"--config {args.config}: {name}" for name in SECRET_FIELDS
+                      if name in values})
     if args.scenario is not None:
         from fpq_sim.scenario import load, queue_config, scenario_path
         try:
-            scenario_config = queue_config(load(scenario_path(args.scenario, "--scenario")))
+            scenario = load(scenario_path(args.scenario, "--scenario"))
         except OSError as exc:
             raise ValueError(f"--scenario: cannot read {args.scenario!r}: {exc.strerror}") \
                 from None
+        scenario_config = queue_config(scenario)
         values = scenario_config.to_dict()
+        # only a key the scenario names is given: one it leaves out is Config's public
+        # default, which hardware_keys below replaces with a drawn one
+        given.update({name: f"--scenario {args.scenario}: queue.{name}"
+                      for name in SECRET_FIELDS if name in scenario["queue"]["params"]})
         avg_delay = scenario_config.build.avg_delay
     build = _build_of(args, avg_delay)
-    values.update(parse_fixed(args.set, option="--set"))
+    sets = parse_fixed(args.set, option="--set")
+    values.update(sets)
+    given.update({name: f"--set {name}" for name in SECRET_FIELDS if name in sets})
+    if args.key is not None:
+        if "hash_key" in sets:
+            raise ValueError("--key: give the key once, with --key or --set hash_key=..., "
+                             "not both")
+        values["hash_key"] = check_key(parse_key(args.key, "--key"), "hash_key", "--key")
+        given["hash_key"] = "--key"
     config = Config.from_dict(values, build=build)
+    # the keys for hardware: the ones given, checked, and the others drawn from the OS
+    keys, drawn = hardware_keys(build, {name: (config.values[name], what)
+                                        for name, what in given.items()})
+    config = config.replace(**keys)
     files = outputs(config, args.format, args.o)
     paths = write_files(files)
     tables = table_contents(config)
+    for name in drawn:
+        print(f"{name}: drawn from the operating system's random source (--key HEX gives "
+              f"one); the output holds it: keep it secret", file=sys.stderr)
     print(f"{', '.join(paths) or 'standard output'}: {len(register_writes(config))} register "
           f"writes (the last is the commit), tables "
           + ", ".join(f"{name} ({len(v)} words)" for name, v in tables.items()),
@@ -236,6 +261,11 @@ def build_parser():
     p.add_argument("--scenario", metavar="FILE.toml", default=None,
                    help="the bottleneck queue manager's configuration of a simulator "
                         "scenario (fpq sim: a file or a shipped scenario's name)")
+    p.add_argument("--key", metavar="HEX", default=None,
+                   help="the hash key, 40 hex digits, not weak (docs/RELIABILITY.md, \"Key "
+                        "handling\"). Default: the key --config, --scenario or --set gives, "
+                        "else one drawn from the operating system (never Config's public "
+                        "default)")
     _add_build_arguments(p)
     p.set_defaults(func=_config)
 

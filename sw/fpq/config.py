@@ -14,17 +14,24 @@ parameter of the paper's floating-point model only, ``fpq.float_model``; no regi
 
 from dataclasses import dataclass, field as dc_field
 import math
+import secrets
 
 from .formats import (QAVG, PROB, PROB_ONE, CLEAR_PERIOD, RATE, QPKTS_BITS, QBYTES_BITS,
                       SAMPLE_PERIOD_BITS, MIN_SAMPLE_PERIOD, WQ_SHIFT_MAX)
 
 __all__ = ["Field", "FIELDS", "Build", "Config", "ConfigError", "MODES", "RSS_KEY",
+           "SECRET_FIELDS", "SECRET_SHOWN", "KEY_WINDOW_MIN_BITS", "key_weakness", "check_key",
+           "parse_key", "hardware_keys", "random_key",
            "lt_qt_float", "expand_seed", "REKEY_HOLD_LIMIT", "parse_fixed", "AVG_DELAY",
            "AVG_WQ_SHIFT", "avg_parameters", "ewma_time_constant", "BUILD_SIZES"]
 
 MODES = {"droptail": 0, "red": 1, "fpq": 2}
-#: The Microsoft RSS verification key (first 20 bytes are used). Public: set your own in
-#: deployment, an attacker who knows the key can make flows collide (see docs/RELIABILITY.md).
+#: The Microsoft RSS verification key (first 20 bytes are used): ``Config``'s default key, so
+#: that the golden model's and the simulator's runs are reproducible and match NIC test
+#: vectors. Public: an attacker who knows the key can make flows collide
+#: (docs/RELIABILITY.md, "Key handling"), so the commands that configure hardware never use
+#: it (``fpq config``, ``fpq board monitor --configure`` and ``fpq board build`` draw a key
+#: with :func:`random_key` unless given one, and refuse this one: :func:`check_key`).
 RSS_KEY = bytes.fromhex("6d5a56da255b0ec24167253d43a38fb0d0ca2bcbae7b30b477cb2da38030f20c"
                         "6a42b73bbeac01fa")[:20]
 #: The re-key hold is a 48-bit register of clocks; below 2**47 (10.9 days at 150 MHz) it also
@@ -94,9 +101,11 @@ class Build:
         """The fixed fields as a dict."""
         return dict(self.fixed)
 
-    def fixed_json(self):
-        """The fixed fields as a dict of JSON values (bytes as hex), for reports."""
-        return {k: v.hex() if isinstance(v, bytes) else v for k, v in self.fixed}
+    def fixed_json(self, reveal_secrets=False):
+        """The fixed fields as a dict of JSON values (bytes as hex), for reports: a key field
+        (``Field.secret``) shows as ``SECRET_SHOWN`` unless ``reveal_secrets``."""
+        return {k: SECRET_SHOWN if FIELD_BY_NAME[k].secret and not reveal_secrets else
+                v.hex() if isinstance(v, bytes) else v for k, v in self.fixed}
 
 
 @dataclass(frozen=True)
@@ -110,6 +119,10 @@ class Field:
     hi: object
     default: object
     doc: str
+    #: Key material: every register computed from it is write-only (``fpq.regmap``: access
+    #: "secret", reads return 0 on every bus), build reports leave its value out, and the
+    #: commands that configure hardware draw it from the operating system unless given it.
+    secret: bool = False
 
     def bounds(self, build):
         lo = self.lo(build) if callable(self.lo) else self.lo
@@ -159,7 +172,8 @@ FIELDS = [
     Field("hash_key", "reg", "bytes", "-", "160 bits (first 136 used)", 20, 20, RSS_KEY,
           "Toeplitz hash key. Secret in deployment. A commit that changes it re-keys live: "
           "the vector is wiped and rebuilt under the new key while decisions use the count "
-          "held from before (see rekey_hold_t_clear)."),
+          "held from before (see rekey_hold_t_clear). Write-only: reads return 0.",
+          secret=True),
     Field("rekey_hold_t_clear", "host", "float", "t_clear",
           "host -> rekey_hold (48-bit clocks)",
           0.0, 64.0, 3.0,
@@ -182,6 +196,143 @@ FIELDS = [
           "(RED's idle-time rule)."),
 ]
 FIELD_BY_NAME = {f.name: f for f in FIELDS}
+#: What reports show instead of the value of a key field (``Build.fixed_json``).
+SECRET_SHOWN = "(secret)"
+#: The names of the key fields (``Field.secret``).
+SECRET_FIELDS = tuple(f.name for f in FIELDS if f.secret)
+
+#: Toeplitz key rule: fewest set bits in each 32-bit key window an input bit selects.
+KEY_WINDOW_MIN_BITS = 8
+
+
+def _toeplitz_windows(key):
+    """The 32-bit key windows the 104 input bits of the 5-tuple select (``fpq.flow_hash``):
+    window ``i`` starts at key bit ``i`` (bit 0 = the MSB of byte 0)."""
+    from .formats import FLOW_BITS, HASH_BITS
+    k = int.from_bytes(key, "big")
+    top = 8 * len(key) - HASH_BITS
+    return [(k >> (top - i)) & ((1 << HASH_BITS) - 1) for i in range(FLOW_BITS)]
+
+
+def _gf2_rank(rows):
+    """The rank over GF(2) of the bit vectors ``rows`` (integers)."""
+    basis = []
+    for r in rows:
+        for b in basis:
+            r = min(r, r ^ b)
+        if r:
+            basis.append(r)
+    return len(basis)
+
+
+def key_weakness(key, name="hash_key"):
+    """Why ``key`` is a weak value of the key field ``name``, or None if it is not.
+
+    ``hash_key`` (the Toeplitz hash's, 20 bytes): the hash XORs, for every set input bit
+    ``i``, the 32-bit key window ``W_i`` that starts at key bit ``i``; two flows that differ
+    in input bits ``S`` collide when the XOR of their windows is 0. The key is weak when
+
+    * a window has fewer than ``KEY_WINDOW_MIN_BITS`` (8, a quarter) set bits: the input bit
+      it belongs to changes few hash bits, none when the window is 0 (flows that differ
+      only there always collide, as with the all-zero key). A key drawn at random fails
+      this with probability about 2.3 % (2.24 % and 2.42 % in two runs of 20000 draws;
+      :func:`random_key` draws again);
+    * the 32 hash bits are not independent (the 32 x 104 matrix of windows has rank below
+      32 over GF(2)): the hash then takes at most half of its 2**32 values, 4 for a key of
+      repeated 0xAA bytes, 2 for all ones, although every window of those has 16 or more
+      set bits; or
+    * it is ``RSS_KEY``, which is public.
+
+    Any other key field: weak when all its bits are equal (all zeros or all ones)."""
+    key = bytes(key)
+    if name != "hash_key":
+        if key in (bytes(len(key)), b"\xff" * len(key)):
+            return "all its bits are equal"
+        return None
+    from .formats import HASH_BITS, FLOW_BITS
+    if key == RSS_KEY:
+        return "it is the public Microsoft RSS key (anyone can compute colliding flows)"
+    windows = _toeplitz_windows(key)
+    fewest = min(range(len(windows)), key=lambda i: bin(windows[i]).count("1"))
+    bits = bin(windows[fewest]).count("1")
+    if bits < KEY_WINDOW_MIN_BITS:
+        return (f"the 32-bit key window at key bit {fewest} has {bits} set bits; every "
+                f"window of key bits 0..{FLOW_BITS + HASH_BITS - 2} must have at least "
+                f"{KEY_WINDOW_MIN_BITS}")
+    k = int.from_bytes(key, "big")
+    rows = [(k >> (8 * len(key) - FLOW_BITS - j)) & ((1 << FLOW_BITS) - 1)
+            for j in range(HASH_BITS)]
+    rank = _gf2_rank(rows)
+    if rank < HASH_BITS:
+        return (f"its {HASH_BITS} hash bits are not independent (the key's Toeplitz matrix "
+                f"has rank {rank} of {HASH_BITS}: at most 2**{rank} hash values)")
+    return None
+
+
+def check_key(key, name="hash_key", what=None):
+    """``key`` as bytes, checked as a value of the key field ``name``: raises
+    ``ConfigError`` naming ``what`` (default ``name``; a command passes its option) and the
+    rule if the key has the wrong length or is weak (:func:`key_weakness`). The check of
+    every key the commands that configure hardware take; ``Config`` itself takes any key of
+    the right length (models and tests use structured ones)."""
+    what = what or name
+    f = FIELD_BY_NAME[name]
+    if not isinstance(key, (bytes, bytearray)) or len(key) != f.lo:
+        raise ConfigError(f"{what}: must be exactly {f.lo} bytes ({2 * f.lo} hex digits), "
+                          f"got {key!r}")
+    why = key_weakness(key, name)
+    if why is not None:
+        raise ConfigError(f"{what}: {bytes(key).hex()} is a weak key: {why}; leave the key "
+                          f"out to draw a random one")
+    return bytes(key)
+
+
+def parse_key(text, option="--key", name="hash_key"):
+    """The bytes of hex text ``text`` given as key field ``name`` (``--key HEX``); errors
+    name ``option``. Its length and strength are :func:`check_key`'s."""
+    try:
+        return bytes.fromhex(text)
+    except (TypeError, ValueError):
+        nbytes = FIELD_BY_NAME[name].lo
+        raise ConfigError(f"{option}: {text!r} is not hex bytes (allowed: exactly {nbytes} "
+                          f"bytes, {2 * nbytes} hex digits)") from None
+
+
+def hardware_keys(build, given=None, check_fixed=True):
+    """The key fields (``SECRET_FIELDS``) of a configuration for hardware: the values in
+    ``given`` (``{name: (value, what)}``, ``what`` the option that gave it, for errors)
+    checked with :func:`check_key`, and a key from the operating system
+    (:func:`random_key`) for every other one the build does not fix. A key the build fixes
+    is checked too (``check_fixed``; off for a board's own build, whose fixed key the host
+    does not know); a given value must be that key. Returns ``(keys, drawn)``: the values for
+    ``Config`` and the names of those drawn."""
+    given = dict(given or {})
+    fixed = build.fixed_fields
+    keys, drawn = {}, []
+    for name in SECRET_FIELDS:
+        if name in fixed:
+            if name in given and bytes(given[name][0]) != fixed[name]:
+                raise ConfigError(f"{given[name][1]}: this build fixes {name} (Build.fixed, "
+                                  f"--fix) to another key")
+            if check_fixed:
+                check_key(fixed[name], name, f"--fix {name}")
+        elif name in given:
+            value, what = given[name]
+            keys[name] = check_key(value, name, what)
+        else:
+            keys[name] = random_key(name)
+            drawn.append(name)
+    return keys, drawn
+
+
+def random_key(name="hash_key"):
+    """A value of the key field ``name`` from the operating system's random source
+    (``secrets.token_bytes``), drawn again until :func:`key_weakness` finds nothing."""
+    nbytes = FIELD_BY_NAME[name].lo
+    while True:
+        key = secrets.token_bytes(nbytes)
+        if key_weakness(key, name) is None:
+            return key
 
 
 def parse_fixed(items, option="--fix"):

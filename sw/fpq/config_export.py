@@ -4,7 +4,8 @@ A :class:`fpq.Config` becomes what a host writes to the register file of ``fpq.r
 apply it, in the order the register file needs:
 
 1. read ``id``, ``build`` and every register the build fixes, and compare (:func:`expected_reads`):
-   the writes are for this build only (the table depth, the fixed values);
+   the writes are for this build only (the table depth, the fixed values); a fixed secret
+   register (a key) reads 0 and is not compared;
 2. ``CONTROL.CLEAR_ERRORS``, so that the status read at the end is this commit's;
 3. every word of every configuration register, least significant word first, in register
    index order (:func:`register_writes`; the registers a build fixes are read-only and left
@@ -86,7 +87,7 @@ def expected_reads(config):
     out = [BusWrite(regs["id"].offset, ID_VALUE, "id"),
            BusWrite(regs["build"].offset, build_word(config.build), "build")]
     for r in registers(config.build):
-        if r.kind == "fixed":
+        if r.kind == "fixed" and not r.secret:     # a fixed key reads 0: nothing to compare
             out += [BusWrite(a, v, n) for n, a, v in _register_words(r, raw[r.name])]
     return out
 

@@ -42,6 +42,13 @@ Behaviour the hardware guarantees (and the model mirrors in :func:`check_registe
   value, ``STATUS.BAD_WRITE`` is set, and every commit is rejected naming that register until
   a value that fits is written to that word. Either way the active configuration keeps its
   old values.
+* Secret registers (access "secret": ``hash_key``, and any register computed from a field
+  declared ``secret`` in ``fpq.config.FIELDS``) are write-only: a write lands in the shadow
+  and applies at the commit as any configuration register's, but every read returns 0, on
+  every bus (the register file answers 0, so the AXI4-Lite and Wishbone cores and the boards'
+  UART bridge do too). A host keeps the key it wrote; nothing on the bus can read it back.
+  A build that fixes a secret register (``Build.fixed``) makes it a constant that reads 0
+  too, and the generated map leaves its value out.
 * Writes to read-only registers (``id``, ``build``, ``status``, telemetry) or unmapped
   addresses are ignored and set ``STATUS.BAD_WRITE``; reads of unmapped addresses and of the
   write-only ``control`` return 0. A write to ``control`` with any bit other than COMMIT and
@@ -50,9 +57,9 @@ Behaviour the hardware guarantees (and the model mirrors in :func:`check_registe
   ``CONTROL.CLEAR_ERRORS``.
 * Fixed registers. A build may fix configuration fields at synthesis (``Build.fixed``); a
   configuration register computed from fixed fields only is then a constant of that
-  hardware (kind "fixed", read-only): reads return its value, a write is ignored and sets
-  ``STATUS.BAD_WRITE``, commits neither check nor change it, and synthesis folds it into the
-  logic it feeds. Bit 17 of the ``build`` register is set in such a build.
+  hardware (kind "fixed", read-only): reads return its value (0 for a secret one), a write
+  is ignored and sets ``STATUS.BAD_WRITE``, commits neither check nor change it, and
+  synthesis folds it into the logic it feeds. Bit 17 of the ``build`` register is set in such a build.
 * Counters are 64 bits (they cannot wrap in 3900 years at 150 M events/s); a write of any
   value to either word of a counter, or to ``max_queue``, clears it.
 """
@@ -61,14 +68,14 @@ from dataclasses import dataclass
 import json
 import os
 
-from .config import FIELDS, Build, Config, REKEY_HOLD_LIMIT
+from .config import FIELDS, FIELD_BY_NAME, SECRET_SHOWN, Build, Config, REKEY_HOLD_LIMIT
 from .formats import (QAVG, PROB, PROB_ONE, CLEAR_PERIOD, RATE, QPKTS_BITS, QBYTES_BITS,
                       HOLD_BITS, SAMPLE_PERIOD_BITS, MIN_SAMPLE_PERIOD, WQ_SHIFT_MAX)
 from .queue_manager import COUNTERS
 
 __all__ = ["Register", "Table", "registers", "tables", "check_registers", "write_all",
            "FORMATS", "to_json", "to_c_header", "to_markdown", "to_systemrdl", "SOURCES",
-           "is_fixed", "BUILD_FIXED_BIT", "build_word",
+           "is_fixed", "is_secret", "BUILD_FIXED_BIT", "build_word",
            "ID_VALUE", "CONTROL_COMMIT", "CONTROL_CLEAR_ERRORS", "STATUS_BITS"]
 
 ID_VALUE = 0x46505131  # "FPQ1"
@@ -86,13 +93,18 @@ class Register:
     name: str
     offset: int        # byte address of the least significant word
     width: int         # bits
-    access: str        # "rw" (shadowed config), "ro", "wo" (strobe), "rc" (ro, write clears)
-    kind: str          # "control", "config", "counter", "telemetry"
+    #: "rw" (shadowed config), "ro", "wo" (strobe), "rc" (ro, write clears), "secret" (a
+    #: shadowed config register, or a fixed one, whose reads return 0: ``secret``)
+    access: str
+    kind: str          # "control", "config", "fixed", "counter", "telemetry"
     lo: int            # allowed raw range (config registers; checked at commit)
     hi: int
     reset: int
     fmt: str
     doc: str
+    #: Key material (computed from a field declared ``secret`` in ``fpq.config.FIELDS``):
+    #: write-only, every read returns 0; the generated map leaves a fixed value out.
+    secret: bool = False
 
     @property
     def words(self):
@@ -168,6 +180,12 @@ SOURCES = {
 }
 
 
+def is_secret(name):
+    """Whether config register ``name`` holds key material: computed from a field declared
+    ``secret`` (``fpq.config.Field.secret``), so write-only."""
+    return any(FIELD_BY_NAME[f].secret for f in SOURCES[name])
+
+
 def is_fixed(name, build):
     """Whether config register ``name`` is a constant of ``build`` (all its fields fixed)."""
     fixed = build.fixed_fields
@@ -204,12 +222,17 @@ def registers(build=None):
     for name, width, lo, hi, fmt, doc in _config_specs(build):
         words = (width + 31) // 32
         offset = (offset + 4 * words - 1) // (4 * words) * (4 * words) if words > 1 else offset
+        secret = is_secret(name)
         if is_fixed(name, build):
-            regs.append(Register(name, offset, width, "ro", "fixed", lo, hi, defaults[name],
-                                 fmt, doc + " Fixed in this build (Build.fixed): read-only."))
+            regs.append(Register(name, offset, width, "secret" if secret else "ro", "fixed",
+                                 lo, hi, defaults[name], fmt,
+                                 doc + (" Fixed in this build (Build.fixed): a write is "
+                                        "ignored, reads return 0." if secret else
+                                        " Fixed in this build (Build.fixed): read-only."),
+                                 secret))
         else:
-            regs.append(Register(name, offset, width, "rw", "config", lo, hi, defaults[name],
-                                 fmt, doc))
+            regs.append(Register(name, offset, width, "secret" if secret else "rw", "config",
+                                 lo, hi, defaults[name], fmt, doc, secret))
         offset += 4 * words
     assert offset <= 0x200
     offset = 0x200
@@ -256,6 +279,12 @@ def check_registers(values, build=None):
 
 
 # ---- generators -------------------------------------------------------------------------
+def _shown_reset(r):
+    """The reset value the generated map shows for ``r``: a fixed secret register's value is
+    the build's key, which the map does not give away (``fpq.config.SECRET_SHOWN``)."""
+    return SECRET_SHOWN if r.secret and r.kind == "fixed" else r.reset
+
+
 def to_json(build=None):
     build = build or Build()
     return json.dumps({
@@ -263,7 +292,7 @@ def to_json(build=None):
                   "avg_delay": build.avg_delay,
                   "fixed": build.fixed_json()},
         "bus": {"data_bits": 32, "address": "byte", "word_order": "least significant first"},
-        "registers": [dict(r.__dict__, words=r.words, index=i)
+        "registers": [dict(r.__dict__, words=r.words, index=i, reset=_shown_reset(r))
                       for i, r in enumerate(registers(build))],
         "tables": [dict(t.__dict__) for t in tables(build)],
         "control": {"COMMIT": CONTROL_COMMIT, "CLEAR_ERRORS": CONTROL_CLEAR_ERRORS},
@@ -321,7 +350,7 @@ def to_markdown(build=None):
         rng = f"{r.lo:#x} .. {r.hi:#x}" if r.kind == "config" else \
             "fixed" if r.kind == "fixed" else ""
         out.append(f"| {i} | 0x{r.offset:05x} | `{r.name}` | {r.access} | {r.width} | {r.fmt} | "
-                   f"{rng} | {r.reset:#x} | {r.doc} |")
+                   f"{rng} | {_hex(_shown_reset(r))} | {r.doc} |")
     out += ["", "## Tables", "", "| address | name | depth | bits | format | description |",
             "|---|---|---|---|---|---|"]
     for t in tables(build):
@@ -372,7 +401,7 @@ is complete or absent. The outputs hold the hash key: keep them as secret as the
 sequence a host follows (`fpq.config_export`):
 
 1. Read `id`, `build` and every register the build fixes, and compare: the writes are for
-   that build only.
+   that build only. A fixed key reads 0 and is not compared.
 2. Write `CONTROL.CLEAR_ERRORS`.
 3. Write every word of every configuration register, least significant word first.
 4. Write every word of every table (into the inactive bank).
@@ -404,6 +433,10 @@ Formats (`--format`, output `-o`):
 """
 
 
+def _hex(value):
+    return f"{value:#x}" if isinstance(value, int) else value
+
+
 def _rdl_string(text):
     """``text`` as a SystemRDL string literal."""
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
@@ -419,6 +452,7 @@ _RDL_ACCESS = {
     "rw": "sw = rw; hw = r;",
     "ro": "sw = r; hw = w;",
     "rc": "sw = rw; hw = w; onwrite = wclr;",
+    "secret": "sw = w; hw = r;",
 }
 #: The named bits of ``control`` and ``status``: (name, msb, lsb, description).
 _RDL_BITS = {
@@ -442,12 +476,14 @@ def _rdl_register(r, index):
     32-bit words, least significant first) where its words allow, else one register per
     32-bit word, ``name_0``, ``name_1``, ..."""
     if r.kind == "fixed":
-        access = "sw = r; hw = na;"
+        access = "sw = r; hw = na;"             # a secret one reads as the constant 0
     elif r.kind == "control" and r.access == "ro" and r.name not in _RDL_BITS:
         access = "sw = r; hw = na;"             # id and build: constants of the build
     else:
         access = _RDL_ACCESS.get(r.access)
     doc = r.doc + (f" Format: {r.fmt}." if r.fmt else "")
+    if r.secret:
+        doc += " Secret: write-only, every read returns 0."
     if r.kind == "config":
         doc += (f" Range (raw, checked at CONTROL.COMMIT): {r.lo:#x} .. {r.hi:#x}; index "
                 f"{index} (STATUS.REJECT_INDEX). A shadow: a write applies at the next commit.")
@@ -469,7 +505,7 @@ def _rdl_register(r, index):
                 out.append(f"        field {{ {field_access} desc = {_rdl_string(bit_doc)}; "
                            f"}} {bit_name}[{msb}:{lsb_}] = 0;")
         else:
-            reset = (r.reset >> lsb) & ((1 << width) - 1)
+            reset = 0 if r.secret and r.kind == "fixed" else (r.reset >> lsb) & ((1 << width) - 1)
             out.append(f"        field {{ {access} }} {name}[{width - 1}:0] = "
                        f"{_rdl_number(reset, width)};")
         out.append(f"    }} {name} @ 0x{offset:05x};")

@@ -91,7 +91,7 @@
 #define FPQ_REG_LIMIT_BYTES 0x00090u
 #define FPQ_REG_LIMIT_BYTES_WIDTH 32u
 #define FPQ_REG_LIMIT_BYTES_INDEX 18u
-/* Toeplitz hash key. Secret in deployment. A commit that changes it re-keys live: the vector is wiped and rebuilt under the new key while decisions use the count held from before (see rekey_hold_t_clear). [rw, 160 bits, key bits 0..159, bit 0 = MSB of byte 0 at the top] */
+/* Toeplitz hash key. Secret in deployment. A commit that changes it re-keys live: the vector is wiped and rebuilt under the new key while decisions use the count held from before (see rekey_hold_t_clear). Write-only: reads return 0. [secret, 160 bits, key bits 0..159, bit 0 = MSB of byte 0 at the top] */
 #define FPQ_REG_HASH_KEY 0x000a0u
 #define FPQ_REG_HASH_KEY_WIDTH 160u
 #define FPQ_REG_HASH_KEY_INDEX 19u

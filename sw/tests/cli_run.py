@@ -23,6 +23,6 @@ def build_args(build):
     """The command-line options (``fpq verilog``'s build options) that give ``build``."""
     argv = ["--vec-bits", str(build.vec_bits), "--table-depth", str(build.table_depth),
             "--avg-delay", str(build.avg_delay)]
-    for name, value in build.fixed_json().items():
+    for name, value in build.fixed_json(reveal_secrets=True).items():
         argv += ["--fix", f"{name}={value}"]
     return argv

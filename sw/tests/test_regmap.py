@@ -133,14 +133,20 @@ def test_a_register_whose_fields_are_all_fixed_is_a_read_only_constant():
     assert fixed == {"wq_shift", "avg_sample_period", "hash_key"}
     assert (raw["wq_shift"], raw["avg_sample_period"]) == (9, 47)    # 24,000 clocks / 511.5
     for n in fixed:
-        assert (regs[n].access, regs[n].reset) == ("ro", raw[n])
+        # a fixed key is neither writable nor readable: its access stays "secret"
+        assert (regs[n].access, regs[n].reset) == ("secret" if n == "hash_key" else "ro",
+                                                   raw[n])
     assert regs["clear_period"].kind == regs["rekey_hold"].kind == "config"
     # same addresses as the build without fixed fields: host software keeps its map
     assert {n: r.offset for n, r in regs.items()} == \
         {r.name: r.offset for r in registers(Build())}
     assert regs["build"].reset >> BUILD_FIXED_BIT & 1
     assert not registers(Build())[1].reset >> BUILD_FIXED_BIT & 1
-    assert json.loads(to_json(b))["build"]["fixed"]["hash_key"] == bytes(range(20)).hex()
+    # the generated map does not give the build's key away
+    doc = json.loads(to_json(b))
+    assert doc["build"]["fixed"]["hash_key"] == "(secret)"
+    assert [r["reset"] for r in doc["registers"] if r["name"] == "hash_key"] == ["(secret)"]
+    assert bytes(range(20)).hex() not in to_json(b)
     # the commit check looks at configurable registers only
     assert check_registers(raw, b) is None
 
@@ -222,11 +228,14 @@ def test_systemrdl_export_compiles_and_describes_the_map(tmp_path, build):
         found[node.inst_name] = (node.absolute_address, width, value, writable)
     want = {}
     for r in registers(build):
-        writable = r.access in ("rw", "wo", "rc")
+        writable = r.access in ("rw", "wo", "rc") or (r.access == "secret" and
+                                                      r.kind == "config")
         if r.name == "hash_key":              # 160 bits: one register per word
+            # a fixed key reads as the constant 0, its value left out
+            reset = 0 if r.kind == "fixed" else r.reset
             for w in range(r.words):
                 want[f"hash_key_{w}"] = (r.offset + 4 * w, 32,
-                                         (r.reset >> (32 * w)) & 0xFFFFFFFF, writable)
+                                         (reset >> (32 * w)) & 0xFFFFFFFF, writable)
         else:
             want[r.name] = (r.offset, r.width, r.reset, writable)
     assert found == want

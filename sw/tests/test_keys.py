@@ -1,0 +1,147 @@
+"""Key handling: the weak-key rule (``fpq.config.key_weakness``), keys drawn from the operating
+system, and ``fpq config``'s ``--key`` and default key (docs/RELIABILITY.md, "Key handling")."""
+
+import json
+import os
+
+import pytest
+
+from fpq.config import (Config, ConfigError, RSS_KEY, KEY_WINDOW_MIN_BITS, check_key,
+                        key_weakness, random_key)
+from fpq.flow_hash import ToeplitzHash, pack_flow, reduce_index
+
+from cli_run import run
+
+#: A key that passes the rule (not derived from the code under test: typed once).
+GOOD = bytes.fromhex("3c7a0d5be2914f68a1c7e03b5d92f4a6087e1bc9")
+#: One set bit, at key bit 60: every hash bit is one input bit (rank 32), most windows are 0.
+ONE_BIT = (1 << (159 - 60)).to_bytes(20, "big")
+
+
+def distinct_indices(key, flows=2000, v_max=1024):
+    """How many vector indices ``flows`` distinct 5-tuples reach under ``key``."""
+    h = ToeplitzHash(key)
+    return len({reduce_index(h(pack_flow(0x0A000000 + i, 0x0B000001, 1024 + i % 7, 80, 6)),
+                             v_max) for i in range(flows)})
+
+
+@pytest.mark.parametrize("key, fragment", [
+    (bytes(20), "window at key bit 0 has 0 set bits"),
+    (ONE_BIT, f"must have at least {KEY_WINDOW_MIN_BITS}"),
+    (bytes([0xAA] * 20), "rank 2 of 32: at most 2**2 hash values"),
+    (bytes([0xFF] * 20), "rank 1 of 32"),
+    (RSS_KEY, "public Microsoft RSS key"),
+], ids=["zeros", "one-bit", "0xaa", "ones", "rss"])
+def test_weak_keys_are_named_with_their_rule(key, fragment):
+    """Each weak key is refused for its own reason: the sparse-window rule, the rank rule
+    (keys of repeated 0xAA or 0xFF bytes pass the window rule: every window has 16 or 32 set
+    bits), the public key."""
+    why = key_weakness(key)
+    assert why is not None and fragment in why, why
+    with pytest.raises(ConfigError, match=r"^--key: [0-9a-f]{40} is a weak key: .*leave the "
+                                          r"key out to draw a random one$"):
+        check_key(key, what="--key")
+
+
+def test_weak_keys_do_spread_flows_badly_and_the_good_one_does_not():
+    """What the rule protects against, measured on the hash: 2000 flows that differ in
+    source address and port reach 4 of 1024 indices under the 0xAA key and one under the
+    all-zero key, while the good key reaches 938 (a random function: about 879)."""
+    assert distinct_indices(bytes(20)) == 1
+    assert distinct_indices(bytes([0xAA] * 20)) <= 4
+    assert distinct_indices(GOOD) > 800
+
+
+def test_a_key_of_the_wrong_length_is_refused_naming_the_option():
+    with pytest.raises(ConfigError, match=r"--key: must be exactly 20 bytes \(40 hex digits\)"):
+        check_key(b"\x01" * 19, what="--key")
+
+
+def test_random_keys_come_from_the_os_and_are_drawn_again_when_weak(monkeypatch):
+    """``random_key`` takes ``secrets.token_bytes`` and draws again while the draw is weak."""
+    import fpq.config as config
+    draws = iter([bytes(20), RSS_KEY, GOOD])
+    monkeypatch.setattr(config.secrets, "token_bytes", lambda n: next(draws))
+    assert random_key() == GOOD
+    monkeypatch.undo()
+    keys = {random_key() for _ in range(50)}
+    assert len(keys) == 50 and all(key_weakness(k) is None for k in keys)
+
+
+def test_config_keeps_its_documented_default_for_models():
+    """The golden model and the simulator keep ``RSS_KEY`` as their default (reproducible
+    runs); only the commands that configure hardware refuse it."""
+    assert Config().hash_key == RSS_KEY
+    assert Config(hash_key=bytes(20)).hash_key == bytes(20)
+
+
+# ---- fpq config -----------------------------------------------------------------------------
+def config_key(tmp_path, *argv, name="c.json", small=True):
+    """``fpq config --format json`` with ``argv`` (for a small build unless not ``small``):
+    (exit status, stderr, the key written)."""
+    out = tmp_path / name
+    build = ["--vec-bits", "64", "--table-depth", "16"] if small else []
+    code, _, err = run(["config", "--format", "json", "-o", str(out), *build, *argv])
+    key = bytes.fromhex(json.loads(out.read_text())["config"]["hash_key"]) if code == 0 \
+        else None
+    return code, err, key
+
+
+def test_fpq_config_draws_a_key_unless_given_one(tmp_path):
+    """Without ``--key`` each run draws a new key from the OS, never the public default, and
+    says so; ``--key`` writes exactly that key, and so does a key in ``--config``."""
+    code1, err, key1 = config_key(tmp_path, name="a.json")
+    code2, _, key2 = config_key(tmp_path, name="b.json")
+    assert code1 == code2 == 0
+    assert "hash_key: drawn from the operating system's random source" in err
+    assert key1 != key2 and RSS_KEY not in (key1, key2)
+    assert key_weakness(key1) is None and key_weakness(key2) is None
+    code, err, key = config_key(tmp_path, "--key", GOOD.hex())
+    assert (code, key) == (0, GOOD) and "drawn" not in err
+    (tmp_path / "fields.json").write_text(json.dumps({"hash_key": GOOD.hex(), "v_max": 40}))
+    assert config_key(tmp_path, "--config", str(tmp_path / "fields.json"))[::2] == (0, GOOD)
+
+
+def test_a_scenario_without_a_key_gets_a_drawn_one(tmp_path):
+    """A simulator scenario runs with the public default key; its hardware configuration
+    does not."""
+    code, err, key = config_key(tmp_path, "--scenario", "fpq-fpq", small=False)
+    assert code == 0 and key != RSS_KEY and key_weakness(key) is None
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--key", "00" * 20], r"--key: 0{40} is a weak key: the 32-bit key window at key bit 0 "
+                           r"has 0 set bits"),
+    (["--key", "aa" * 20], r"--key: a{40} is a weak key: its 32 hash bits are not "
+                           r"independent"),
+    (["--key", RSS_KEY.hex()], r"--key: 6d5a.* is a weak key: it is the public Microsoft "
+                               r"RSS key"),
+    (["--key", "zz"], r"--key: 'zz' is not hex bytes \(allowed: exactly 20 bytes, 40 hex "
+                      r"digits\)"),
+    (["--key", "01" * 19], r"--key: must be exactly 20 bytes \(40 hex digits\)"),
+    (["--set", "hash_key=" + "00" * 20], r"--set hash_key: 0{40} is a weak key"),
+    (["--key", GOOD.hex(), "--set", "hash_key=" + GOOD.hex()],
+     r"--key: give the key once, with --key or --set hash_key=\.\.\., not both"),
+    (["--fix", "hash_key=" + RSS_KEY.hex()], r"--fix hash_key: 6d5a.* is a weak key"),
+])
+def test_fpq_config_refuses_weak_keys_and_writes_nothing(tmp_path, argv, message):
+    import re
+    code, err, _ = config_key(tmp_path, *argv)
+    assert code == 2 and re.search(message, err), err
+    assert os.listdir(tmp_path) == []
+
+
+def test_fpq_config_refuses_a_weak_key_from_its_files(tmp_path):
+    """A key read from ``--config`` or from a scenario is checked as one given with
+    ``--key``, and the error names where it came from."""
+    (tmp_path / "fields.json").write_text(json.dumps({"hash_key": RSS_KEY.hex()}))
+    code, err, _ = config_key(tmp_path, "--config", str(tmp_path / "fields.json"))
+    assert code == 2 and f"--config {tmp_path / 'fields.json'}: hash_key: " in err
+    scenario = tmp_path / "s.toml"
+    from fpq_sim.scenario import SCENARIO_DIR
+    with open(os.path.join(SCENARIO_DIR, "fpq-fpq.toml")) as f:
+        text = f.read()
+    scenario.write_text(text.replace("[queue]", "[queue]\nhash_key = \"" + "00" * 20 + "\"",
+                                     1))
+    code, err, _ = config_key(tmp_path, "--scenario", str(scenario), small=False)
+    assert code == 2 and f"--scenario {scenario}: queue.hash_key: " in err, err
