@@ -11,9 +11,12 @@ def _fixed_lines(build):
     ignored) and the fields they come from."""
     if not build.fixed:
         return []
+    from fpq.config import SECRET_SHOWN
     from fpq.regmap import registers
     fields = ", ".join(f"{k}={v}" for k, v in build.fixed_json().items())
-    regs = [f"{r.name}={r.reset:#x}" for r in registers(build) if r.kind == "fixed"]
+    # a fixed key is in the netlist, but not in a header line that logs and diffs copy
+    regs = [f"{r.name}={SECRET_SHOWN if r.secret else f'{r.reset:#x}'}"
+            for r in registers(build) if r.kind == "fixed"]
     return [f"// Fixed at build time (Build.fixed): {fields}.",
             "// Constants (read-only registers; the raw cfg port's field is ignored): "
             f"{', '.join(regs) if regs else '(no register: only host fields fixed)'}."]

@@ -55,6 +55,21 @@ def test_fixed_fields_are_listed_in_the_header(tmp_path):
            "mode=0x2, wq_shift=0x9, avg_sample_period=0x64." in header
 
 
+def test_a_fixed_key_is_not_written_into_the_header(tmp_path):
+    out = tmp_path / "core.v"
+    from fpq.config import random_key
+    key = random_key().hex()
+    assert main(["verilog", "-o", str(out), "--vec-bits", "64", "--table-depth", "16",
+                 "--fix", f"hash_key={key}"]) == 0
+    header = out.read_text().split("\nmodule ")[0]
+    assert "hash_key=(secret)" in header
+    # neither the hex of the field nor any word of the register's value
+    assert key not in header.lower()
+    value = int(key, 16)
+    words = {f"{(value >> (32 * i)) & 0xFFFFFFFF:08x}" for i in range(5)}
+    assert not any(w in header.lower() for w in words)
+
+
 @pytest.mark.parametrize("fix, message", [
     ("avg_tau_s=x", "--fix avg_tau_s: 'x' is not a number"),
     ("avg_tau_s=-1", "fixed: avg_tau_s: -1.0 is out of range [0.0, 10000.0] s"),
