@@ -114,6 +114,30 @@ def test_package_structs_and_addresses(tmp_path):
     assert res.returncode == 0, res.stderr[-3000:]
 
 
+async def wishbone_access(ctx, dut, addr, data=None, acks=None):
+    """One Wishbone classic cycle on ``dut``'s ``wb_*`` port: a write of ``data``, or a read
+    (``data`` None); returns ``wb_dat_r`` at the ack. ``acks`` gets ``(clocks from the
+    strobe to the ack, wb_ack the clock after the cycle)``."""
+    ctx.set(dut.wb_cyc, 1)
+    ctx.set(dut.wb_stb, 1)
+    ctx.set(dut.wb_we, data is not None)
+    ctx.set(dut.wb_adr, addr >> 2)
+    ctx.set(dut.wb_dat_w, data or 0)
+    clocks = 0
+    while True:
+        await ctx.tick()
+        clocks += 1
+        if ctx.get(dut.wb_ack):
+            break
+    value = ctx.get(dut.wb_dat_r)
+    ctx.set(dut.wb_stb, 0)
+    ctx.set(dut.wb_cyc, 0)
+    await ctx.tick()
+    if acks is not None:
+        acks.append((clocks, ctx.get(dut.wb_ack)))
+    return value
+
+
 def test_wishbone_bridge_reads_writes_and_flags(tmp_path):
     """Over Wishbone: ID reads back, a configuration shadow takes a write and reads it back,
     a write to the read-only ID sets STATUS.BAD_WRITE; each access acked one clock after its
@@ -124,23 +148,7 @@ def test_wishbone_bridge_reads_writes_and_flags(tmp_path):
     acks = []
 
     async def access(ctx, addr, data=None):
-        ctx.set(dut.wb_cyc, 1)
-        ctx.set(dut.wb_stb, 1)
-        ctx.set(dut.wb_we, data is not None)
-        ctx.set(dut.wb_adr, addr >> 2)
-        ctx.set(dut.wb_dat_w, data or 0)
-        clocks = 0
-        while True:
-            await ctx.tick()
-            clocks += 1
-            if ctx.get(dut.wb_ack):
-                break
-        value = ctx.get(dut.wb_dat_r)
-        ctx.set(dut.wb_stb, 0)
-        ctx.set(dut.wb_cyc, 0)
-        await ctx.tick()
-        acks.append((clocks, ctx.get(dut.wb_ack)))
-        return value
+        return await wishbone_access(ctx, dut, addr, data, acks)
 
     got = {}
 
@@ -175,20 +183,7 @@ def test_the_key_reads_zero_over_wishbone_and_applies():
     got = {}
 
     async def access(ctx, addr, data=None):
-        ctx.set(dut.wb_cyc, 1)
-        ctx.set(dut.wb_stb, 1)
-        ctx.set(dut.wb_we, data is not None)
-        ctx.set(dut.wb_adr, addr >> 2)
-        ctx.set(dut.wb_dat_w, data or 0)
-        while True:
-            await ctx.tick()
-            if ctx.get(dut.wb_ack):
-                break
-        value = ctx.get(dut.wb_dat_r)
-        ctx.set(dut.wb_stb, 0)
-        ctx.set(dut.wb_cyc, 0)
-        await ctx.tick()
-        return value
+        return await wishbone_access(ctx, dut, addr, data)
 
     async def bench(ctx):
         await ctx.tick().repeat(3)
