@@ -371,6 +371,16 @@ async def write_config(host, new, old=None):
             await host.write(tabs["rate_table"].offset + 4 * i, w)
 
 
+async def load_and_commit(host, config, build):
+    """Write ``config``, commit it and wait out the wipes (the one out of reset, then the one
+    of a changed ``v_max``): afterwards the status reads 0."""
+    await write_config(host, config)
+    await host.write(REGS["control"].offset, CONTROL_COMMIT)
+    for _ in range(2 * build.vec_bits + 40):
+        await host.ctx.tick()
+    assert await host.read(REGS["status"].offset) == 0
+
+
 def test_queue_manager_configured_over_the_bus_matches_the_model_after_commit():
     """RegisterFile + QueueManager: out of reset the defaults (the model's initial state at
     clock 0, the clock after the register file's restart); a configuration and its table
@@ -387,12 +397,7 @@ def test_queue_manager_configured_over_the_bus_matches_the_model_after_commit():
     steps, _, _ = traffic(config, 3000, seed=21, flows=4, t0=4000)
 
     async def host_script(host, state):
-        await write_config(host, config)
-        await host.write(REGS["control"].offset, CONTROL_COMMIT)
-        # the commit waits for the wipe out of reset, then v_max changed: a second wipe
-        for _ in range(2 * build.vec_bits + 40):
-            await host.ctx.tick()
-        assert await host.read(REGS["status"].offset) == 0
+        await load_and_commit(host, config, build)
         state["go"] = True
 
     bench, model = run_system(build, initial, [config], steps, host_script)
@@ -600,11 +605,7 @@ def test_commits_while_traffic_flows_apply_at_the_recorded_clock():
     steps, _, _ = traffic(c0, 1300, seed=44, flows=80, same_flow=0.1, t0=1000)
 
     async def host_script(host, state):
-        await write_config(host, c0)
-        await host.write(REGS["control"].offset, CONTROL_COMMIT)
-        for _ in range(2 * build.vec_bits + 40):
-            await host.ctx.tick()
-        assert await host.read(REGS["status"].offset) == 0
+        await load_and_commit(host, c0, build)
         state["go"] = True
         for k, old, new in zip(at, configs, configs[1:]):
             while state["bench"].arrivals < k:
