@@ -56,6 +56,18 @@ def clock_through(dut, program, output, setup=None):
     return seen
 
 
+async def write_words(ctx, port, words, tick):
+    """Write ``words`` at addresses 0, 1, ... through ``port`` = ``(we, addr, data)``, one per
+    ``await tick()``; ``we`` low afterwards."""
+    we, addr, data = port
+    for i, w in enumerate(words):
+        ctx.set(we, 1)
+        ctx.set(addr, i)
+        ctx.set(data, w)
+        await tick()
+    ctx.set(we, 0)
+
+
 def traffic(config, n_arrivals, seed, flows=40, p_arr=0.8, dep_fast=0.95, dep_slow=0.7,
             phase=3000, same_flow=0.3, gap_every=20000, gap=(100, 2000), bogus=0.002,
             jump=0.002, jump_clocks=(5, 120), model=None, t0=0):
@@ -249,12 +261,8 @@ class Bench:
         table = new.rate_table()
         swap = table != old.rate_table()
         if swap:
-            for i, w in enumerate(table):
-                ctx.set(dut.rate_we, 1)
-                ctx.set(dut.rate_addr, i)
-                ctx.set(dut.rate_data, w)
-                await self.tick()
-            ctx.set(dut.rate_we, 0)
+            await write_words(ctx, (dut.rate_we, dut.rate_addr, dut.rate_data), table,
+                              self.tick)
         old_r, new_r = old.registers(), new.registers()
         rekey = new_r["hash_key"] != old_r["hash_key"]
         strobes = [(dut.wipe, new_r["v_max"] != old_r["v_max"] or rekey), (dut.rekey, rekey),

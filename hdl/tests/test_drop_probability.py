@@ -12,7 +12,7 @@ from fpq.drop_probability import probability
 from fpq.formats import QAVG, RATE
 from fpq_hdl.drop_probability import DropProbability
 from fpq_hdl.layouts import config_layout
-from .hdl_harness import pack
+from .hdl_harness import pack, write_words
 
 BUILD = Build(table_depth=64)
 CASES = {
@@ -58,12 +58,7 @@ def test_probability_matches_model(case, optimise):
 
     async def bench(ctx):
         ctx.set(dut.config.as_value(), pack(config_layout(BUILD), regs))
-        for i, w in enumerate(table):
-            ctx.set(dut.table_we, 1)
-            ctx.set(dut.table_addr, i)
-            ctx.set(dut.table_data, w)
-            await ctx.tick()
-        ctx.set(dut.table_we, 0)
+        await write_words(ctx, (dut.table_we, dut.table_addr, dut.table_data), table, ctx.tick)
         ctx.set(dut.table_bank, 1)       # the writes went to the inactive bank 1
         for k in range(len(inputs) + DropProbability.LATENCY + 1):
             if k < len(inputs):
