@@ -15,7 +15,7 @@ from fpq.formats import PROB_ONE
 
 from fpq_hdl.decision import Decision
 
-from tb_lib.component_bench import run_component
+from tb_lib.component_bench import component_runner
 from tb_lib.faults import COMPONENT_FAULTS
 from tb_lib.runner import BenchFailed
 
@@ -125,12 +125,7 @@ def rewrite_script(build, n):
     return script
 
 
-def run(request, build_name, script, seed=3, component=None, expect_failure=False):
-    build = BUILDS[build_name]
-    comp = component if component is not None else Decision(build)
-    plan = {"build": build, "script": script, "seed": seed}
-    tag = f"decision-{build_name}" + ("-fault" if expect_failure else "")
-    return run_component(request, comp, TOP, BENCH, plan, tag, expect_failure=expect_failure)
+run = component_runner("decision", Decision, TOP, BENCH, BUILDS)
 
 
 def missing(res, bins):

@@ -113,10 +113,10 @@ N = 1500         # slots per phase of make test's runs
 
 def run(request, build_name, script, seed=3, component=None, expect_failure=False):
     build, delay = BUILDS[build_name]
-    comp = component if component is not None else FlowCounter(build, delay)
-    tag = f"flow-counter-{build_name}" + ("-fault" if expect_failure else "")
     plan = {"build": build, "set_delay": delay, "script": script, "seed": seed}
-    return run_component(request, comp, TOP, BENCH, plan, tag, expect_failure=expect_failure)
+    comp = component if component is not None else FlowCounter(build, delay)
+    return run_component(request, comp, TOP, BENCH, plan, f"flow-counter-{build_name}",
+                         expect_failure=expect_failure)
 
 
 def assert_covered(res, *bins):

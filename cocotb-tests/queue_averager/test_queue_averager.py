@@ -15,7 +15,7 @@ from fpq.formats import QPKTS_BITS, MIN_SAMPLE_PERIOD
 from fpq_hdl.queue_averager import QueueAverager
 from fpq_hdl.layouts import fixed_registers
 
-from tb_lib.component_bench import run_component
+from tb_lib.component_bench import component_runner
 from tb_lib.faults import COMPONENT_FAULTS
 from tb_lib.runner import BenchFailed
 
@@ -57,12 +57,7 @@ def script(n, seed=1):
             ("reset", 3), ("run", samples(rnd, n, shifts=(0, 1, 2, 16)))]
 
 
-def run(request, build_name, script_, seed=3, component=None, expect_failure=False):
-    build = BUILDS[build_name]
-    comp = component if component is not None else QueueAverager(build)
-    plan = {"build": build, "script": script_, "seed": seed}
-    tag = f"queue-averager-{build_name}" + ("-fault" if expect_failure else "")
-    return run_component(request, comp, TOP, BENCH, plan, tag, expect_failure=expect_failure)
+run = component_runner("queue-averager", QueueAverager, TOP, BENCH, BUILDS)
 
 
 N = 1500

@@ -18,24 +18,40 @@ import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import RisingEdge
 
-__all__ = ["run_component", "start", "Ports", "config_word"]
+__all__ = ["run_component", "component_runner", "start", "Ports", "config_word"]
 
 
 def run_component(request, component, top, bench_module, plan, tag, expect_failure=False,
                   seed=1):
-    """Generate ``component`` as Verilog module ``top`` (cached by its text), Verilate it
-    (cached), run the cocotb tests of ``bench_module`` with ``plan`` and record the coverage.
-    Returns the bench's result; a failing bench raises ``runner.BenchFailed``."""
+    """Generate ``component`` as Verilog module ``top`` (cached by its text, in a folder
+    named ``tag``, ``tag-fault`` with ``expect_failure``), Verilate it (cached), run the
+    cocotb tests of ``bench_module`` with ``plan`` and record the coverage (not of a bench
+    expected to fail). Returns the bench's result; a failing bench raises
+    ``runner.BenchFailed``."""
     from . import runner
     from .verilog import generate, BUILD_ROOT
     from .coverage_report import record
-    folder, verilog = generate(component, top, tag)
+    folder, verilog = generate(component, top, tag + ("-fault" if expect_failure else ""))
     name = request.node.name.replace("/", "_").replace("[", "-").replace("]", "")
     result = runner.run(folder, verilog, top, bench_module, plan, BUILD_ROOT / "runs" / name,
                         seed=seed)
     if not expect_failure:
         record(result)
     return result
+
+
+def component_runner(name, make, top, bench_module, builds):
+    """The ``run(request, build_name, script, seed=3, component=None, expect_failure=False)``
+    of a component's benches: ``make(builds[build_name])`` (or ``component``, e.g. a faulty
+    variant) run through ``bench_module`` with the plan ``{"build", "script", "seed"}``, in
+    the folder ``NAME-BUILD_NAME``."""
+    def run(request, build_name, script, seed=3, component=None, expect_failure=False):
+        build = builds[build_name]
+        comp = component if component is not None else make(build)
+        plan = {"build": build, "script": script, "seed": seed}
+        return run_component(request, comp, top, bench_module, plan, f"{name}-{build_name}",
+                             expect_failure=expect_failure)
+    return run
 
 
 def config_word(build, regs):
