@@ -15,12 +15,13 @@ narrow ones shifted left by ``16 - frac_bits``.
 import random
 
 import pytest
-from amaranth.sim import Simulator
 
 from fpq.formats import CLEAR_PERIOD, SAMPLE_PERIOD_BITS
 from fpq.flow_counter import FlowCounter as ClearModel
 from fpq.queue_averager import QueueAverager as SampleModel
 from fpq_hdl.periodic_timer import PeriodicTimer
+
+from .hdl_harness import clock_through
 
 FX = CLEAR_PERIOD.frac_bits                # the model's fraction bits (16)
 ONE = 1 << FX
@@ -30,22 +31,8 @@ def simulate(int_bits, frac_bits, program):
     """``program``: per clock from reset ``(restart, period)`` on the ports. Returns per clock
     whether ``fire`` was high in it."""
     dut = PeriodicTimer(int_bits, frac_bits)
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    fires = []
-
-    async def bench(ctx):
-        last = None
-        for restart, period in program:
-            if (restart, period) != last:          # a port written only when it changes
-                ctx.set(dut.restart, restart)
-                ctx.set(dut.period, period)
-                last = (restart, period)
-            _, _, fire = await ctx.tick().sample(dut.fire)
-            fires.append(fire)
-    sim.add_testbench(bench)
-    sim.run()
-    return fires
+    return clock_through(dut, [((dut.restart, restart), (dut.period, period))
+                               for restart, period in program], dut.fire)
 
 
 class _Clears:
