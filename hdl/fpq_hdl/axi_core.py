@@ -9,7 +9,7 @@ from amaranth import *
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from fpq.regmap import (registers, tables, ID_VALUE, CONTROL_COMMIT, CONTROL_CLEAR_ERRORS,
+from fpq.regmap import (address_constants, ID_VALUE, CONTROL_COMMIT, CONTROL_CLEAR_ERRORS,
                         STATUS_BITS, STATUS_REJECT_INDEX_SHIFT)
 
 from .layouts import ARRIVAL, DEPARTURE, VERDICT
@@ -399,17 +399,10 @@ def sv_package(build, name="fpq_core"):
     for sname, bit in STATUS_BITS.items():
         out.append(f"  localparam int STATUS_{sname}_BIT = {bit};")
     out.append(f"  localparam int STATUS_REJECT_INDEX_SHIFT = {STATUS_REJECT_INDEX_SHIFT};")
-    for i, r in enumerate(registers(build)):
-        n = r.name.upper()
-        out.append(f"  // {r.name}: {r.access}, {r.width} bits, {r.kind}")
-        out.append(f"  localparam logic [{ADDR_BITS - 1}:0] REG_{n} = {ADDR_BITS}'h"
-                   f"{r.offset:05x};")
-        out.append(f"  localparam int REG_{n}_WIDTH = {r.width};")
-        out.append(f"  localparam int REG_{n}_INDEX = {i};")
-    for t in tables(build):
-        n = t.name.upper()
-        out.append(f"  localparam logic [{ADDR_BITS - 1}:0] {n} = {ADDR_BITS}'h{t.offset:05x};")
-        out.append(f"  localparam int {n}_DEPTH = {t.depth};")
-        out.append(f"  localparam int {n}_WIDTH = {t.width};")
+    for comment, constants in address_constants(build):
+        out.append(f"  // {comment}")
+        for name, value, is_address in constants:
+            out.append(f"  localparam logic [{ADDR_BITS - 1}:0] {name} = {ADDR_BITS}'h"
+                       f"{value:05x};" if is_address else f"  localparam int {name} = {value};")
     out += [f"endpackage : {pkg}", ""]
     return "\n".join(out)

@@ -162,5 +162,6 @@
 /* FPQ r(n) = l_t(n) / q_t(n) for n = 0 .. table_depth-1. */
 #define FPQ_RATE_TABLE 0x40000u
 #define FPQ_RATE_TABLE_DEPTH 8192u
+#define FPQ_RATE_TABLE_WIDTH 22u
 
 #endif /* FPQ_REGS_H */
