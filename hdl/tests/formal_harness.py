@@ -98,8 +98,8 @@ from unittest import mock
 
 from amaranth import *
 from amaranth.hdl import Assert, Assume
-from amaranth.lib import wiring, memory
-from amaranth.lib.wiring import In, Out
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In
 from amaranth.back import rtlil
 
 from fpq.config import Build, Config

@@ -15,7 +15,6 @@ import random
 
 from amaranth.sim import Simulator
 
-from fpq import Config, Build
 from fpq.queue_manager import QueueManager as Model, Arrival, Departure, ENQUEUE, MARK
 
 from fpq_hdl.queue_manager import QueueManager, N_RAW_DELAY, AVG_TELEMETRY_DELAY
