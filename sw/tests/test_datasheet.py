@@ -209,7 +209,10 @@ def test_verilog_template_connects_every_port():
 
 
 def test_amaranth_template_elaborates_and_gives_a_verdict():
+    """The template in Amaranth's simulator: an arrival gets the golden model's verdict after
+    the pipeline's latency, and the template's sink takes it."""
     from amaranth.sim import Simulator
+    from fpq import QueueManager, Arrival, Config
     code = DATASHEET.read_text().split("<!-- amaranth template", 1)[1]
     namespace = {}
     exec(compile(_code_block(code, "python"), "DATASHEET.md", "exec"), namespace)
@@ -217,29 +220,37 @@ def test_amaranth_template_elaborates_and_gives_a_verdict():
     assert isinstance(design.fpq, FPQCore) and design.fpq.bus == "axi-lite"
     sim = Simulator(design)
     sim.add_clock(1e-8)
+    flow = pack_flow(0x0A000001, 0x0A000002, 1000, 80, 6)
     got = {}
 
-    async def bench(ctx):
+    async def wait(ctx, signal, limit):
         clocks = 0
-        while not ctx.get(design.arrival_ready):
+        while not ctx.get(signal) and clocks < limit:
             await ctx.tick()
             clocks += 1
-        got["ready"] = clocks
-        ctx.set(design.arrival.flow, pack_flow(0x0A000001, 0x0A000002, 1000, 80, 6))
+        return clocks
+
+    async def bench(ctx):
+        got["ready"] = await wait(ctx, design.arrival_ready, 4 * SMALL.vec_bits)
+        ctx.set(design.arrival.flow, flow)
         ctx.set(design.arrival.length, 1500)
         ctx.set(design.arrival_valid, 1)
         await ctx.tick()
         ctx.set(design.arrival_valid, 0)
-        clocks = 1
-        while not ctx.get(design.verdict_valid):
-            await ctx.tick()
-            clocks += 1
-        got["latency"] = clocks
-        got["seq"] = ctx.get(design.verdict.seq)
+        got["latency"] = 1 + await wait(ctx, design.verdict_valid, 4 * LATENCY)
+        v = design.verdict
+        got["verdict"] = tuple(ctx.get(f) for f in (v.seq, v.action, v.n, v.avg, v.prob))
+        await ctx.tick()
+        got["taken"] = not ctx.get(design.verdict_valid)
 
     sim.add_testbench(bench)
     sim.run()
-    assert got == {"ready": SMALL.vec_bits + 3, "latency": LATENCY, "seq": 0}
+    # clock 0 of the core's time base is the third clock with rst low (fpq verilog's header)
+    model = QueueManager(Config(build=SMALL)).arrive(
+        Arrival(ts=got["ready"] - 2, flow=flow, length=1500, ecn=False))
+    assert got == {"ready": SMALL.vec_bits + 3, "latency": LATENCY, "taken": True,
+                   "verdict": (0, model.action, model.n, model.avg, model.prob)}
+    assert model.n == 1
 
 
 # ---- FuseSoC -------------------------------------------------------------------------------
