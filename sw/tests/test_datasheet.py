@@ -306,3 +306,24 @@ def test_fusesoc_core_file_lists_what_fpq_verilog_writes(tmp_path):
     ordered.sort(key=lambda p: p.suffix != ".vlt")          # FuseSoC passes .vlt files first
     res = _lint(*ordered, top=lint["toplevel"])
     assert res.returncode == 0, res.stderr[-3000:]
+
+
+def test_resources_rows_come_from_the_records():
+    from fpq.datasheet import _resources_markdown
+    synth = {"kind": "synth", "date": "2030-01-02", "commit": "abc1234",
+             "command": "python -m fpq_hdl.synth --component axi_core --seeds 1,2",
+             "results": {"component": "axi_core", "device": "LFE5U-85F", "speed": 6,
+                         "vec_bits": 1024, "table_depth": 256,
+                         "fmax_mhz": {"min": 101.25, "median": 102.5, "max": 103.75,
+                                      "routed": 2, "runs": 2},
+                         "utilization": {"TRELLIS_COMB": 11, "TRELLIS_FF": 22,
+                                         "TRELLIS_RAMW": 33, "DP16KD": 4, "MULT18X18D": 5}}}
+    loop = dict(synth, results=dict(synth["results"], component="loop_timer"))
+    text = "\n".join(_resources_markdown({"core-a": synth, "loop-b": loop}))
+    assert ("| `core-a` | the exported core (`FPQCore`, AXI4-Lite) | LFE5U-85F | 6 | 1024 / 256 "
+            "| 101.2 / 102.5 / 103.8 | 2 of 2 | 11 | 22 | 33 | 4 | 5 |") in text
+    assert "- `core-a` (2030-01-02, commit abc1234): `python -m fpq_hdl.synth --component " \
+           "axi_core --seeds 1,2`" in text
+    assert "loop-b" not in text                 # a component's record is not the core's
+    assert "has no synthesis record yet" not in text
+    assert "has no synthesis record yet" in "\n".join(_resources_markdown({"loop-b": loop}))
