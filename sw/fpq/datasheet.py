@@ -239,7 +239,7 @@ def measure(build=None, bus="axi-lite"):
     from amaranth import Module, ClockDomain
     from amaranth.sim import Simulator
     from fpq import Build, pack_flow
-    from fpq.regmap import registers, ID_VALUE, CONTROL_COMMIT, STATUS_BITS
+    from fpq.regmap import registers, CONTROL_COMMIT, STATUS_BITS
     from fpq_hdl.axi_core import FPQCore
     from fpq_hdl.layouts import ARRIVAL, VERDICT
 
@@ -297,21 +297,26 @@ def measure(build=None, bus="axi-lite"):
         start = origins["reset"] = clock[0]
         first = {}
         set_("s_axis_arrival_tvalid", 1)
-        id_read = None
+        # reads during the wipe, one after another: when the bus answers, and what the
+        # registers hold out of reset (before any arrival is accepted)
+        to_read = ["id", "status", "mode", "arrivals"] if bus == "axi-lite" else []
+        reads, issued = {}, None
         while "s_axis_arrival_tready" not in first:
             for name in ("s_axis_arrival_tready", "s_axis_departure_tready"):
                 if name not in first and get(name):
                     first[name] = clock[0] - start
-            if bus == "axi-lite" and id_read is None:
-                set_("s_axil_araddr", regs["id"].offset)
+            if to_read and issued is None:
+                set_("s_axil_araddr", regs[to_read[0]].offset)
                 set_("s_axil_arvalid", 1)
-                if get("s_axil_arready"):
-                    id_read = clock[0] - start
-            elif bus == "axi-lite":
-                set_("s_axil_arvalid", 0)
                 set_("s_axil_rready", 1)
-                if get("s_axil_rvalid") and "id" not in first:
-                    first["id"] = (clock[0] - start, get("s_axil_rdata"))
+                if get("s_axil_arready"):
+                    issued = clock[0] - start
+            elif to_read:
+                set_("s_axil_arvalid", 0)
+                if get("s_axil_rvalid"):
+                    reads[to_read.pop(0)] = (issued, clock[0] - start,
+                                             get("s_axil_rdata"))
+                    issued = None
             # the wipe's thousands of clocks are not drawn
             drawn = clock[0] - start <= 12 or get("s_axis_arrival_tready")
             trace = traces["reset"] if drawn else None
@@ -325,10 +330,11 @@ def measure(build=None, bus="axi-lite"):
             "first_arrival_accept_clock": first["s_axis_arrival_tready"],
         }
         if bus == "axi-lite":
-            results["reset"]["id_read"] = {"arready_clock": id_read,
-                                           "rvalid_clock": first["id"][0],
-                                           "value": first["id"][1],
-                                           "expected": ID_VALUE}
+            results["reset"]["id_read"] = {"arready_clock": reads["id"][0],
+                                           "rvalid_clock": reads["id"][1],
+                                           "value": reads["id"][2]}
+            results["reset"]["reads"] = {name: value for name, (_, _, value) in reads.items()}
+            results["reset"]["defaults"] = {name: regs[name].reset for name in reads}
         set_("s_axis_arrival_tvalid", 0)
         trace = None
         while get("m_axis_verdict_tvalid") or not get("s_axis_arrival_tready"):
@@ -829,6 +835,15 @@ def _timing_markdown(m, wb):
             f"| AXI4-Lite read of `id` issued in clock 0 | `arready` clock "
             f"{idr.get('arready_clock')}, `rvalid` clock {idr.get('rvalid_clock')}, value "
             f"{idr.get('value', 0):#010x} |"]
+    from fpq.regmap import STATUS_BITS
+    for name, value in rs.get("reads", {}).items():
+        if name == "status":
+            bits = [b for b, i in STATUS_BITS.items() if value >> i & 1]
+            out.append(f"| `status` read during the wipe | {value:#x} "
+                       f"({', '.join(bits) if bits else 'no bit'} set) |")
+        elif name != "id":
+            out.append(f"| `{name}` read during the wipe | {value:#x} (the map's reset value: "
+                       f"{rs['defaults'][name]:#x}) |")
     return out
 
 

@@ -113,6 +113,13 @@ def test_measured_reset_bus_and_commit(small_timing):
     assert r["reset"]["arrival_ready_clocks"] == SMALL.vec_bits + 3
     assert r["reset"]["departure_ready_clocks"] == 0
     assert r["reset"]["id_read"]["value"] == ID_VALUE
+    # out of reset the register file holds the configuration's defaults and zero counters,
+    # and STATUS says BUSY while the vector is wiped
+    from fpq import Config
+    from fpq.regmap import STATUS_BITS
+    assert r["reset"]["reads"] == {"id": ID_VALUE, "status": 1 << STATUS_BITS["BUSY"],
+                                   "arrivals": 0,
+                                   "mode": Config(build=SMALL).registers()["mode"]}
     bus = r["bus"]
     assert (bus["write"]["bresp"], bus["read"]["value"]) == (0, 1)
     assert bus["partial_write"]["bresp"] == 2 and bus["after_partial_write"] == 1
