@@ -263,6 +263,8 @@ def measure(build=None, bus="axi-lite"):
         trace = None
         clock = [0]
         seq_next = [0]              # the seq the next accepted arrival gets
+        # every scenario's clocks together are far fewer than this; more means a hang
+        clock_limit = 4 * build.vec_bits + 50_000
 
         def set_(name, value):
             ctx.set(getattr(dut, name), value)
@@ -283,6 +285,9 @@ def measure(build=None, bus="axi-lite"):
                 seq_next[0] += 1
             await ctx.tick()
             clock[0] += 1
+            if clock[0] > clock_limit:
+                raise RuntimeError(f"measure: the core has not answered in {clock_limit} "
+                                   f"clocks (a port that never becomes ready or valid)")
 
         def handshake(prefix):
             return get(prefix + "tvalid") and get(prefix + "tready")
@@ -553,6 +558,9 @@ def measure(build=None, bus="axi-lite"):
                         high_again = k
                 await step()
                 k += 1
+            if high_again is None:
+                raise RuntimeError(f"measure: {label}: the arrival port did not stall and "
+                                   f"recover within {k} clocks of the commit")
             set_("s_axil_bready", 0)
             for _ in range(4):
                 await step()
