@@ -1,7 +1,7 @@
 """The ``fpq`` command. Subcommands come from the packages that own them:
 
 * ``fpq.cli`` (here): ``demo``, ``regmap``, ``config``, ``bench``, ``benchmarks``,
-  ``accuracy``, ``trace-csv``;
+  ``datasheet``, ``accuracy``, ``trace-csv``;
 * ``fpq_sim.cli.register(subparsers)``: ``sim``, ``figures``, ``trace`` (TCP simulator);
 * ``fpq_hdl.cli.register(subparsers)``: ``verilog`` (RTL export).
 
@@ -186,6 +186,11 @@ def _benchmarks(args):
     return benchmarks_main(args)
 
 
+def _datasheet(args):
+    from .datasheet import main as datasheet_main
+    return datasheet_main(args)
+
+
 def _trace_csv(args):
     from .atomic import check_output_path, check_not_an_input
     from .trace import read_trace, write_csv, STDOUT
@@ -292,6 +297,14 @@ def build_parser():
     from .benchmarks import add_arguments as benchmarks_arguments
     benchmarks_arguments(p)
     p.set_defaults(func=_benchmarks)
+
+    p = sub.add_parser("datasheet", help="the generated sections of docs/DATASHEET.md: the "
+                                         "exported core's ports, its timing measured in "
+                                         "simulation, resources from docs/benchmarks/ (needs "
+                                         "the hdl extra)")
+    from .datasheet import add_arguments as datasheet_arguments
+    datasheet_arguments(p)
+    p.set_defaults(func=_datasheet)
 
     p = sub.add_parser("trace-csv", help="convert a binary trace to CSV")
     p.add_argument("input")
