@@ -86,14 +86,18 @@ class FPQCore(wiring.Component):
     build : fpq.Build
     bus : str
         One of :data:`BUSES`.
+    ram_style : str
+        The queue manager's ``ram_style``: "generic" (default; the exported Verilog, memories
+        for the vendor tool to infer) or "ecp5" (DP16KD and MULT18X18D primitives, for the
+        project's own ECP5 synthesis, ``python -m fpq_hdl.synth --component axi_core``).
     """
 
-    def __init__(self, build, bus="axi-lite"):
+    def __init__(self, build, bus="axi-lite", ram_style="generic"):
         if bus not in BUSES:
             raise ValueError(f"bus: {bus!r} is not one of {', '.join(BUSES)}")
         self.build = build
         self.bus = bus
-        self.qm = QueueManager(build)
+        self.qm = QueueManager(build, ram_style=ram_style)
         self.rf = RegisterFile(build) if bus != "none" else None
         members = {
             "s_axis_arrival_tdata": In(tdata_width(ARRIVAL)), "s_axis_arrival_tvalid": In(1),

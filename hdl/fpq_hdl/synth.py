@@ -84,6 +84,11 @@ class SynthHarness(wiring.Component):
         return m
 
 
+#: ``--component`` names besides the loop fixtures (``loop_fixtures``).
+COMPONENTS = ("queue_manager", "flow_hash", "flow_counter", "periodic_timer",
+              "drop_probability", "decision", "queue_averager", "registers", "axi_core")
+
+
 def _component(name, build):
     """The design under synthesis: the top or one of its components (to locate slow paths)."""
     from .queue_manager import QueueManager, _S_SET
@@ -93,6 +98,7 @@ def _component(name, build):
     from .decision import Decision
     from .queue_averager import QueueAverager
     from .registers import RegisterFile
+    from .axi_core import FPQCore
     from .periodic_timer import PeriodicTimer
     from fpq.formats import CLEAR_PERIOD
     factories = {
@@ -105,6 +111,7 @@ def _component(name, build):
         "decision": lambda: Decision(build),
         "queue_averager": lambda: QueueAverager(build),
         "registers": lambda: RegisterFile(build),
+        "axi_core": lambda: FPQCore(build, "axi-lite", ram_style="ecp5"),
     }
     if name not in factories:
         raise ValueError(f"--component: {name!r} is not one of {', '.join(sorted(factories))}"
@@ -264,7 +271,8 @@ def main(argv=None):
                    help="nextpnr's maximum placement density for the HeAP placer, in (0, 1] "
                         "(lower spreads the design: less congestion, longer wires)")
     p.add_argument("--component", default="queue_manager",
-                   help="queue_manager (default) or one component, e.g. flow_counter, or "
+                   help="queue_manager (default) or one component, e.g. flow_counter, "
+                        "axi_core (the exported core with its AXI4-Lite register bus), or "
                         "the block of a one-clock loop alone (hdl/experiments/loop_bounds.py: "
                         "loop_timer, loop_decision, loop_counter, loop_hold)")
     p.add_argument("--fix", action="append", metavar="FIELD=VALUE",
@@ -295,6 +303,9 @@ def main(argv=None):
                       fixed=parse_fixed(args.fix))
     except ConfigError as e:
         p.error(str(e))
+    names = sorted(set(COMPONENTS) | set(loop_fixtures()))
+    if args.component not in names:
+        p.error(f"--component: {args.component!r} is not one of {', '.join(names)}")
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "top.il"), "w") as f:
         f.write(rtlil.convert(SynthHarness(build, args.component), name="top"))

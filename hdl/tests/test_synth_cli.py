@@ -17,6 +17,7 @@ from fpq_hdl.synth import main, parse_seeds, _summary, critical_path_lines
     # wq_shift is a register derived from avg_tau_s and tick_hz, not a field to fix
     (["--fix", "wq_shift=9"], "--fix: 'wq_shift=9' must be FIELD=VALUE with FIELD one of"),
     (["--fix", "hash_key=zz"], "--fix hash_key: 'zz' is not hex bytes"),
+    (["--component", "nope"], "--component: 'nope' is not one of axi_core, decision,"),
 ])
 def test_bad_arguments_are_refused_before_any_tool_runs(tmp_path, capsys, argv, message):
     out = tmp_path / "out"
@@ -43,6 +44,15 @@ def test_bad_seeds_and_time_limits_are_refused_before_any_tool_runs(tmp_path, ca
     assert exc.value.code == 2
     assert message in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_every_component_elaborates_in_the_synthesis_harness():
+    from amaranth.back import rtlil
+    from fpq import Build
+    from fpq_hdl.synth import COMPONENTS, SynthHarness
+    build = Build(vec_bits=64, table_depth=16)
+    for name in COMPONENTS:
+        assert "module" in rtlil.convert(SynthHarness(build, name), name="top"), name
 
 
 def test_seeds_parse_in_the_order_given():
