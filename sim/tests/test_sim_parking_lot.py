@@ -65,7 +65,7 @@ def test_routes_long_flows_cross_every_router_cross_flows_one():
     # every packet of a long flow leaves a queue at each of the 3 routers (less the few
     # dropped on the way); a cross flow's at one
     for i, route in enumerate(net.routes):
-        visits = net.qdelay_n[i] / net.sent[i]
+        visits = net.qdelay_n[i] / s["flows"][i]["sent"]
         if route == "long":
             assert 2.8 < visits < 3.1        # packets queued before the warm-up: a bit over
         else:
