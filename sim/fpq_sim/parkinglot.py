@@ -32,7 +32,7 @@ from fpq.config import lt_qt_float
 
 from .network import TcpHosts, attach_queue_manager, queue_manager, tcp_params
 from .router import OutputPort
-from .scenario import ScenarioError, apply_set, read_toml, validate, queue_config
+from .scenario import ScenarioError, load, validate, queue_config
 from .tcp import Counters
 
 __all__ = ["ParkingLot", "validate_parking_lot", "load_parking_lot", "run_parking_lot"]
@@ -73,13 +73,7 @@ def validate_parking_lot(doc):
 
 def load_parking_lot(path, sets=()):
     """Read, override (``--set`` strings) and validate a parking-lot scenario file."""
-    doc = read_toml(path)
-    for s in sets:
-        apply_set(doc, s)
-    try:
-        return validate_parking_lot(doc)
-    except ScenarioError as exc:
-        raise ScenarioError(f"{path}: {exc}") from None
+    return load(path, sets, validate_parking_lot)
 
 
 class ChainPort(OutputPort):
@@ -87,18 +81,10 @@ class ChainPort(OutputPort):
     receiver, any other to the next router (``last_hop[flow index]``: a flow's last port)."""
     __slots__ = ("index", "next_port", "last_hop")
 
-    def _done(self, pkt):
-        now = self.sim.now
+    def _next_hop(self, pkt):
         if self.last_hop[pkt.conn.index] == self.index:
-            self.sim.at(now + self.delay, pkt.conn.receiver.on_data, pkt)
-        else:
-            self.sim.at(now + self.delay, self.next_port.arrive, pkt)
-        if self.queue:
-            self._start(now)
-        else:
-            self.busy = False
-            if self.on_idle is not None:
-                self.on_idle(now)
+            return pkt.conn.receiver.on_data
+        return self.next_port.arrive
 
 
 def _router_qm(sc, i):

@@ -49,6 +49,11 @@ def test_shipped_parking_lot_scenario_validates():
     sc = load_parking_lot(SCEN, ["topology.hops=4"])
     assert sc["topology"]["hops"] == 4
     assert [g["route"] for g in sc["flows"]] == ["long", "cross"]
+    # the parking lot's own checks, naming the file: hops out of range, an unknown route
+    with pytest.raises(ScenarioError, match=r"parking-lot.toml: topology.hops: 17 must be"):
+        load_parking_lot(SCEN, ["topology.hops=17"])
+    with pytest.raises(ScenarioError, match=r"parking-lot.toml: flows\[1\].route: 'ring'"):
+        load_parking_lot(SCEN, ["flows.1.route=ring"])
 
 
 def test_routes_long_flows_cross_every_router_cross_flows_one():
