@@ -8,6 +8,7 @@ import pytest
 from fpq_sim.parkinglot import (load_parking_lot, validate_parking_lot, ParkingLot,
                                 class_stats)
 from fpq_sim.scenario import ScenarioError
+from conservation import run_checking_conservation
 
 SCEN = os.path.join(os.path.dirname(__file__), "..", "scenarios", "parking-lot.toml")
 
@@ -84,12 +85,7 @@ def test_routes_long_flows_cross_every_router_cross_flows_one():
 @pytest.mark.parametrize("disc", ["fpq", "red", "codel"])
 def test_packet_conservation_in_the_parking_lot(disc):
     net = ParkingLot(validate_parking_lot(_doc(disc=disc)))
-    for cut in (2.7, 9.1, 17.4, 28.8):
-        net.run(cut)
-        c = net.counters
-        data, acks = net.packets_in_flight()
-        assert c.data_sent == c.data_delivered + net.lost_total() + data
-        assert c.acks_sent == c.acks_delivered + acks
+    run_checking_conservation(net, (2.7, 9.1, 17.4, 28.8))
     assert net.lost_total() > 0
     s = net.summary()
     # per-flow drops add up to the routers' drops after the warm-up
