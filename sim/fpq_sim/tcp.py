@@ -313,13 +313,13 @@ class Sender:
         self._timeout()
 
     def _timeout(self):
-        """Retransmission timeout (ns ``TcpAgent::timeout``, ``RenoTcpAgent::timeout``)."""
+        """Retransmission timeout (ns ``TcpAgent::timeout``, ``RenoTcpAgent::timeout``): the
+        congestion response (``_timeout_response``), the timer backed off, recovery left
+        (``_forget_after_timeout``), and go back N from ``snd_una``."""
         self.counters.timeouts += 1
         if self.log is not None:
             self.log.append((self.sim.now, "timeout", self.snd_una))
-        self.dupwnd = 0                       # before the halving, as ns Reno does
-        self._slowdown()
-        self.cwnd = 1.0
+        self._timeout_response(self.maxseq - self.snd_una)
         if self.backoff < self.p.max_backoff:
             self.backoff *= 2
         if self.backoff > 8:
@@ -330,11 +330,33 @@ class Sender:
         self.in_recovery = False
         self.dupacks = 0
         self.recover = self.maxseq - 1
+        self._forget_after_timeout()
         self.rtt_active = False
         self.snd_nxt = self.snd_una          # go back N
         self.timer_deadline = math.inf
         self._set_timer()                     # with the backed-off RTO
         self._send_much()
+
+    def _timeout_response(self, flight):
+        """ns Reno's response to a timeout: ``ssthresh`` from the window, as at a fast
+        retransmit (``_slowdown``; ``flight`` is not used), then ``cwnd = 1``."""
+        self.dupwnd = 0                       # before the halving, as ns Reno does
+        self._slowdown()
+        self.cwnd = 1.0
+
+    def _forget_after_timeout(self):
+        """What a timeout makes the sender forget besides its window and RTT sample: nothing
+        here (the SACK senders' scoreboard, ``fpq_sim.tcp_sack``)."""
+
+    def _limited_transmit(self):
+        """RFC 3042 / ns ``send_one``: an early duplicate ACK sends one new packet if the
+        window, the transfer and ``cwnd + dupacks`` allow it."""
+        seq = self.snd_nxt
+        # ns: t_seqno_ <= highest_ack_ + cwnd_ + dupacks_, highest_ack_ = snd_una - 1
+        if (seq < self.snd_una + self.p.max_window and seq < self.limit
+                and seq <= self.snd_una - 1 + self.cwnd + self.dupacks):
+            self._output(seq)
+            self.snd_nxt = seq + 1
 
     def _slowdown(self):
         w = self.cwnd + self.dupwnd
@@ -478,13 +500,7 @@ class Sender:
                 self.dupwnd += 1
                 self._send_much()
         elif p.limited_transmit:
-            # RFC 3042 / ns send_one: one new packet per early duplicate ACK
-            seq = self.snd_nxt
-            # ns: t_seqno_ <= highest_ack_ + cwnd_ + dupacks_, highest_ack_ = snd_una - 1
-            if (seq < self.snd_una + p.max_window and seq < self.limit
-                    and seq <= self.snd_una - 1 + self.cwnd + self.dupacks):
-                self._output(seq)
-                self.snd_nxt = seq + 1
+            self._limited_transmit()
 
     def _finish(self):
         self._cancel_timer()
