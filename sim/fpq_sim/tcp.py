@@ -71,6 +71,7 @@ moves its deadline, and an event that fires before the deadline re-arms itself.
 """
 
 import math
+from dataclasses import dataclass, fields
 
 from .engine import Packet
 
@@ -83,44 +84,44 @@ SACK_VARIANTS = ("sack", "cubic")      # senders in fpq_sim.tcp_sack; their rece
 FIRST, RETX, FAST_RETX = 0, 1, 2
 
 
+@dataclass(slots=True)
 class TcpParams:
-    """Per-connection TCP parameters (seconds, packets)."""
-    __slots__ = ("variant", "max_window", "tick", "rto_init", "rto_min", "rto_max",
-                 "max_backoff", "dupack_threshold", "delayed_ack", "delack_timeout",
-                 "ack_every", "transfer_pkts", "think_time", "packet_bytes", "ack_bytes",
-                 "initial_ssthresh", "delack_tick", "limited_transmit", "rtt_timestamps",
-                 "send_overhead", "sack_blocks")
+    """Per-connection TCP parameters (seconds, packets), each converted to its declared type
+    (``None`` kept where it is allowed). ``transfer_pkts`` None: one unlimited transfer;
+    ``initial_ssthresh`` None: ``max_window``. ``variant`` must be one of ``VARIANTS``."""
+    variant: str = "tahoe"
+    max_window: int = 113
+    tick: float = 0.5
+    rto_init: float = 3.0
+    rto_min: float = 0.0
+    rto_max: float = 64.0
+    max_backoff: int = 64
+    dupack_threshold: int = 3
+    delayed_ack: bool = False
+    delack_timeout: float = 0.2
+    ack_every: int = 2
+    transfer_pkts: int | None = None
+    think_time: float = 0.0
+    packet_bytes: int = 576
+    ack_bytes: int = 40
+    initial_ssthresh: int | None = None
+    delack_tick: bool = False
+    limited_transmit: bool = False
+    rtt_timestamps: bool = False
+    send_overhead: float = 0.0
+    sack_blocks: int = 3
 
-    def __init__(self, variant="tahoe", max_window=113, tick=0.5, rto_init=3.0, rto_min=0.0,
-                 rto_max=64.0, max_backoff=64, dupack_threshold=3, delayed_ack=False,
-                 delack_timeout=0.2, ack_every=2, transfer_pkts=None, think_time=0.0,
-                 packet_bytes=576, ack_bytes=40, initial_ssthresh=None, delack_tick=False,
-                 limited_transmit=False, rtt_timestamps=False, send_overhead=0.0,
-                 sack_blocks=3):
-        if variant not in VARIANTS:
-            raise ValueError(f"variant: {variant!r} must be one of {', '.join(VARIANTS)}")
-        self.variant = variant
-        self.max_window = int(max_window)
-        self.tick = float(tick)
-        self.rto_init = float(rto_init)
-        self.rto_min = float(rto_min)
-        self.rto_max = float(rto_max)
-        self.max_backoff = int(max_backoff)
-        self.dupack_threshold = int(dupack_threshold)
-        self.delayed_ack = bool(delayed_ack)
-        self.delack_timeout = float(delack_timeout)
-        self.delack_tick = bool(delack_tick)
-        self.ack_every = int(ack_every)
-        self.transfer_pkts = None if transfer_pkts is None else int(transfer_pkts)
-        self.think_time = float(think_time)
-        self.packet_bytes = int(packet_bytes)
-        self.ack_bytes = int(ack_bytes)
-        self.initial_ssthresh = (self.max_window if initial_ssthresh is None
-                                 else int(initial_ssthresh))
-        self.limited_transmit = bool(limited_transmit)
-        self.rtt_timestamps = bool(rtt_timestamps)
-        self.send_overhead = float(send_overhead)
-        self.sack_blocks = int(sack_blocks)
+    def __post_init__(self):
+        if self.variant not in VARIANTS:
+            raise ValueError(f"variant: {self.variant!r} must be one of {', '.join(VARIANTS)}")
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.type in (int, float, bool):
+                setattr(self, f.name, f.type(value))
+            elif value is not None and f.type == int | None:
+                setattr(self, f.name, int(value))
+        if self.initial_ssthresh is None:
+            self.initial_ssthresh = self.max_window
 
 
 class Counters:

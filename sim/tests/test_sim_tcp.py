@@ -7,6 +7,7 @@ t=0.2 ACKs 2, 3 -> cwnd 3, 4, send 3..6; t=0.3 ACKs 4..7 -> cwnd 5..8, send 7..1
 
 import pytest
 
+from fpq_sim.tcp import TcpParams
 from tcp_harness import Pair
 
 
@@ -233,3 +234,16 @@ def test_maximum_window_caps_packets_in_flight(variant):
     acked = max(a[1] for a in p.acks)
     assert max(seqs) < acked + 4
     assert p.sender.cwnd > 4
+
+
+def test_tcp_params_take_their_declared_types():
+    # scenario values arrive as TOML numbers of either kind: each parameter is converted to
+    # its type, None kept where it means "unlimited" / "the maximum window"
+    p = TcpParams(variant="reno", max_window=7.0, tick=1, delayed_ack=1, transfer_pkts=10.0)
+    assert (p.max_window, p.tick, p.delayed_ack, p.transfer_pkts) == (7, 1.0, True, 10)
+    assert [type(v) for v in (p.max_window, p.tick, p.delayed_ack, p.transfer_pkts)] == \
+        [int, float, bool, int]
+    assert p.initial_ssthresh == 7 and TcpParams().transfer_pkts is None
+    assert TcpParams(initial_ssthresh=5.0).initial_ssthresh == 5
+    with pytest.raises(ValueError, match="variant: 'vegas' must be one of tahoe, reno"):
+        TcpParams(variant="vegas")
