@@ -75,7 +75,7 @@ from dataclasses import dataclass, fields
 
 from .engine import Packet
 
-__all__ = ["TcpParams", "Sender", "Receiver", "VARIANTS", "SACK_VARIANTS"]
+__all__ = ["TcpParams", "Endpoint", "Sender", "Receiver", "VARIANTS", "SACK_VARIANTS"]
 
 VARIANTS = ("tahoe", "reno", "newreno", "sack", "cubic")
 SACK_VARIANTS = ("sack", "cubic")      # senders in fpq_sim.tcp_sack; their receivers SACK
@@ -137,7 +137,37 @@ class Counters:
         return {name: getattr(self, name) for name in self.__slots__}
 
 
-class Sender:
+class Endpoint:
+    """One end of a connection: what a sender and a receiver both hold.
+
+    Parameters
+    ----------
+    sim : fpq_sim.engine.Simulator
+    params : TcpParams
+    index : int
+        The connection's number in its network (``Packet.conn.index``).
+    output : callable
+        ``output(pkt)`` hands a packet to the network at ``sim.now``.
+    counters : Counters
+        The packet accounting this end adds to.
+    log : list or None
+        A list to append ``(time, what, detail)`` to, for tests.
+
+    ``epoch`` is the transfer the end is in (packets of another are stale or start a new one).
+    """
+    __slots__ = ("sim", "p", "index", "output", "counters", "epoch", "log")
+
+    def __init__(self, sim, params, index, output, counters, log=None):
+        self.sim = sim
+        self.p = params
+        self.index = index
+        self.output = output
+        self.counters = counters
+        self.epoch = 0
+        self.log = log
+
+
+class Sender(Endpoint):
     """A TCP sender. ``output(pkt)`` hands a data packet to the network at ``sim.now``;
     ``on_transfer(sender, start, end)`` is called when a finite transfer completes.
 
@@ -145,28 +175,21 @@ class Sender:
     ``workload="telnet"``, the application's exponential write intervals; ``boot_time`` is the
     phase of this host's tick clock for RTT sampling (ns draws it in ``[0, tick)``)."""
 
-    __slots__ = ("sim", "p", "index", "output", "counters", "on_transfer", "flow_key",
-                 "epoch", "cwnd", "dupwnd", "ssthresh", "snd_una", "snd_nxt", "maxseq",
-                 "dupacks", "recover", "in_recovery", "first_partial", "rtt_active", "rtt_seq",
-                 "rtt_ts", "srtt", "rttvar", "rtxcur", "backoff", "timer_deadline",
-                 "timer_event_at", "transfer_start", "limit", "active", "trace", "receiver",
-                 "log", "rng", "boot_time", "delsnd_pending", "app_interval")
+    __slots__ = ("on_transfer", "flow_key", "cwnd", "dupwnd", "ssthresh", "snd_una",
+                 "snd_nxt", "maxseq", "dupacks", "recover", "in_recovery", "first_partial",
+                 "rtt_active", "rtt_seq", "rtt_ts", "srtt", "rttvar", "rtxcur", "backoff",
+                 "timer_deadline", "timer_event_at", "transfer_start", "limit", "active",
+                 "trace", "receiver", "rng", "boot_time", "delsnd_pending", "app_interval")
 
     def __init__(self, sim, params, index, output, counters, on_transfer=None, flow_key=0,
                  log=None, rng=None, boot_time=0.0, app_interval=None):
-        self.sim = sim
-        self.p = params
-        self.index = index
-        self.output = output
-        self.counters = counters
+        super().__init__(sim, params, index, output, counters, log)
         self.on_transfer = on_transfer
         self.flow_key = flow_key
-        self.epoch = 0
         self.timer_deadline = math.inf
         self.timer_event_at = math.inf   # time of the one live timer event (inf: none)
         self.active = False
         self.receiver = None
-        self.log = log            # a list to append (time, what, detail) to, for tests
         self.rng = rng
         self.boot_time = float(boot_time)
         self.delsnd_pending = False
@@ -520,28 +543,21 @@ class Sender:
         self._begin_transfer()
 
 
-class Receiver:
+class Receiver(Endpoint):
     """A TCP receiver. ``output(pkt)`` hands an ACK to the network at ``sim.now``;
     ``on_deliver(receiver, n)`` counts packets delivered in order (goodput)."""
 
-    __slots__ = ("sim", "p", "index", "output", "counters", "epoch", "next", "ooo", "unacked",
-                 "delack_deadline", "delack_pending", "delivered", "log", "sender", "sack",
-                 "arrivals")
+    __slots__ = ("next", "ooo", "unacked", "delack_deadline", "delack_pending", "delivered",
+                 "sender", "sack", "arrivals")
 
     def __init__(self, sim, params, index, output, counters, log=None):
-        self.sim = sim
-        self.p = params
-        self.index = index
-        self.output = output
-        self.counters = counters
-        self.epoch = 0
+        super().__init__(sim, params, index, output, counters, log)
         self.next = 0
         self.ooo = set()
         self.unacked = 0
         self.delack_deadline = math.inf
         self.delack_pending = False
         self.delivered = 0        # in-order packets delivered, all transfers
-        self.log = log
         self.sender = None
         self.sack = params.variant in SACK_VARIANTS
         self.arrivals = {}        # SACK: out-of-order packet -> when it (last) arrived
