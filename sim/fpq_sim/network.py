@@ -119,9 +119,9 @@ class TcpHosts:
     the hosts themselves (a TCP sender and receiver per flow, each behind an access link of
     its own), running, and packet accounting over the router ports in ``self.ports``.
 
-    Three random streams of their own, so that adding one left every other draw unchanged:
-    ``rng`` the access links and start times, ``clock_rng`` the phases of the hosts' tick
-    clocks, ``send_rng`` the senders' overhead and telnet delays.
+    Three random streams, so that the draws of one never shift those of another: ``rng`` the
+    access links and start times, ``clock_rng`` the phases of the hosts' tick clocks,
+    ``send_rng`` the senders' overhead and telnet delays.
     """
 
     def __init__(self, sc):
