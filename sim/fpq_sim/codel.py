@@ -19,25 +19,24 @@ at the head is to be sent (False: the queue ran empty).
 """
 
 import math
-from collections import deque
 
-from fpq.queue_manager import Verdict, ENQUEUE, DROP_FORCED, COUNTERS
+from .float_aqm import FloatAqm
 
 __all__ = ["CoDel"]
 
 
-class CoDel:
-    """CoDel queue discipline (RFC 8289). ``limit_pkts`` 0 means no buffer limit."""
+class CoDel(FloatAqm):
+    """CoDel queue discipline (RFC 8289). ``limit_pkts`` 0 means no buffer limit; ``fifo``
+    holds the (arrival time s, length) of the queued packets, and ``log`` records
+    (time, what, detail) of each drop and each entry into the dropping state."""
 
     def __init__(self, tick_hz, target_s=0.005, interval_s=0.1, limit_pkts=0):
         if not target_s > 0 or not interval_s > 0:
             raise ValueError(f"CoDel: target_s {target_s} and interval_s {interval_s} must be "
                              f"> 0")
-        self.tick_hz = float(tick_hz)
+        super().__init__(tick_hz, limit_pkts)
         self.target = float(target_s)
         self.interval = float(interval_s)
-        self.limit_pkts = int(limit_pkts) or math.inf
-        self.fifo = deque()           # (arrival time s, length) of the queued packets
         self.bytes = 0
         self.maxpacket = 0            # the largest packet seen (RFC 8289: maxpacket_)
         self.first_above_time = 0.0
@@ -45,31 +44,18 @@ class CoDel:
         self.count = 0
         self.lastcount = 0
         self.dropping = False
-        self.seq = 0
-        self.occ_pkts = 0
-        self.max_queue = 0
         self.dequeue_drops = 0
-        self.counters = dict.fromkeys(COUNTERS, 0)
-        self.log = None               # a list to append (time, what, detail) to, for tests
 
     # ---- enqueue --------------------------------------------------------------------------------
     def arrive(self, desc):
         ts, _flow, length, _ecn = desc
-        c = self.counters
-        c["arrivals"] += 1
-        self.seq += 1
-        if len(self.fifo) >= self.limit_pkts:
-            c["forced_drops"] += 1
-            return Verdict(self.seq - 1, DROP_FORCED, 0, len(self.fifo), 1.0)
-        self.fifo.append((ts / self.tick_hz, length))
+        full = self._tail_drop()
+        if full is not None:
+            return full
         self.bytes += length
         if length > self.maxpacket:
             self.maxpacket = length
-        c["enqueued"] += 1
-        self.occ_pkts = len(self.fifo)
-        if self.occ_pkts > self.max_queue:
-            self.max_queue = self.occ_pkts
-        return Verdict(self.seq - 1, ENQUEUE, 0, self.occ_pkts, 0.0)
+        return self._enqueue((ts / self.tick_hz, length), 0.0)
 
     # ---- dequeue (RFC 8289 Section 5) ----------------------------------------------------------
     def control_law(self, t):

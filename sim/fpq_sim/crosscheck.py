@@ -30,6 +30,7 @@ import subprocess
 import sys
 import time
 
+from .marked_section import replace_marked_section
 from .network import Network
 from .scenario import validate
 from .stats import est
@@ -173,19 +174,8 @@ def markdown(rows, wall, where, speed=()):
 
 
 def update_results_md(path, body):
-    """Replace the crosscheck section (appended if missing)."""
-    text = ""
-    if os.path.exists(path):
-        with open(path) as f:
-            text = f.read()
-    block = f"{BEGIN}\n{body}{END}"
-    if BEGIN in text and END in text:
-        a, b = text.index(BEGIN), text.index(END) + len(END)
-        text = text[:a] + block + text[b:]
-    else:
-        text = text.rstrip("\n") + "\n\n" + block + "\n"
-    from fpq.atomic import write_text
-    write_text(path, text)
+    """Replace the crosscheck section (appended if missing); atomic."""
+    replace_marked_section(path, body, BEGIN, END)
 
 
 def _summary(ours, theirs):

@@ -41,6 +41,7 @@ import numpy as np
 
 import fpq
 from fpq.atomic import atomic_path, write_text
+from .marked_section import replace_marked_section
 from .scenario import load, validate, SCENARIO_DIR
 from .stats import est
 
@@ -1310,20 +1311,7 @@ def _parking_markdown(G):
 
 def update_results_md(path, body):
     """Replace what lies between the fpq-figures markers (appended if missing); atomic."""
-    text = ""
-    if os.path.exists(path):
-        with open(path) as f:
-            text = f.read()
-    block = f"{BEGIN}\n{body}{END}"
-    if BEGIN in text and END in text and text.index(BEGIN) < text.index(END):
-        a = text.index(BEGIN)
-        b = text.index(END) + len(END)
-        text = text[:a] + block + text[b:]
-    else:
-        if BEGIN in text or END in text:
-            raise ValueError(f"{path}: has only one of the markers {BEGIN} / {END}: fix by hand")
-        text = text.rstrip("\n") + ("\n\n" if text else "") + block + "\n"
-    write_text(path, text)
+    replace_marked_section(path, body, BEGIN, END)
 
 
 def _parse_key_part(x):

@@ -8,7 +8,6 @@ paths are far from full in these scenarios). Floods of spoofed tuples (``[[flood
 ``fpq_sim.flood``) send straight into A's output port.
 """
 
-import math
 import random
 import time
 
@@ -28,56 +27,194 @@ from .scenario import queue_config
 from .tcp import TcpParams, Receiver, Counters
 from .tcp_sack import sender_class
 
-__all__ = ["Network", "run_scenario", "summarise"]
+__all__ = ["Network", "TcpHosts", "run_scenario", "summarise", "tcp_params", "queue_manager",
+           "attach_queue_manager"]
 
 
 def _draw(rng, value):
     return rng.uniform(value[0], value[1]) if isinstance(value, list) else value
 
 
-class Network:
+def tcp_params(group, bottleneck):
+    """The TCP parameters of the hosts of a flow group.
+
+    Parameters
+    ----------
+    group : dict
+        One validated ``[[flows]]`` entry.
+    bottleneck : dict
+        The validated ``[bottleneck]`` table: its packet size turns the group's byte counts
+        into packets, and its packet time scales ``send_overhead_pkt_times``.
+    """
+    g, b = group, bottleneck
+    pkt = b["packet_bytes"]
+    pkt_time = pkt * 8.0 / b["bandwidth_bps"]
+    return TcpParams(
+        variant=g["tcp"], max_window=max(1, g["max_window_bytes"] // pkt),
+        tick=g["tick_s"], rto_init=g["rto_init_s"], rto_min=g["rto_min_s"],
+        rto_max=g["rto_max_s"], max_backoff=g["max_backoff"],
+        dupack_threshold=g["dupack_threshold"], delayed_ack=g["delayed_ack"],
+        delack_timeout=g["delack_timeout_s"], delack_tick=g["delack_tick"],
+        ack_every=g["ack_every"],
+        transfer_pkts=g["transfer_pkts"] if g["workload"] == "transfers" else None,
+        think_time=g["think_s"], packet_bytes=pkt, ack_bytes=b["ack_bytes"],
+        limited_transmit=g["limited_transmit"], rtt_timestamps=g["rtt_timestamps"],
+        send_overhead=g["send_overhead_pkt_times"] * pkt_time)
+
+
+def queue_manager(sc, cfg):
+    """The queue manager that a validated scenario's ``[queue]`` asks for, and ``p_one``.
+
+    Parameters
+    ----------
+    sc : dict
+        A validated scenario: ``queue.discipline`` and ``queue.model`` choose the manager.
+    cfg : fpq.Config
+        Its configuration (``fpq_sim.scenario.queue_config``): clock rate and seeds.
+
+    Returns ``(qm, p_one)``: ``p_one`` is the verdict probability that means "drop all" (None
+    for CoDel and PIE, which give no probability). The float model comes wrapped in
+    ``Ns2IdleRule`` when ``queue.ns2_idle`` asks for it (``attach_queue_manager`` wires it to
+    its port).
+    """
+    q = sc["queue"]
+    if q["discipline"] == "codel":
+        return CoDel(cfg.tick_hz, q["codel_target_s"], q["codel_interval_s"],
+                     q["limit_pkts"]), None
+    if q["discipline"] == "pie":
+        return PIE(cfg.tick_hz, cfg.seed_decide, q["pie_qdelay_ref_s"], q["pie_t_update_s"],
+                   q["pie_max_burst_s"], q["pie_alpha"], q["pie_beta"], q["pie_derandomize"],
+                   q["limit_pkts"]), None
+    model = q["model"]
+    if model == "exact":
+        return fpq.QueueManager(cfg), PROB_ONE
+    if model == "float":
+        qm = FloatQueueManager(cfg)
+        return (Ns2IdleRule(qm) if q["ns2_idle"] else qm), 1.0
+    try:
+        from fpq_hdl.verilated import VerilatedQueueManager
+    except ImportError as exc:
+        raise ValueError(f"queue.model: 'rtl' needs the fpq_hdl.verilated package "
+                         f"(installed by make): "
+                         f"{exc}") from None
+    qm = VerilatedQueueManager(cfg)
+    wait = q["verdict_wait"]
+    if wait < qm.latency:
+        raise ValueError(f"queue.verdict_wait: {wait} clocks is less than the "
+                         f"RTL's latency; allowed range [{qm.latency}, "
+                         f"{1 << 20}] with queue.model = 'rtl' (and the same in "
+                         f"runs compared with it)")
+    return qm, PROB_ONE
+
+
+def attach_queue_manager(port, qm):
+    """Let ``qm`` see ``port``'s link go idle when it follows ns-2's idle rule."""
+    if isinstance(qm, Ns2IdleRule):
+        qm.port_busy = lambda: port.busy
+        port.on_idle = qm.link_idle
+
+
+class TcpHosts:
+    """What the dumbbell and the parking lot share: the random streams of a scenario's hosts,
+    the hosts themselves (a TCP sender and receiver per flow, each behind an access link of
+    its own), running, and packet accounting over the router ports in ``self.ports``.
+
+    Three random streams, so that the draws of one never shift those of another: ``rng`` the
+    access links and start times, ``clock_rng`` the phases of the hosts' tick clocks,
+    ``send_rng`` the senders' overhead and telnet delays.
+    """
+
+    def __init__(self, sc):
+        self.sc = sc
+        seed = sc["run"]["seed"]
+        self.rng = random.Random(seed)
+        self.clock_rng = random.Random(seed ^ 0xB0071)
+        self.send_rng = random.Random(seed ^ 0x5E4D)
+        self.sim = Simulator()
+        self.senders, self.receivers = [], []
+        self.ports = []
+        self.wall = 0.0
+
+    def _add_host(self, group, params, total, port, ack_path, counters, on_transfer=None,
+                  log=None):
+        """Add one host of ``group``: draw its access link (bandwidth: the group's share of
+        ``access_bw_total_bps`` among ``total`` hosts, or a draw) and clock phase, connect its
+        sender through the access link to ``port`` and its receiver's ACKs back over
+        ``ack_path(t, size)`` (the time an ACK handed over at ``t`` reaches the access link)
+        and the access link, and schedule its start. Returns the sender."""
+        sim, rng = self.sim, self.rng
+        at = sim.at
+        index = len(self.senders)
+        bw = (group["access_bw_total_bps"] / total if group["access_bw_total_bps"]
+              else _draw(rng, group["access_bw_bps"]))
+        delay = _draw(rng, group["access_delay_s"])
+        boot = self.clock_rng.uniform(0.0, params.tick)
+        app = group["telnet_interval_s"] if group["workload"] == "telnet" else None
+        fwd, back = Link(bw, delay), Link(bw, delay)
+        port_arrive = port.arrive
+        # 10.0.0.0/16 senders, 10.1.0.0/16 receivers, one port pair per flow
+        key = fpq.pack_flow(0x0A000000 + index + 1, 0x0A010000 + index + 1,
+                            1024 + index % 60000, 80, 6)
+
+        def send_data(pkt):
+            at(fwd.pass_through(sim.now, pkt.size), port_arrive, pkt)
+
+        sender = sender_class(params.variant)(
+            sim, params, index, send_data, counters, on_transfer, key, log,
+            rng=self.send_rng, boot_time=boot, app_interval=app)
+
+        def send_ack(pkt, on_ack=sender.on_ack):
+            size = pkt.size
+            at(back.pass_through(ack_path(sim.now, size), size), on_ack, pkt)
+
+        receiver = Receiver(sim, params, index, send_ack, counters, log)
+        sender.receiver, receiver.sender = receiver, sender
+        self.senders.append(sender)
+        self.receivers.append(receiver)
+        start = group["start_s"] + rng.uniform(0.0, group["start_jitter_s"])
+        at(start, sender.start, None)
+        return sender
+
+    def run(self, until=None):
+        """Run to ``until`` seconds (default: the scenario's ``run.duration_s``)."""
+        until = self.sc["run"]["duration_s"] if until is None else until
+        t0 = time.perf_counter()
+        self.sim.run(until)
+        self.wall += time.perf_counter() - t0
+        return self
+
+    def packets_in_flight(self):
+        """(data, acks) packets scheduled to arrive somewhere, queued or on the wire (flood
+        packets count as data)."""
+        data = acks = 0
+        for arg in self.sim.pending():
+            if hasattr(arg, "is_ack"):
+                if arg.is_ack:
+                    acks += 1
+                else:
+                    data += 1
+        return data + sum(len(p.queue) for p in self.ports), acks
+
+    def lost_total(self):
+        """Packets lost at the ports: dropped by a queue or lost on a wire."""
+        return sum(p.lost_total for p in self.ports)
+
+
+class Network(TcpHosts):
     """A scenario, built and ready to run. ``trace=True`` records the bottleneck descriptors;
     ``qm`` overrides the queue manager (any object with ``arrive``/``depart``; then
     ``port.p_one``, the verdict probability meaning "drop all", is unknown unless ``qm`` is one
     of the two models: set it to count saturated drops)."""
 
     def __init__(self, sc, trace=False, qm=None, log=None):
-        self.sc = sc
+        super().__init__(sc)
         run, b = sc["run"], sc["bottleneck"]
-        self.rng = random.Random(run["seed"])
-        self.sim = sim = Simulator()
+        sim = self.sim
         self.counters = Counters()
         self.config = cfg = queue_config(sc)
         p_one = None
-        q = sc["queue"]
-        if qm is None and q["discipline"] == "codel":
-            qm = CoDel(cfg.tick_hz, q["codel_target_s"], q["codel_interval_s"], q["limit_pkts"])
-        elif qm is None and q["discipline"] == "pie":
-            qm = PIE(cfg.tick_hz, cfg.seed_decide, q["pie_qdelay_ref_s"], q["pie_t_update_s"],
-                     q["pie_max_burst_s"], q["pie_alpha"], q["pie_beta"],
-                     q["pie_derandomize"], q["limit_pkts"])
         if qm is None:
-            model = sc["queue"]["model"]
-            if model == "exact":
-                qm, p_one = fpq.QueueManager(cfg), PROB_ONE
-            elif model == "float":
-                qm, p_one = FloatQueueManager(cfg), 1.0
-                if q["ns2_idle"]:
-                    qm = Ns2IdleRule(qm)
-            else:
-                try:
-                    from fpq_hdl.verilated import VerilatedQueueManager
-                except ImportError as exc:
-                    raise ValueError(f"queue.model: 'rtl' needs the fpq_hdl.verilated package "
-                                     f"(installed by make): "
-                                     f"{exc}") from None
-                qm, p_one = VerilatedQueueManager(cfg), PROB_ONE
-                wait = sc["queue"]["verdict_wait"]
-                if wait < qm.latency:
-                    raise ValueError(f"queue.verdict_wait: {wait} clocks is less than the "
-                                     f"RTL's latency; allowed range [{qm.latency}, "
-                                     f"{1 << 20}] with queue.model = 'rtl' (and the same in "
-                                     f"runs compared with it)")
+            qm, p_one = queue_manager(sc, cfg)
         elif isinstance(qm, fpq.QueueManager):
             p_one = PROB_ONE
         elif isinstance(qm, FloatQueueManager):
@@ -87,79 +224,28 @@ class Network:
         self.port = OutputPort(sim, qm, b["bandwidth_bps"], b["delay_s"], cfg.tick_hz,
                                b["loss_rate"], random.Random(run["seed"] ^ 0x5EED), self.trace,
                                p_one, sc["queue"]["verdict_wait"])
-        if isinstance(qm, Ns2IdleRule):
-            qm.port_busy = lambda port=self.port: port.busy
-            self.port.on_idle = qm.link_idle
+        self.ports = [self.port]
+        attach_queue_manager(self.port, qm)
         self.reverse = Link(b["reverse_bandwidth_bps"] or b["bandwidth_bps"], b["delay_s"])
         self.transfers = []          # (flow index, start, end)
-        self.senders, self.receivers, self.groups = [], [], []
+        self.groups = []
         total = sum(g["count"] for g in sc["flows"])
-        # random streams of their own, so that adding them left every other draw unchanged:
-        # the phases of the hosts' tick clocks, and the senders' overhead and telnet delays
-        self.clock_rng = random.Random(run["seed"] ^ 0xB0071)
-        self.send_rng = random.Random(run["seed"] ^ 0x5E4D)
-        pkt_time = b["packet_bytes"] * 8.0 / b["bandwidth_bps"]
-        index = 0
         for gi, g in enumerate(sc["flows"]):
-            pkt = b["packet_bytes"]
-            params = TcpParams(
-                variant=g["tcp"], max_window=max(1, g["max_window_bytes"] // pkt),
-                tick=g["tick_s"], rto_init=g["rto_init_s"], rto_min=g["rto_min_s"],
-                rto_max=g["rto_max_s"], max_backoff=g["max_backoff"],
-                dupack_threshold=g["dupack_threshold"], delayed_ack=g["delayed_ack"],
-                delack_timeout=g["delack_timeout_s"], delack_tick=g["delack_tick"],
-                ack_every=g["ack_every"],
-                transfer_pkts=g["transfer_pkts"] if g["workload"] == "transfers" else None,
-                think_time=g["think_s"], packet_bytes=pkt, ack_bytes=b["ack_bytes"],
-                limited_transmit=g["limited_transmit"], rtt_timestamps=g["rtt_timestamps"],
-                send_overhead=g["send_overhead_pkt_times"] * pkt_time)
-            app = g["telnet_interval_s"] if g["workload"] == "telnet" else None
+            params = tcp_params(g, b)
             for _ in range(g["count"]):
-                bw = (g["access_bw_total_bps"] / total if g["access_bw_total_bps"]
-                      else _draw(self.rng, g["access_bw_bps"]))
-                delay = _draw(self.rng, g["access_delay_s"])
-                boot = self.clock_rng.uniform(0.0, params.tick)
-                self._add_flow(index, gi, params, bw, delay, log, boot, app)
-                start = g["start_s"] + self.rng.uniform(0.0, g["start_jitter_s"])
-                sim.at(start, self.senders[-1].start, None)
-                index += 1
+                self._add_host(g, params, total, self.port, self.reverse.pass_through,
+                               self.counters, self._transfer_done, log)
+                self.groups.append(gi)
         # each flood draws from a random stream of its own (the other streams stay as they are)
         self.floods = [Flood(sim, spec, self.port.arrive,
                              random.Random(f"flood-{run['seed']}-{i}"), run["duration_s"])
                        for i, spec in enumerate(sc.get("floods", ()))]
         self.flood_accounting = FloodAccounting(self.port, self.floods) if self.floods else None
-        self.warm_delivered = [0] * index
+        self.warm_delivered = [0] * len(self.senders)
         self.warm_counters = self.counters.as_dict()
         self.warmup = run["warmup_s"]
         if self.warmup > 0:
             sim.at(self.warmup, self._end_warmup, None)
-        self.wall = 0.0
-
-    def _add_flow(self, index, group, params, bw, delay, log, boot_time=0.0, app=None):
-        sim = self.sim
-        fwd, back = Link(bw, delay), Link(bw, delay)
-        port_arrive, reverse = self.port.arrive, self.reverse
-        at = sim.at
-        # 10.0.0.0/16 senders, 10.1.0.0/16 receivers, one port pair per flow
-        key = fpq.pack_flow(0x0A000000 + index + 1, 0x0A010000 + index + 1,
-                            1024 + index % 60000, 80, 6)
-
-        def send_data(pkt):
-            at(fwd.pass_through(sim.now, pkt.size), port_arrive, pkt)
-
-        sender = sender_class(params.variant)(
-            sim, params, index, send_data, self.counters, self._transfer_done, key, log,
-            rng=self.send_rng, boot_time=boot_time, app_interval=app)
-
-        def send_ack(pkt, on_ack=sender.on_ack):
-            size = pkt.size
-            at(back.pass_through(reverse.pass_through(sim.now, size), size), on_ack, pkt)
-
-        receiver = Receiver(sim, params, index, send_ack, self.counters, log)
-        sender.receiver, receiver.sender = receiver, sender
-        self.senders.append(sender)
-        self.receivers.append(receiver)
-        self.groups.append(group)
 
     def _transfer_done(self, sender, start, end):
         self.transfers.append((sender.index, start, end))
@@ -171,26 +257,6 @@ class Network:
             self.flood_accounting.reset_stats()
         self.warm_delivered = [r.delivered for r in self.receivers]
         self.warm_counters = self.counters.as_dict()
-
-    def run(self, until=None):
-        until = self.sc["run"]["duration_s"] if until is None else until
-        t0 = time.perf_counter()
-        self.sim.run(until)
-        self.wall += time.perf_counter() - t0
-        return self
-
-    # ---- accounting -------------------------------------------------------------------------
-    def packets_in_flight(self):
-        """(data, acks) packets scheduled to arrive somewhere, queued or on the wire (flood
-        packets count as data)."""
-        data = acks = 0
-        for arg in self.sim.pending():
-            if hasattr(arg, "is_ack"):
-                if arg.is_ack:
-                    acks += 1
-                else:
-                    data += 1
-        return data + len(self.port.queue), acks
 
     def summary(self, transfer_times=False):
         return summarise(self, transfer_times)

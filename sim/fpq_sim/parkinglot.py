@@ -25,23 +25,15 @@ the dumbbell, and FPQ's target queue q_t for its measured flow count.
 
 import copy
 import random
-import time
 
 import numpy as np
 
-import fpq
 from fpq.config import lt_qt_float
-from fpq.float_model import FloatQueueManager
 
-from .codel import CoDel
-from .engine import Simulator, Link
-from .ns2idle import Ns2IdleRule
-from .pie import PIE
+from .network import TcpHosts, attach_queue_manager, queue_manager, tcp_params
 from .router import OutputPort
-from .scenario import ScenarioError, apply_set, read_toml, validate, queue_config
-from .tcp import TcpParams, Receiver, Counters
-from .tcp_sack import sender_class
-from .network import _draw
+from .scenario import ScenarioError, load, validate, queue_config
+from .tcp import Counters
 
 __all__ = ["ParkingLot", "validate_parking_lot", "load_parking_lot", "run_parking_lot"]
 
@@ -81,13 +73,7 @@ def validate_parking_lot(doc):
 
 def load_parking_lot(path, sets=()):
     """Read, override (``--set`` strings) and validate a parking-lot scenario file."""
-    doc = read_toml(path)
-    for s in sets:
-        apply_set(doc, s)
-    try:
-        return validate_parking_lot(doc)
-    except ScenarioError as exc:
-        raise ScenarioError(f"{path}: {exc}") from None
+    return load(path, sets, validate_parking_lot)
 
 
 class ChainPort(OutputPort):
@@ -95,56 +81,35 @@ class ChainPort(OutputPort):
     receiver, any other to the next router (``last_hop[flow index]``: a flow's last port)."""
     __slots__ = ("index", "next_port", "last_hop")
 
-    def _done(self, pkt):
-        now = self.sim.now
+    def _next_hop(self, pkt):
         if self.last_hop[pkt.conn.index] == self.index:
-            self.sim.at(now + self.delay, pkt.conn.receiver.on_data, pkt)
-        else:
-            self.sim.at(now + self.delay, self.next_port.arrive, pkt)
-        if self.queue:
-            self._start(now)
-        else:
-            self.busy = False
-            if self.on_idle is not None:
-                self.on_idle(now)
+            return pkt.conn.receiver.on_data
+        return self.next_port.arrive
 
 
 def _router_qm(sc, i):
     """Router i's queue manager: the scenario's discipline with seeds of its own."""
-    q = sc["queue"]
+    if sc["queue"]["model"] == "rtl":
+        raise ScenarioError("queue.model: the parking lot runs the exact or the float model")
     sc_i = copy.deepcopy(sc)
     params = sc_i["queue"]["params"]
     base = sc["run"]["seed"] * 64 + i
     params.setdefault("seed_decide", (base * 2 + 1) % 2**64)
     params.setdefault("seed_clear", (base * 2 + 2) % 2**64)
     cfg = queue_config(sc_i)
-    if q["discipline"] == "codel":
-        return CoDel(cfg.tick_hz, q["codel_target_s"], q["codel_interval_s"],
-                     q["limit_pkts"]), cfg, None
-    if q["discipline"] == "pie":
-        return PIE(cfg.tick_hz, cfg.seed_decide, q["pie_qdelay_ref_s"], q["pie_t_update_s"],
-                   q["pie_max_burst_s"], q["pie_alpha"], q["pie_beta"], q["pie_derandomize"],
-                   q["limit_pkts"]), cfg, None
-    if q["model"] == "float":
-        qm = FloatQueueManager(cfg)
-        return (Ns2IdleRule(qm) if q["ns2_idle"] else qm), cfg, 1.0
-    if q["model"] == "exact":
-        return fpq.QueueManager(cfg), cfg, fpq.formats.PROB_ONE
-    raise ScenarioError("queue.model: the parking lot runs the exact or the float model")
+    qm, p_one = queue_manager(sc_i, cfg)
+    return qm, cfg, p_one
 
 
-class ParkingLot:
+class ParkingLot(TcpHosts):
     """A parking-lot scenario, built and ready to run (``run``, ``summary``)."""
 
     def __init__(self, sc):
-        self.sc = sc
+        super().__init__(sc)
         run, b = sc["run"], sc["bottleneck"]
         hops = sc["topology"]["hops"]
-        self.rng = random.Random(run["seed"])
-        self.clock_rng = random.Random(run["seed"] ^ 0xB0071)
-        self.send_rng = random.Random(run["seed"] ^ 0x5E4D)
-        self.sim = sim = Simulator()
-        self.ports, self.qms, self.configs = [], [], []
+        sim = self.sim
+        self.qms, self.configs = [], []
         self.last_hop = []        # per flow: the index of its last router
         self.flow_counters = []   # per flow: its sender's and receiver's Counters
         for i in range(hops):
@@ -153,9 +118,7 @@ class ParkingLot:
                              random.Random(run["seed"] ^ (0x5EED + i)), None, p_one)
             port.index = i
             port.last_hop = self.last_hop
-            if isinstance(qm, Ns2IdleRule):
-                qm.port_busy = (lambda p=port: p.busy)
-                port.on_idle = qm.link_idle
+            attach_queue_manager(port, qm)
             port.on_drop = self._on_drop
             port.on_depart = self._on_depart
             self.ports.append(port)
@@ -164,79 +127,31 @@ class ParkingLot:
         for a, c in zip(self.ports, self.ports[1:]):
             a.next_port = c
         self.ports[-1].next_port = None
-        self.senders, self.receivers, self.routes = [], [], []
-        pkt = b["packet_bytes"]
-        pkt_time = pkt * 8.0 / b["bandwidth_bps"]
+        self.routes = []
         total = 0
         for g in sc["flows"]:
             total += g["count"] * (hops if g["route"] == "cross" else 1)
-        index = 0
         for g in sc["flows"]:
-            params = TcpParams(
-                variant=g["tcp"], max_window=max(1, g["max_window_bytes"] // pkt),
-                tick=g["tick_s"], rto_init=g["rto_init_s"], rto_min=g["rto_min_s"],
-                rto_max=g["rto_max_s"], max_backoff=g["max_backoff"],
-                dupack_threshold=g["dupack_threshold"], delayed_ack=g["delayed_ack"],
-                delack_timeout=g["delack_timeout_s"], delack_tick=g["delack_tick"],
-                ack_every=g["ack_every"],
-                transfer_pkts=g["transfer_pkts"] if g["workload"] == "transfers" else None,
-                think_time=g["think_s"], packet_bytes=pkt, ack_bytes=b["ack_bytes"],
-                limited_transmit=g["limited_transmit"], rtt_timestamps=g["rtt_timestamps"],
-                send_overhead=g["send_overhead_pkt_times"] * pkt_time)
-            app = g["telnet_interval_s"] if g["workload"] == "telnet" else None
+            params = tcp_params(g, b)
             spans = [(0, hops - 1)] if g["route"] == "long" else [(i, i) for i in range(hops)]
             for first, last in spans:
+                # the ACK path: the hops crossed, propagation only
+                ret = sum(p.delay for p in self.ports[first:last + 1])
                 for _ in range(g["count"]):
-                    bw = (g["access_bw_total_bps"] / total if g["access_bw_total_bps"]
-                          else _draw(self.rng, g["access_bw_bps"]))
-                    delay = _draw(self.rng, g["access_delay_s"])
-                    boot = self.clock_rng.uniform(0.0, params.tick)
-                    self._add_flow(index, params, bw, delay, first, last, boot, app)
+                    counters = Counters()
+                    self.flow_counters.append(counters)
+                    self.last_hop.append(last)
+                    self._add_host(g, params, total, self.ports[first],
+                                   lambda t, _size, ret=ret: t + ret, counters)
                     self.routes.append("long" if g["route"] == "long" else f"cross{first}")
-                    start = g["start_s"] + self.rng.uniform(0.0, g["start_jitter_s"])
-                    sim.at(start, self.senders[-1].start, None)
-                    index += 1
-        n = index
-        self.sent = [0] * n
+        n = len(self.senders)
         self.dropped = [0] * n
         self.qdelay = [0.0] * n
         self.qdelay_n = [0] * n
         self.warm_delivered = [0] * n
-        self.warm_timeouts = [0] * n
-        self.timeouts = [0] * n
         self.warmup = run["warmup_s"]
         if self.warmup > 0:
             sim.at(self.warmup, self._end_warmup, None)
-        self.wall = 0.0
-
-    def _add_flow(self, index, params, bw, delay, first, last, boot, app):
-        sim = self.sim
-        fwd, back = Link(bw, delay), Link(bw, delay)
-        port_arrive = self.ports[first].arrive
-        at = sim.at
-        # the ACK path: the hops crossed, propagation only
-        ret = sum(p.delay for p in self.ports[first:last + 1])
-        key = fpq.pack_flow(0x0A000000 + index + 1, 0x0A010000 + index + 1,
-                            1024 + index % 60000, 80, 6)
-        counters = Counters()
-        self.flow_counters.append(counters)
-        self.last_hop.append(last)
-
-        def send_data(pkt, i=index):
-            self.sent[i] += 1
-            at(fwd.pass_through(sim.now, pkt.size), port_arrive, pkt)
-
-        sender = sender_class(params.variant)(
-            sim, params, index, send_data, counters, None, key, None,
-            rng=self.send_rng, boot_time=boot, app_interval=app)
-
-        def send_ack(pkt, on_ack=sender.on_ack):
-            at(back.pass_through(sim.now + ret, pkt.size), on_ack, pkt)
-
-        receiver = Receiver(sim, params, index, send_ack, counters, None)
-        sender.receiver, receiver.sender = receiver, sender
-        self.senders.append(sender)
-        self.receivers.append(receiver)
 
     def _on_drop(self, pkt):
         self.dropped[pkt.conn.index] += 1
@@ -252,30 +167,9 @@ class ParkingLot:
             p.reset_stats(now)
         n = len(self.senders)
         self.warm_delivered = [r.delivered for r in self.receivers]
-        self.sent, self.dropped = [0] * n, [0] * n
+        self.dropped = [0] * n
         self.qdelay, self.qdelay_n = [0.0] * n, [0] * n
         self.warm_counters = [c.as_dict() for c in self.flow_counters]
-
-    def run(self, until=None):
-        until = self.sc["run"]["duration_s"] if until is None else until
-        t0 = time.perf_counter()
-        self.sim.run(until)
-        self.wall += time.perf_counter() - t0
-        return self
-
-    def packets_in_flight(self):
-        """(data, acks) scheduled to arrive somewhere or waiting in a router's queue."""
-        data = acks = 0
-        for arg in self.sim.pending():
-            if hasattr(arg, "is_ack"):
-                if arg.is_ack:
-                    acks += 1
-                else:
-                    data += 1
-        return data + sum(len(p.queue) for p in self.ports), acks
-
-    def lost_total(self):
-        return sum(p.lost_total for p in self.ports)
 
     @property
     def counters(self):
@@ -316,8 +210,9 @@ class ParkingLot:
             flows.append({"route": self.routes[i], "timeouts": c["timeouts"],
                           "fast_retx": c["fast_retx"],
                           "throughput_pkts_per_s": delivered / span if span > 0 else 0.0,
-                          "sent": self.sent[i], "dropped": self.dropped[i],
-                          "loss_rate": self.dropped[i] / self.sent[i] if self.sent[i] else 0.0,
+                          "sent": c["data_sent"], "dropped": self.dropped[i],
+                          "loss_rate": (self.dropped[i] / c["data_sent"] if c["data_sent"]
+                                        else 0.0),
                           "avg_queueing_delay_s": (self.qdelay[i] / self.qdelay_n[i]
                                                    if self.qdelay_n[i] else 0.0)})
         return {"scenario": sc["name"], "discipline": sc["queue"]["discipline"],

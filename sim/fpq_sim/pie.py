@@ -29,11 +29,11 @@ departure (the delay changes only at departures, so this is exact).
 Interface: ``arrive(desc)`` and ``depart(desc)`` as the FPQ queue managers (``fpq.Verdict``).
 """
 
-import math
 import random
-from collections import deque
 
-from fpq.queue_manager import Verdict, ENQUEUE, DROP_EARLY, DROP_FORCED, COUNTERS
+from fpq.queue_manager import Verdict, DROP_EARLY
+
+from .float_aqm import FloatAqm
 
 __all__ = ["PIE", "scale_adjustment"]
 
@@ -50,15 +50,17 @@ def scale_adjustment(p, drop_prob):
     return 0.02 if p > 0.02 else p
 
 
-class PIE:
-    """PIE queue discipline (RFC 8033). ``limit_pkts`` 0 means no buffer limit."""
+class PIE(FloatAqm):
+    """PIE queue discipline (RFC 8033). ``limit_pkts`` 0 means no buffer limit; ``fifo`` holds
+    the arrival times (s) of the queued packets, and ``log`` records (time, drop_prob,
+    qdelay) at each update."""
 
     def __init__(self, tick_hz, seed=1, qdelay_ref_s=0.015, t_update_s=0.015,
                  max_burst_s=0.15, alpha=0.125, beta=1.25, derandomize=True, limit_pkts=0):
         for name, v in (("qdelay_ref_s", qdelay_ref_s), ("t_update_s", t_update_s)):
             if not v > 0:
                 raise ValueError(f"PIE: {name} {v} must be > 0")
-        self.tick_hz = float(tick_hz)
+        super().__init__(tick_hz, limit_pkts)
         self.rnd = random.Random(seed)
         self.qdelay_ref = float(qdelay_ref_s)
         self.t_update = float(t_update_s)
@@ -66,19 +68,12 @@ class PIE:
         self.alpha = float(alpha)
         self.beta = float(beta)
         self.derandomize = bool(derandomize)
-        self.limit_pkts = int(limit_pkts) or math.inf
-        self.fifo = deque()           # arrival times (s) of the queued packets
         self.drop_prob = 0.0
         self.qdelay = 0.0             # current_qdelay: the last departure's sojourn time
         self.qdelay_old = 0.0
         self.burst_allowance = self.max_burst
         self.accu_prob = 0.0
         self.next_update = self.t_update
-        self.seq = 0
-        self.occ_pkts = 0
-        self.max_queue = 0
-        self.counters = dict.fromkeys(COUNTERS, 0)
-        self.log = None               # a list to append (time, drop_prob, qdelay) to, for tests
 
     def _catch_up(self, now):
         while self.next_update <= now:
@@ -123,23 +118,15 @@ class PIE:
         ts, _flow, _length, _ecn = desc
         now = ts / self.tick_hz
         self._catch_up(now)
-        c = self.counters
-        c["arrivals"] += 1
-        self.seq += 1
-        if len(self.fifo) >= self.limit_pkts:
-            c["forced_drops"] += 1
+        full = self._tail_drop()
+        if full is not None:
             self.accu_prob = 0.0
-            return Verdict(self.seq - 1, DROP_FORCED, 0, len(self.fifo), 1.0)
+            return full
         if self.drop_early():
-            c["early_drops"] += 1
+            self.counters["early_drops"] += 1
             self.accu_prob = 0.0
             return Verdict(self.seq - 1, DROP_EARLY, 0, len(self.fifo), self.drop_prob)
-        self.fifo.append(now)
-        c["enqueued"] += 1
-        self.occ_pkts = len(self.fifo)
-        if self.occ_pkts > self.max_queue:
-            self.max_queue = self.occ_pkts
-        return Verdict(self.seq - 1, ENQUEUE, 0, self.occ_pkts, self.drop_prob)
+        return self._enqueue(now, self.drop_prob)
 
     def depart(self, desc):
         ts, _length = desc

@@ -145,13 +145,17 @@ class OutputPort:
             self.wire_losses += 1
             self.lost_total += 1
         else:
-            self.sim.at(now + self.delay, pkt.conn.receiver.on_data, pkt)
+            self.sim.at(now + self.delay, self._next_hop(pkt), pkt)
         if self.queue:
             self._start(now)
         else:
             self.busy = False
             if self.on_idle is not None:
                 self.on_idle(now)
+
+    def _next_hop(self, pkt):
+        """What a packet reaches at the far end of the link: its receiver."""
+        return pkt.conn.receiver.on_data
 
     def finish_stats(self, now):
         """Close the time integrals at ``now`` (end of the run)."""

@@ -368,13 +368,17 @@ def scenario_path(scenario, argument="scenario"):
                         f"({'one of: ' + ', '.join(names) if names else 'none installed'})")
 
 
-def load(path, sets=()):
-    """Read, override (``sets``: ``key=value`` strings) and validate a scenario file."""
+def load(path, sets=(), validator=validate):
+    """Read, override (``sets``: ``key=value`` strings) and validate a scenario file.
+
+    ``validator`` checks the document and returns the validated scenario: ``validate`` for a
+    dumbbell, ``fpq_sim.parkinglot.validate_parking_lot`` for a parking lot. Its
+    ``ScenarioError`` comes back naming the file."""
     doc = read_toml(path)
     for s in sets:
         apply_set(doc, s)
     try:
-        return validate(doc)
+        return validator(doc)
     except ScenarioError as exc:
         raise ScenarioError(f"{path}: {exc}") from None
 

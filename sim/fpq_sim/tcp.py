@@ -71,10 +71,11 @@ moves its deadline, and an event that fires before the deadline re-arms itself.
 """
 
 import math
+from dataclasses import dataclass, fields
 
 from .engine import Packet
 
-__all__ = ["TcpParams", "Sender", "Receiver", "VARIANTS", "SACK_VARIANTS"]
+__all__ = ["TcpParams", "Endpoint", "Sender", "Receiver", "VARIANTS", "SACK_VARIANTS"]
 
 VARIANTS = ("tahoe", "reno", "newreno", "sack", "cubic")
 SACK_VARIANTS = ("sack", "cubic")      # senders in fpq_sim.tcp_sack; their receivers SACK
@@ -83,44 +84,44 @@ SACK_VARIANTS = ("sack", "cubic")      # senders in fpq_sim.tcp_sack; their rece
 FIRST, RETX, FAST_RETX = 0, 1, 2
 
 
+@dataclass(slots=True)
 class TcpParams:
-    """Per-connection TCP parameters (seconds, packets)."""
-    __slots__ = ("variant", "max_window", "tick", "rto_init", "rto_min", "rto_max",
-                 "max_backoff", "dupack_threshold", "delayed_ack", "delack_timeout",
-                 "ack_every", "transfer_pkts", "think_time", "packet_bytes", "ack_bytes",
-                 "initial_ssthresh", "delack_tick", "limited_transmit", "rtt_timestamps",
-                 "send_overhead", "sack_blocks")
+    """Per-connection TCP parameters (seconds, packets), each converted to its declared type
+    (``None`` kept where it is allowed). ``transfer_pkts`` None: one unlimited transfer;
+    ``initial_ssthresh`` None: ``max_window``. ``variant`` must be one of ``VARIANTS``."""
+    variant: str = "tahoe"
+    max_window: int = 113
+    tick: float = 0.5
+    rto_init: float = 3.0
+    rto_min: float = 0.0
+    rto_max: float = 64.0
+    max_backoff: int = 64
+    dupack_threshold: int = 3
+    delayed_ack: bool = False
+    delack_timeout: float = 0.2
+    ack_every: int = 2
+    transfer_pkts: int | None = None
+    think_time: float = 0.0
+    packet_bytes: int = 576
+    ack_bytes: int = 40
+    initial_ssthresh: int | None = None
+    delack_tick: bool = False
+    limited_transmit: bool = False
+    rtt_timestamps: bool = False
+    send_overhead: float = 0.0
+    sack_blocks: int = 3
 
-    def __init__(self, variant="tahoe", max_window=113, tick=0.5, rto_init=3.0, rto_min=0.0,
-                 rto_max=64.0, max_backoff=64, dupack_threshold=3, delayed_ack=False,
-                 delack_timeout=0.2, ack_every=2, transfer_pkts=None, think_time=0.0,
-                 packet_bytes=576, ack_bytes=40, initial_ssthresh=None, delack_tick=False,
-                 limited_transmit=False, rtt_timestamps=False, send_overhead=0.0,
-                 sack_blocks=3):
-        if variant not in VARIANTS:
-            raise ValueError(f"variant: {variant!r} must be one of {', '.join(VARIANTS)}")
-        self.variant = variant
-        self.max_window = int(max_window)
-        self.tick = float(tick)
-        self.rto_init = float(rto_init)
-        self.rto_min = float(rto_min)
-        self.rto_max = float(rto_max)
-        self.max_backoff = int(max_backoff)
-        self.dupack_threshold = int(dupack_threshold)
-        self.delayed_ack = bool(delayed_ack)
-        self.delack_timeout = float(delack_timeout)
-        self.delack_tick = bool(delack_tick)
-        self.ack_every = int(ack_every)
-        self.transfer_pkts = None if transfer_pkts is None else int(transfer_pkts)
-        self.think_time = float(think_time)
-        self.packet_bytes = int(packet_bytes)
-        self.ack_bytes = int(ack_bytes)
-        self.initial_ssthresh = (self.max_window if initial_ssthresh is None
-                                 else int(initial_ssthresh))
-        self.limited_transmit = bool(limited_transmit)
-        self.rtt_timestamps = bool(rtt_timestamps)
-        self.send_overhead = float(send_overhead)
-        self.sack_blocks = int(sack_blocks)
+    def __post_init__(self):
+        if self.variant not in VARIANTS:
+            raise ValueError(f"variant: {self.variant!r} must be one of {', '.join(VARIANTS)}")
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.type in (int, float, bool):
+                setattr(self, f.name, f.type(value))
+            elif value is not None and f.type == int | None:
+                setattr(self, f.name, int(value))
+        if self.initial_ssthresh is None:
+            self.initial_ssthresh = self.max_window
 
 
 class Counters:
@@ -136,7 +137,37 @@ class Counters:
         return {name: getattr(self, name) for name in self.__slots__}
 
 
-class Sender:
+class Endpoint:
+    """One end of a connection: what a sender and a receiver both hold.
+
+    Parameters
+    ----------
+    sim : fpq_sim.engine.Simulator
+    params : TcpParams
+    index : int
+        The connection's number in its network (``Packet.conn.index``).
+    output : callable
+        ``output(pkt)`` hands a packet to the network at ``sim.now``.
+    counters : Counters
+        The packet accounting this end adds to.
+    log : list or None
+        A list to append ``(time, what, detail)`` to, for tests.
+
+    ``epoch`` is the transfer the end is in (packets of another are stale or start a new one).
+    """
+    __slots__ = ("sim", "p", "index", "output", "counters", "epoch", "log")
+
+    def __init__(self, sim, params, index, output, counters, log=None):
+        self.sim = sim
+        self.p = params
+        self.index = index
+        self.output = output
+        self.counters = counters
+        self.epoch = 0
+        self.log = log
+
+
+class Sender(Endpoint):
     """A TCP sender. ``output(pkt)`` hands a data packet to the network at ``sim.now``;
     ``on_transfer(sender, start, end)`` is called when a finite transfer completes.
 
@@ -144,28 +175,21 @@ class Sender:
     ``workload="telnet"``, the application's exponential write intervals; ``boot_time`` is the
     phase of this host's tick clock for RTT sampling (ns draws it in ``[0, tick)``)."""
 
-    __slots__ = ("sim", "p", "index", "output", "counters", "on_transfer", "flow_key",
-                 "epoch", "cwnd", "dupwnd", "ssthresh", "snd_una", "snd_nxt", "maxseq",
-                 "dupacks", "recover", "in_recovery", "first_partial", "rtt_active", "rtt_seq",
-                 "rtt_ts", "srtt", "rttvar", "rtxcur", "backoff", "timer_deadline",
-                 "timer_event_at", "transfer_start", "limit", "active", "trace", "receiver",
-                 "log", "rng", "boot_time", "delsnd_pending", "app_interval")
+    __slots__ = ("on_transfer", "flow_key", "cwnd", "dupwnd", "ssthresh", "snd_una",
+                 "snd_nxt", "maxseq", "dupacks", "recover", "in_recovery", "first_partial",
+                 "rtt_active", "rtt_seq", "rtt_ts", "srtt", "rttvar", "rtxcur", "backoff",
+                 "timer_deadline", "timer_event_at", "transfer_start", "limit", "active",
+                 "trace", "receiver", "rng", "boot_time", "delsnd_pending", "app_interval")
 
     def __init__(self, sim, params, index, output, counters, on_transfer=None, flow_key=0,
                  log=None, rng=None, boot_time=0.0, app_interval=None):
-        self.sim = sim
-        self.p = params
-        self.index = index
-        self.output = output
-        self.counters = counters
+        super().__init__(sim, params, index, output, counters, log)
         self.on_transfer = on_transfer
         self.flow_key = flow_key
-        self.epoch = 0
         self.timer_deadline = math.inf
         self.timer_event_at = math.inf   # time of the one live timer event (inf: none)
         self.active = False
         self.receiver = None
-        self.log = log            # a list to append (time, what, detail) to, for tests
         self.rng = rng
         self.boot_time = float(boot_time)
         self.delsnd_pending = False
@@ -313,13 +337,13 @@ class Sender:
         self._timeout()
 
     def _timeout(self):
-        """Retransmission timeout (ns ``TcpAgent::timeout``, ``RenoTcpAgent::timeout``)."""
+        """Retransmission timeout (ns ``TcpAgent::timeout``, ``RenoTcpAgent::timeout``): the
+        congestion response (``_timeout_response``), the timer backed off, recovery left
+        (``_forget_after_timeout``), and go back N from ``snd_una``."""
         self.counters.timeouts += 1
         if self.log is not None:
             self.log.append((self.sim.now, "timeout", self.snd_una))
-        self.dupwnd = 0                       # before the halving, as ns Reno does
-        self._slowdown()
-        self.cwnd = 1.0
+        self._timeout_response(self.maxseq - self.snd_una)
         if self.backoff < self.p.max_backoff:
             self.backoff *= 2
         if self.backoff > 8:
@@ -330,11 +354,33 @@ class Sender:
         self.in_recovery = False
         self.dupacks = 0
         self.recover = self.maxseq - 1
+        self._forget_after_timeout()
         self.rtt_active = False
         self.snd_nxt = self.snd_una          # go back N
         self.timer_deadline = math.inf
         self._set_timer()                     # with the backed-off RTO
         self._send_much()
+
+    def _timeout_response(self, flight):
+        """ns Reno's response to a timeout: ``ssthresh`` from the window, as at a fast
+        retransmit (``_slowdown``; ``flight`` is not used), then ``cwnd = 1``."""
+        self.dupwnd = 0                       # before the halving, as ns Reno does
+        self._slowdown()
+        self.cwnd = 1.0
+
+    def _forget_after_timeout(self):
+        """What a timeout makes the sender forget besides its window and RTT sample: nothing
+        here (the SACK senders' scoreboard, ``fpq_sim.tcp_sack``)."""
+
+    def _limited_transmit(self):
+        """RFC 3042 / ns ``send_one``: an early duplicate ACK sends one new packet if the
+        window, the transfer and ``cwnd + dupacks`` allow it."""
+        seq = self.snd_nxt
+        # ns: t_seqno_ <= highest_ack_ + cwnd_ + dupacks_, highest_ack_ = snd_una - 1
+        if (seq < self.snd_una + self.p.max_window and seq < self.limit
+                and seq <= self.snd_una - 1 + self.cwnd + self.dupacks):
+            self._output(seq)
+            self.snd_nxt = seq + 1
 
     def _slowdown(self):
         w = self.cwnd + self.dupwnd
@@ -478,13 +524,7 @@ class Sender:
                 self.dupwnd += 1
                 self._send_much()
         elif p.limited_transmit:
-            # RFC 3042 / ns send_one: one new packet per early duplicate ACK
-            seq = self.snd_nxt
-            # ns: t_seqno_ <= highest_ack_ + cwnd_ + dupacks_, highest_ack_ = snd_una - 1
-            if (seq < self.snd_una + p.max_window and seq < self.limit
-                    and seq <= self.snd_una - 1 + self.cwnd + self.dupacks):
-                self._output(seq)
-                self.snd_nxt = seq + 1
+            self._limited_transmit()
 
     def _finish(self):
         self._cancel_timer()
@@ -503,28 +543,21 @@ class Sender:
         self._begin_transfer()
 
 
-class Receiver:
+class Receiver(Endpoint):
     """A TCP receiver. ``output(pkt)`` hands an ACK to the network at ``sim.now``;
     ``on_deliver(receiver, n)`` counts packets delivered in order (goodput)."""
 
-    __slots__ = ("sim", "p", "index", "output", "counters", "epoch", "next", "ooo", "unacked",
-                 "delack_deadline", "delack_pending", "delivered", "log", "sender", "sack",
-                 "arrivals")
+    __slots__ = ("next", "ooo", "unacked", "delack_deadline", "delack_pending", "delivered",
+                 "sender", "sack", "arrivals")
 
     def __init__(self, sim, params, index, output, counters, log=None):
-        self.sim = sim
-        self.p = params
-        self.index = index
-        self.output = output
-        self.counters = counters
-        self.epoch = 0
+        super().__init__(sim, params, index, output, counters, log)
         self.next = 0
         self.ooo = set()
         self.unacked = 0
         self.delack_deadline = math.inf
         self.delack_pending = False
         self.delivered = 0        # in-order packets delivered, all transfers
-        self.log = log
         self.sender = None
         self.sack = params.variant in SACK_VARIANTS
         self.arrivals = {}        # SACK: out-of-order packet -> when it (last) arrived

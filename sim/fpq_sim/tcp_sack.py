@@ -194,6 +194,7 @@ class SackSender(Sender):
         self.cwnd = float(self.ssthresh)
 
     def _timeout_response(self, flight):
+        """Timeout: ``ssthresh = max(FlightSize / 2, 2)`` (RFC 5681 eq. 4), ``cwnd = 1``."""
         s = int(flight / 2)
         self.ssthresh = s if s > 2 else 2
         self.cwnd = 1.0
@@ -267,11 +268,7 @@ class SackSender(Sender):
                 return                         # after a timeout: wait for HighACK (5.1)
             self._enter_recovery()
         elif p.limited_transmit:
-            seq = self.snd_nxt
-            if (seq < self.snd_una + p.max_window and seq < self.limit
-                    and seq <= self.snd_una - 1 + self.cwnd + self.dupacks):
-                self._output(seq)
-                self.snd_nxt = seq + 1
+            self._limited_transmit()
 
     def _enter_recovery(self):
         self.counters.fast_retx += 1
@@ -289,29 +286,13 @@ class SackSender(Sender):
         self.set_pipe()
         self._recovery_send()
 
-    def _timeout(self):
-        self.counters.timeouts += 1
-        if self.log is not None:
-            self.log.append((self.sim.now, "timeout", self.snd_una))
-        flight = self.maxseq - self.snd_una
-        self._timeout_response(flight)
-        self.dupwnd = 0
-        if self.backoff < self.p.max_backoff:
-            self.backoff *= 2
-        if self.backoff > 8:
-            self.rttvar += self.srtt >> 3
-            self.srtt = 0
-        self.in_recovery = False
-        self.dupacks = 0
-        self.recover = self.rto_recovery_point = self.recovery_point = self.maxseq - 1
-        self.sacked = set()                    # RFC 2018 Section 8
+    def _forget_after_timeout(self):
+        """A timeout forbids a new recovery until HighACK reaches HighData (RFC 6675 Section
+        5.1) and forgets the scoreboard (RFC 2018 Section 8: the receiver may have reneged)."""
+        self.rto_recovery_point = self.recovery_point = self.maxseq - 1
+        self.sacked = set()
         self.high_sacked = -1
         self.high_rxt = self.snd_una - 1
-        self.rtt_active = False
-        self.snd_nxt = self.snd_una
-        self.timer_deadline = math.inf
-        self._set_timer()
-        self._send_much()
 
 
 class CubicSender(SackSender):

@@ -39,3 +39,10 @@ def test_cross_check_table(tmp_path):
     crosscheck.update_results_md(str(md), text)
     t = md.read_text()
     assert t.startswith("# R\n\nkeep\n") and t.count(crosscheck.BEGIN) == 1
+    # a section whose bounds are unknown is not guessed at: one marker, or the two swapped
+    for broken in (f"# R\n{crosscheck.BEGIN}\nhalf\n",
+                   f"# R\n{crosscheck.END}\nx\n{crosscheck.BEGIN}\n"):
+        md.write_text(broken)
+        with pytest.raises(ValueError, match="R.md: the markers .* must stand both"):
+            crosscheck.update_results_md(str(md), text)
+        assert md.read_text() == broken

@@ -47,7 +47,7 @@ def test_results_md_only_the_marked_section_changes(tmp_path):
     assert "first body" not in text2 and "second body" in text2
     assert text2.replace("second body", "first body") == text
     md.write_text(before + figures.BEGIN + "\nhalf")
-    with pytest.raises(ValueError, match="only one of the markers"):
+    with pytest.raises(ValueError, match="must stand both, in this order, or neither"):
         figures.update_results_md(str(md), "x\n")
 
 

@@ -8,6 +8,7 @@ import pytest
 from fpq_sim.parkinglot import (load_parking_lot, validate_parking_lot, ParkingLot,
                                 class_stats)
 from fpq_sim.scenario import ScenarioError
+from conservation import run_checking_conservation
 
 SCEN = os.path.join(os.path.dirname(__file__), "..", "scenarios", "parking-lot.toml")
 
@@ -49,6 +50,11 @@ def test_shipped_parking_lot_scenario_validates():
     sc = load_parking_lot(SCEN, ["topology.hops=4"])
     assert sc["topology"]["hops"] == 4
     assert [g["route"] for g in sc["flows"]] == ["long", "cross"]
+    # the parking lot's own checks, naming the file: hops out of range, an unknown route
+    with pytest.raises(ScenarioError, match=r"parking-lot.toml: topology.hops: 17 must be"):
+        load_parking_lot(SCEN, ["topology.hops=17"])
+    with pytest.raises(ScenarioError, match=r"parking-lot.toml: flows\[1\].route: 'ring'"):
+        load_parking_lot(SCEN, ["flows.1.route=ring"])
 
 
 def test_routes_long_flows_cross_every_router_cross_flows_one():
@@ -65,7 +71,7 @@ def test_routes_long_flows_cross_every_router_cross_flows_one():
     # every packet of a long flow leaves a queue at each of the 3 routers (less the few
     # dropped on the way); a cross flow's at one
     for i, route in enumerate(net.routes):
-        visits = net.qdelay_n[i] / net.sent[i]
+        visits = net.qdelay_n[i] / s["flows"][i]["sent"]
         if route == "long":
             assert 2.8 < visits < 3.1        # packets queued before the warm-up: a bit over
         else:
@@ -79,12 +85,7 @@ def test_routes_long_flows_cross_every_router_cross_flows_one():
 @pytest.mark.parametrize("disc", ["fpq", "red", "codel"])
 def test_packet_conservation_in_the_parking_lot(disc):
     net = ParkingLot(validate_parking_lot(_doc(disc=disc)))
-    for cut in (2.7, 9.1, 17.4, 28.8):
-        net.run(cut)
-        c = net.counters
-        data, acks = net.packets_in_flight()
-        assert c.data_sent == c.data_delivered + net.lost_total() + data
-        assert c.acks_sent == c.acks_delivered + acks
+    run_checking_conservation(net, (2.7, 9.1, 17.4, 28.8))
     assert net.lost_total() > 0
     s = net.summary()
     # per-flow drops add up to the routers' drops after the warm-up

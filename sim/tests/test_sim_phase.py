@@ -11,6 +11,7 @@ from fpq_sim.scenario import validate
 from fpq_sim.tcp import Sender, TcpParams, Counters
 from fpq_sim.engine import Simulator
 from tcp_harness import Pair
+from conservation import run_checking_conservation
 
 
 def _ks_uniform(xs, lo, hi):
@@ -100,10 +101,5 @@ def test_packet_conservation_with_phase_remedies(extra):
         doc["flows"].append({"count": 5, "tcp": "tahoe", "access_bw_bps": 1e7,
                              "access_delay_s": 0.005, "workload": "telnet"})
     net = Network(validate(doc))
-    for cut in (7.3, 21.1, 40.0):
-        net.run(cut)
-        c = net.counters
-        data_inflight, acks_inflight = net.packets_in_flight()
-        assert c.data_sent == c.data_delivered + net.port.lost_total + data_inflight
-        assert c.acks_sent == c.acks_delivered + acks_inflight
+    run_checking_conservation(net, (7.3, 21.1, 40.0))
     assert net.port.lost_total > 0

@@ -8,6 +8,7 @@ import pytest
 from fpq_sim.engine import Packet
 from fpq_sim.tcp_sack import cubic_k, cubic_window, CUBIC_C
 from tcp_harness import Pair
+from conservation import run_checking_conservation
 
 FOUR_HOLES = {(15, 1), (17, 1), (20, 1), (26, 1)}
 
@@ -232,12 +233,21 @@ def test_packet_conservation_with_sack_and_cubic(tcp, discipline, limit, loss):
                    "transfer_pkts": 30, "start_jitter_s": 1.0, "delayed_ack": True},
                   {"count": 3, "tcp": tcp, "access_bw_bps": 2e6, "access_delay_s": 0.01,
                    "workload": "bulk", "start_s": 2.0}]}))
-    for cut in (3.3, 11.7, 25.0, 31.9):
-        net.run(cut)
-        c = net.counters
-        data_inflight, acks_inflight = net.packets_in_flight()
-        assert c.data_sent == c.data_delivered + net.port.lost_total + data_inflight
-        assert c.acks_sent == c.acks_delivered + acks_inflight
-    assert net.port.lost_total > 0 and c.fast_retx > 0
+    run_checking_conservation(net, (3.3, 11.7, 25.0, 31.9))
+    assert net.port.lost_total > 0 and net.counters.fast_retx > 0
     s = net.summary()
     assert s["utilisation"] > 0.9 and s["transfers"]["count"] > 50
+
+
+def test_sack_limited_transmit_sends_one_new_packet_per_early_duplicate():
+    # 7 lost; t=0.4, cwnd 8, una 7, 7..14 sent. SACK 8 (dup 1): 15 <= highest_ack 6 + cwnd 8
+    # + dupacks 1: send 15; SACK 9 (dup 2): send 16; SACK 10: IsLost(7), recovery with
+    # FlightSize 17 - 7 = 10: cwnd = ssthresh = 5, retransmit 7 (pipe 7: 11..16 and the
+    # retransmission); SACKs 11..14 bring pipe to 6, 5, 4 and 4 again after 17: send 17, 18.
+    # Without limited transmit FlightSize is 15 - 7 = 8: cwnd 4, and 15 goes only at SACK 12.
+    p = Pair("sack", drop={(7, 1)}, limited_transmit=True).run(0.45)
+    assert p.sends_at(0.4) == [(15, 1), (16, 1), (7, 2), (17, 1), (18, 1)]
+    assert (p.sender.cwnd, p.sender.ssthresh) == (5.0, 5)
+    q = Pair("sack", drop={(7, 1)}).run(0.45)
+    assert q.sends_at(0.4) == [(7, 2), (15, 1), (16, 1), (17, 1)]
+    assert (q.sender.cwnd, q.sender.ssthresh) == (4.0, 4)

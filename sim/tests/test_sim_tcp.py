@@ -7,6 +7,7 @@ t=0.2 ACKs 2, 3 -> cwnd 3, 4, send 3..6; t=0.3 ACKs 4..7 -> cwnd 5..8, send 7..1
 
 import pytest
 
+from fpq_sim.tcp import TcpParams
 from tcp_harness import Pair
 
 
@@ -175,32 +176,27 @@ def test_stale_packets_of_a_finished_transfer_are_ignored():
     assert [round(b - a, 9) for a, b in p.transfers] == [0.4] * 5
 
 
-def test_jacobson_karels_estimates_in_ticks():
-    # One-way delay 0.6 s: every RTT is 1.2 s = 2.4 ticks of 0.5 s. Without timestamps a
-    # sample counts the ticks of the host's clock (phase 0 here) crossed in flight (ns).
-    # First sample (packet 0 sent at 0, ACK 1 at 1.2 s): floor(2.4) = 2 ticks: srtt = 2
-    # (x8 = 16), rttvar = 1 (x4 = 4), rto = srtt + 4 rttvar = 6 ticks = 3 s.
-    # Second (packet 1 sent at 1.2 s, 0.2 s into a tick; ACK at 2.4 s): floor(2.8) = 2:
-    # delta 0, rttvar += |0| - 4/4 -> 3 (0.75 tick), rto = (3*8 + 16) >> 3 = 5 ticks = 2.5 s.
-    # Third (packet 3 sent at 2.4 s, 0.4 s into a tick; ACK 4 at 3.6 s): floor(3.2) = 3:
-    # delta 1, srtt 17; rttvar += 1 - (3 >> 2 = 0) -> 4; rto = (32 + 17) >> 3 = 6 ticks = 3 s.
-    p = Pair("tahoe", delay=0.6)
+# One-way delay 0.6 s: every RTT is 1.2 s = 2.4 ticks of 0.5 s. Without timestamps a sample
+# counts the ticks of the host's clock (phase 0 here) crossed in flight (ns).
+# First sample (packet 0 sent at 0, ACK 1 at 1.2 s): floor(2.4) = 2 ticks: srtt = 2
+# (x8 = 16), rttvar = 1 (x4 = 4), rto = srtt + 4 rttvar = 6 ticks = 3 s.
+# Second (packet 1 sent at 1.2 s, 0.2 s into a tick; ACK at 2.4 s): floor(2.8) = 2:
+# delta 0, rttvar += |0| - 4/4 -> 3 (0.75 tick), rto = (3*8 + 16) >> 3 = 5 ticks = 2.5 s.
+# Third (packet 3 sent at 2.4 s, 0.4 s into a tick; ACK 4 at 3.6 s): floor(3.2) = 3:
+# delta 1, srtt 17; rttvar += 1 - (3 >> 2 = 0) -> 4; rto = (32 + 17) >> 3 = 6 ticks = 3 s.
+# With rtt_timestamps (ns timestamps_) every sample is 2.4 ticks rounded to 2, whatever the
+# clock's phase: the third sample then gives delta 0, rttvar 3 - 0 -> 3, rto 2.5 s.
+@pytest.mark.parametrize("rtt_timestamps,expected", [
+    (False, [(16, 4, 3.0), (16, 3, 2.5), (17, 4, 3.0)]),
+    (True, [(16, 4, 3.0), (16, 3, 2.5), (16, 3, 2.5)]),
+])
+def test_jacobson_karels_estimates_in_ticks(rtt_timestamps, expected):
+    p = Pair("tahoe", delay=0.6, rtt_timestamps=rtt_timestamps)
     rtos = []
     for t in (1.25, 2.45, 3.65):
         p.run(t)
         rtos.append((p.sender.srtt, p.sender.rttvar, p.sender.rto()))
-    assert rtos == [(16, 4, 3.0), (16, 3, 2.5), (17, 4, 3.0)]
-
-
-def test_rtt_samples_with_timestamps_are_rounded():
-    # rtt_timestamps (ns timestamps_): every sample is 2.4 ticks rounded to 2, whatever the
-    # clock's phase: the third sample now gives delta 0, rttvar 3 - 0 -> 3, rto 2.5 s.
-    p = Pair("tahoe", delay=0.6, rtt_timestamps=True)
-    rtos = []
-    for t in (1.25, 2.45, 3.65):
-        p.run(t)
-        rtos.append((p.sender.srtt, p.sender.rttvar, p.sender.rto()))
-    assert rtos == [(16, 4, 3.0), (16, 3, 2.5), (16, 3, 2.5)]
+    assert rtos == expected
 
 
 def test_rtt_sample_depends_on_the_clock_phase():
@@ -238,3 +234,16 @@ def test_maximum_window_caps_packets_in_flight(variant):
     acked = max(a[1] for a in p.acks)
     assert max(seqs) < acked + 4
     assert p.sender.cwnd > 4
+
+
+def test_tcp_params_take_their_declared_types():
+    # scenario values arrive as TOML numbers of either kind: each parameter is converted to
+    # its type, None kept where it means "unlimited" / "the maximum window"
+    p = TcpParams(variant="reno", max_window=7.0, tick=1, delayed_ack=1, transfer_pkts=10.0)
+    assert (p.max_window, p.tick, p.delayed_ack, p.transfer_pkts) == (7, 1.0, True, 10)
+    assert [type(v) for v in (p.max_window, p.tick, p.delayed_ack, p.transfer_pkts)] == \
+        [int, float, bool, int]
+    assert p.initial_ssthresh == 7 and TcpParams().transfer_pkts is None
+    assert TcpParams(initial_ssthresh=5.0).initial_ssthresh == 5
+    with pytest.raises(ValueError, match="variant: 'vegas' must be one of tahoe, reno"):
+        TcpParams(variant="vegas")
