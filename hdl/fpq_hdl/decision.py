@@ -184,13 +184,21 @@ class Decision(wiring.Component):
         with m.If(early_red):
             m.d.sync += e_reg.eq(Mux(self.p_zero | over, u_load, diff[:RAND_BITS]))
         # FPQ's hit, a compare of two registers beside RED's: each output is one LUT after
-        # the two carry chains
+        # the two carry chains. With "speed", RED's hit is a chain of its own too, beside
+        # E's (``E - p``, whose sign selects E's 32 next bits): its one LUT then follows the
+        # carry out directly, not a sign that fans out across E. (The constant low bit keeps
+        # Yosys from sharing one chain for both: ``2E + 1 < 2p + 1`` is ``E < p``.)
         below = Signal(name="fpq_hit")
         m.d.comb += below.eq(u < self.p)
+        if self.optimise == "speed":
+            red_hit = Signal(name="red_hit")
+            m.d.comb += red_hit.eq(Cat(C(1, 1), e_reg) < Cat(C(1, 1), self.p))
+        else:
+            red_hit = over
         early, drop_early, cand = (Signal(name=n) for n in ("early", "drop_early", "cand"))
-        m.d.sync += [early.eq((early_fpq & below) | (early_red & over)),
-                     drop_early.eq((drop_fpq & below) | (drop_red & over)),
-                     cand.eq(keep | (drop_fpq & ~below) | (drop_red & ~over))]
+        m.d.sync += [early.eq((early_fpq & below) | (early_red & red_hit)),
+                     drop_early.eq((drop_fpq & below) | (drop_red & red_hit)),
+                     cand.eq(keep | (drop_fpq & ~below) | (drop_red & ~red_hit))]
 
         if self.optimise == "speed":
             forced, dep_error = self._occupancy_speed(m, slots, cand)
