@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from fpq.cli import main
+from fpq_app.cli import main
 from fpq_sim import figures
 from fpq_sim.scenario import load
 

@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from fpq.cli import main
+from fpq_app.cli import main
 from fpq.accuracy import expected_n, flow_count_row
 from fpq.trace import read_trace
 

@@ -14,7 +14,7 @@ import pytest
 pytest.importorskip("amaranth")
 
 from fpq import Build, pack_flow
-from fpq.datasheet import (parse_ports, measure, wavedrom, replace_sections,
+from fpq_app.datasheet import (parse_ports, measure, wavedrom, replace_sections,
                            check_markers, verilog_template, begin_marker, end_marker,
                            SECTIONS)
 from fpq.regmap import registers, ID_VALUE
@@ -157,7 +157,7 @@ def test_datasheet_is_current():
     which a child process started later by this one would report as its own peak (Linux
     keeps ``ru_maxrss`` across fork and exec; test_trace measures a child's)."""
     import sys
-    res = subprocess.run([sys.executable, "-m", "fpq.cli", "datasheet"], capture_output=True,
+    res = subprocess.run([sys.executable, "-m", "fpq_app.cli", "datasheet"], capture_output=True,
                          text=True, cwd=ROOT)
     assert res.returncode == 0, res.stderr[-3000:]
     text = DATASHEET.read_text()
@@ -322,7 +322,7 @@ def test_fusesoc_core_file_lists_what_fpq_verilog_writes(tmp_path):
 
 
 def test_resources_rows_come_from_the_records():
-    from fpq.datasheet import _resources_markdown
+    from fpq_app.datasheet import _resources_markdown
     synth = {"kind": "synth", "date": "2030-01-02", "commit": "abc1234",
              "command": "python -m fpq_hdl.synth --component axi_core --seeds 1,2",
              "results": {"component": "axi_core", "device": "LFE5U-85F", "speed": 6,

@@ -157,7 +157,7 @@ def _describe(port):
         return DESCRIPTIONS[prefix][port.name[len(prefix):]]
     except KeyError:
         raise ValueError(f"port {port.name}: the datasheet has no description of it "
-                         f"(fpq.datasheet.DESCRIPTIONS)") from None
+                         f"(fpq_app.datasheet.DESCRIPTIONS)") from None
 
 
 def _ports_markdown(ports_by_bus):
@@ -760,7 +760,7 @@ def _diagrams(measured):
 def _measure_command(build):
     from fpq import Build
     opts = "" if build == Build() else " (a build other than the default)"
-    return f"`fpq datasheet` (`fpq.datasheet.measure`: Amaranth simulation of FPQCore{opts})"
+    return f"`fpq datasheet` (`fpq_app.datasheet.measure`: Amaranth simulation of FPQCore{opts})"
 
 
 def _span(values):
@@ -1004,7 +1004,7 @@ def sections(records_dir, build=None, progress=None):
                         ("bus", "AXI4-Lite write and read")):
         waves += [f"#### {title}", "", "```wavedrom", _wavedrom_json(diagrams[name]), "```",
                   ""]
-    cmd = "`fpq datasheet --write` (from `fpq.datasheet.measure`'s simulation)"
+    cmd = "`fpq datasheet --write` (from `fpq_app.datasheet.measure`'s simulation)"
     waves.append(f"Drawn from the simulation the Timing table comes from ({cmd}); `clock` "
                  f"numbers the clocks of each scenario, `|` marks clocks left out.")
     out = {
@@ -1051,7 +1051,7 @@ def replace_sections(text, generated):
 
 def main(args):
     import sys
-    from .atomic import check_output_path, write_text
+    from fpq.atomic import check_output_path, write_text
     if not os.path.isdir(args.records):
         raise ValueError(f"--records: {args.records!r} is not a folder of measurement "
                          f"records")
@@ -1080,7 +1080,7 @@ def main(args):
 
 
 def add_arguments(p):
-    from .paths import checkout_root, default_output
+    from fpq.paths import checkout_root, default_output
     root = checkout_root()
     p.add_argument("--records", default=os.path.join(root, "docs", "benchmarks") if root
                    else None, required=root is None,

@@ -25,13 +25,13 @@ import os
 import random
 import time
 
-from .atomic import atomic_path, write_text
-from .config import Config
-from .float_model import FloatQueueManager
-from .formats import QAVG, PROB_ONE
-from .queue_manager import QueueManager, DROP_EARLY, DROP_FORCED, MARK
-from .synthetic import flow_keys, poisson_arrivals, serve_link
-from .trace import write_trace
+from fpq.atomic import atomic_path, write_text
+from fpq.config import Config
+from fpq.float_model import FloatQueueManager
+from fpq.formats import QAVG, PROB_ONE
+from fpq.queue_manager import QueueManager, DROP_EARLY, DROP_FORCED, MARK
+from fpq.synthetic import flow_keys, poisson_arrivals, serve_link
+from fpq.trace import write_trace
 
 __all__ = ["main", "run"]
 

@@ -1,6 +1,6 @@
 """The ``fpq`` command. Subcommands come from the packages that own them:
 
-* ``fpq.cli`` (here): ``demo``, ``regmap``, ``config``, ``bench``, ``benchmarks``,
+* ``fpq_app.cli`` (here): ``demo``, ``regmap``, ``config``, ``bench``, ``benchmarks``,
   ``datasheet``, ``accuracy``, ``trace-csv``;
 * ``fpq_sim.cli.register(subparsers)``: ``sim``, ``figures``, ``trace`` (TCP simulator);
 * ``fpq_hdl.cli.register(subparsers)``: ``verilog`` (RTL export).
@@ -25,7 +25,7 @@ def _demo(args):
 
 def _add_build_arguments(p):
     """The build options of ``fpq verilog`` (``fpq.Build``): the same names and meanings."""
-    from .config import Build
+    from fpq.config import Build
     d = Build()
     p.add_argument("--vec-bits", type=int, default=None,
                    help=f"flow vector bits, power of two 64..65536 (default {d.vec_bits})")
@@ -42,7 +42,7 @@ def _add_build_arguments(p):
 def _build_of(args, avg_delay=None):
     """The ``fpq.Build`` of the build options (``avg_delay``: the default when
     ``--avg-delay`` is not given)."""
-    from .config import Build, parse_fixed
+    from fpq.config import Build, parse_fixed
     d = Build()
     return Build(vec_bits=d.vec_bits if args.vec_bits is None else args.vec_bits,
                  table_depth=d.table_depth if args.table_depth is None else args.table_depth,
@@ -52,15 +52,15 @@ def _build_of(args, avg_delay=None):
 
 
 def _regmap(args):
-    from .config import Build
-    from .regmap import write_all, FORMATS
-    from .output_files import write_files
+    from fpq.config import Build
+    from fpq.regmap import write_all, FORMATS
+    from fpq.output_files import write_files
     build = _build_of(args)
     if args.format == "all":
         if args.o is not None:
             raise ValueError(f"-o: names one file, for --format {'|'.join(FORMATS)}; "
                              f"--format all writes to --out DIR and --docs FILE")
-        from .paths import checkout_root
+        from fpq.paths import checkout_root
         if build != Build() and args.out is None:
             raise ValueError("--out: required with a build other than the default (the "
                              "checkout's sw/generated and docs/REGISTERS.md are the default "
@@ -89,10 +89,10 @@ REGMAP_OUTSIDE = "fpq-regmap"
 
 
 def _config(args):
-    from .config import (Config, SECRET_FIELDS, check_key, hardware_keys, parse_fixed,
+    from fpq.config import (Config, SECRET_FIELDS, check_key, hardware_keys, parse_fixed,
                          parse_key)
-    from .config_export import outputs, register_writes, table_contents
-    from .output_files import write_files
+    from fpq.config_export import outputs, register_writes, table_contents
+    from fpq.output_files import write_files
     values, avg_delay = {}, None
     # the keys given, and by what: only these are used, every other key is drawn
     given = {}
@@ -155,12 +155,12 @@ def _config(args):
 
 
 def _bench(args):
-    from .bench import main as bench_main
+    from fpq.bench import main as bench_main
     return bench_main(args)
 
 
 def _accuracy(args):
-    from .accuracy import markdown, write_results
+    from fpq.accuracy import markdown, write_results
     try:
         flows = [int(x) for x in args.flows.split(",")]
     except ValueError:
@@ -171,7 +171,7 @@ def _accuracy(args):
     if not 0 <= args.seed < 2**64:
         raise ValueError(f"--seed: {args.seed} is out of range [0, {2**64 - 1}]")
     if args.write:
-        from .atomic import check_output_path
+        from fpq.atomic import check_output_path
         check_output_path(args.write, "--write")
     text = markdown(flows, seed=args.seed, progress=lambda m: print(m, file=sys.stderr))
     print(text)
@@ -182,7 +182,7 @@ def _accuracy(args):
 
 
 def _benchmarks(args):
-    from .benchmarks import main as benchmarks_main
+    from fpq.benchmarks import main as benchmarks_main
     return benchmarks_main(args)
 
 
@@ -192,8 +192,8 @@ def _datasheet(args):
 
 
 def _trace_csv(args):
-    from .atomic import check_output_path, check_not_an_input
-    from .trace import read_trace, write_csv, STDOUT
+    from fpq.atomic import check_output_path, check_not_an_input
+    from fpq.trace import read_trace, write_csv, STDOUT
     if args.output != STDOUT:
         check_output_path(args.output, "output")
         check_not_an_input(args.output, "output", [("input", args.input)])
@@ -207,7 +207,7 @@ def _trace_csv(args):
 
 
 def build_parser():
-    from .paths import DISTRIBUTION, version, default_output
+    from fpq.paths import DISTRIBUTION, version, default_output
     parser = argparse.ArgumentParser(prog="fpq", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version",
                         version=f"{DISTRIBUTION} {version()}")
@@ -231,7 +231,7 @@ def build_parser():
 
     p = sub.add_parser("regmap", help="generate the register map: JSON, C header, Markdown, "
                                       "SystemRDL")
-    from .regmap import FORMATS as REGMAP_FORMATS
+    from fpq.regmap import FORMATS as REGMAP_FORMATS
     p.add_argument("--format", choices=("all", *REGMAP_FORMATS), default="all",
                    help="all (default): regmap.json, fpq_regs.h and REGISTERS.md; or one of "
                         "them, or SystemRDL, to -o")
@@ -249,7 +249,7 @@ def build_parser():
 
     p = sub.add_parser("config", help="a configuration as register writes and tables for a "
                                       "host without Python: JSON, C, $readmemh")
-    from .config_export import FORMATS as CONFIG_FORMATS
+    from fpq.config_export import FORMATS as CONFIG_FORMATS
     p.add_argument("--format", choices=CONFIG_FORMATS, required=True,
                    help="json: one file (- for standard output); c: a .c file and its .h "
                         "beside it, with fpq_apply_config(); readmemh: a folder, one file "
@@ -294,7 +294,7 @@ def build_parser():
 
     p = sub.add_parser("benchmarks", help="the current-figures tables of docs/BENCHMARKS.md "
                                           "from the measurement records in docs/benchmarks/")
-    from .benchmarks import add_arguments as benchmarks_arguments
+    from fpq.benchmarks import add_arguments as benchmarks_arguments
     benchmarks_arguments(p)
     p.set_defaults(func=_benchmarks)
 
@@ -350,7 +350,7 @@ def _extra_of(exc):
 def _missing_message(exc, extra=None):
     """What to say when ``exc`` (an ImportError of an optional dependency) stops a command
     that needs ``extra`` (default: the extra of the missing module)."""
-    from .paths import DISTRIBUTION
+    from fpq.paths import DISTRIBUTION
     extra = extra or _extra_of(exc)
     return (f"needs the Python package {exc.name.split('.')[0]}, which is not installed "
             f"(pip install '{DISTRIBUTION}[{extra}]')")

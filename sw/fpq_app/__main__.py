@@ -1,0 +1,6 @@
+"""``python -m fpq_app``: the ``fpq`` command."""
+import sys
+
+from .cli import main
+
+sys.exit(main())
