@@ -84,6 +84,7 @@ class SynthHarness(wiring.Component):
 
 def _component(name, build):
     """The design under synthesis: the top or one of its components (to locate slow paths)."""
+    from dataclasses import replace
     from .queue_manager import QueueManager, _S_SET
     from .flow_hash import FlowHash
     from .flow_counter import FlowCounter
@@ -96,6 +97,11 @@ def _component(name, build):
         **LOOPS,
         "queue_manager": lambda: QueueManager(build, ram_style="ecp5"),
         "flow_hash": lambda: FlowHash(build, "ecp5"),
+        # the hash without its keyed non-linear stage, and the NIC-compatible (RSS) one:
+        # the stage's cost is the difference from flow_hash
+        "flow_hash_toeplitz": lambda: FlowHash(replace(build, hash_mix=False), "ecp5"),
+        "flow_hash_rss": lambda: FlowHash(replace(build, hash_input="rss", hash_mix=False),
+                                          "ecp5"),
         "flow_counter": lambda: FlowCounter(build, _S_SET, ram_style="ecp5"),
         "periodic_timer": lambda: LOOPS["loop_timer"](),
         "drop_probability": lambda: DropProbability(build, ram_style="ecp5"),
