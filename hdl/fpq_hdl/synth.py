@@ -246,7 +246,9 @@ def main(argv=None):
                    help="nextpnr's maximum placement density for the HeAP placer, in (0, 1] "
                         "(lower spreads the design: less congestion, longer wires)")
     p.add_argument("--component", default="queue_manager",
-                   help="queue_manager (default) or one component, e.g. flow_counter, or "
+                   help="queue_manager (default) or one component, e.g. flow_counter, "
+                        "flow_hash (with its keyed non-linear stage), flow_hash_toeplitz or "
+                        "flow_hash_rss (without), or "
                         "the block of a one-clock loop alone (fpq_hdl.loop_bounds: "
                         "loop_timer, loop_decision, loop_counter, loop_hold)")
     p.add_argument("--fix", action="append", metavar="FIELD=VALUE",
