@@ -51,7 +51,8 @@ class Oracle:
         self.probes = 0
 
     def bucket(self, flow):
-        h = self.toeplitz(flow)
+        # no cache: the attacks draw millions of flows, each used once or twice
+        h = self.toeplitz.compute(flow)
         if self.mixed:
             h = mix(h, self.mix_key)
         return reduce_index(h, self.v_max)

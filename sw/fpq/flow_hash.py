@@ -98,14 +98,19 @@ class ToeplitzHash:
     def __call__(self, flow):
         h = self._cache.get(flow)
         if h is None:
-            h = 0
-            shift = FLOW_BITS - 8
-            for table in self._tables:
-                h ^= table[(flow >> shift) & 0xFF]
-                shift -= 8
+            h = self.compute(flow)
             if len(self._cache) > 1 << 20:
                 self._cache.clear()
             self._cache[flow] = h
+        return h
+
+    def compute(self, flow):
+        """The hash without the cache (for flows seen once)."""
+        h = 0
+        shift = FLOW_BITS - 8
+        for table in self._tables:
+            h ^= table[(flow >> shift) & 0xFF]
+            shift -= 8
         return h
 
 
