@@ -259,7 +259,8 @@ def _with_drawn_keys(build, fixed, key, log):
     system (``fpq.config.random_key``)."""
     drawn = {name: random_key(name) for name in _keys_to_draw(build, fixed, key)}
     for name in drawn:
-        log(f"{name}: drawn from the operating system's random source (give --key HEX for a "
+        option = "--key HEX" if name == "hash_key" else f"--fix {name}=HEX"
+        log(f"{name}: drawn from the operating system's random source (give {option} for a "
             f"key of your own)")
     return dataclasses.replace(build, fixed=dict(build.fixed_fields, **drawn)) if drawn \
         else build

@@ -6,6 +6,7 @@ from fpq_app.cli import main
 from fpq.config import Build
 from fpq.queue_manager import COUNTERS
 from fpq_boards.monitor import parse_settings, render, open_port
+from fpq_boards.protocol import BridgeError
 
 
 def run_cli(argv, capsys):
@@ -191,16 +192,25 @@ def test_help_says_the_clock_is_the_time_base(capsys):
 
 
 def test_read_build_decodes_sizes_and_avg_delay():
-    """The build register's fields, avg_delay included ([16:10], ``fpq.regmap.build_word``)."""
+    """The build register's fields, avg_delay included ([16:10], ``fpq.regmap.build_word``),
+    and the hash options ([18] no mix, [20:19] hash input)."""
     from fpq.regmap import build_word
     from fpq_boards.monitor import read_build
     for b in (Build(vec_bits=2048, table_depth=512, avg_delay=20), Build(vec_bits=64,
-              table_depth=65536, avg_delay=127), Build()):
+              table_depth=65536, avg_delay=127), Build(),
+              Build(hash_input="rss", hash_mix=False), Build(hash_input="descriptor")):
         class Client:
             def read(self, addr):
                 assert addr == 0x004
                 return build_word(b)
         assert read_build(Client()) == b
+
+    class Unknown:
+        def read(self, addr):
+            return build_word(Build()) | 3 << 19
+    with pytest.raises(BridgeError, match=r"build: .* names hash input 3, which this fpq "
+                                          r"does not know \(0 \.\. 2\)"):
+        read_build(Unknown())
 
 
 # The view's rates are differences of the board's 32-bit clock counter (tg_time) between two

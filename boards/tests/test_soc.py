@@ -10,7 +10,7 @@ import io
 import pytest
 
 from fpq.config import Build, Config
-from fpq.flow_hash import ToeplitzHash, reduce_index
+from fpq.flow_hash import FlowHash, reduce_index
 from fpq.regmap import registers, ID_VALUE, STATUS_BITS
 from fpq.queue_manager import COUNTERS
 from fpq_hdl.queue_manager import AVG_TELEMETRY_DELAY, N_RAW_DELAY, N_TELEMETRY_DELAY
@@ -138,7 +138,7 @@ def test_counters_and_flow_count_match_the_traffic(verdict_fifo, arrival_fifo, o
     assert s["occ_pkts"] == s["tg_backlog"] > 0               # drain slower than arrivals
     # N: distinct vector bits of the 20 flows under the golden model's hash
     cfg = Config(build=BUILD)
-    h = ToeplitzHash(cfg.registers()["hash_key"])
+    h = FlowHash.of(cfg)
     bits = {reduce_index(h(flow_key(i, salt)), v_max) for i in range(flows)}
     assert s["n_raw"] == len(bits)
     # ... from the 5-tuples the generator was set to send, at the queue manager's port

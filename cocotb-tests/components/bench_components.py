@@ -9,7 +9,7 @@ from cocotb.clock import Clock
 from cocotb.triggers import RisingEdge
 
 from fpq import Config
-from fpq.flow_hash import ToeplitzHash, reduce_index
+from fpq.flow_hash import FlowHash as HashModel, reduce_index
 from fpq.random_source import XorShift128
 from fpq.drop_probability import probability
 from fpq.formats import QAVG, RATE
@@ -46,7 +46,7 @@ def _store(name, checked):
 @cocotb.test()
 async def flow_hash(dut):
     """Random flows (and the all-zero and all-one flows) every clock; the hash
-    ``HASH_LATENCY`` clocks later equals ``ToeplitzHash(key)(flow)`` and the index
+    ``HASH_LATENCY`` clocks later equals the model's (``fpq.flow_hash.FlowHash``) and the index
     ``LATENCY`` clocks later ``reduce_index(hash, v_max)``."""
     plan = load_plan()
     rnd = random.Random(plan["seed"])
@@ -54,7 +54,7 @@ async def flow_hash(dut):
     for key, v_max in plan["hash_cases"]:
         config = Config(build=plan["build"], hash_key=key, v_max=v_max)
         edge = await _start(dut, config)
-        model = ToeplitzHash(config.registers()["hash_key"])
+        model = HashModel.of(config)
         flows = [0, (1 << 104) - 1] + [rnd.getrandbits(104) for _ in range(plan["n"])]
         lat, hlat = FlowHash.LATENCY, FlowHash.HASH_LATENCY
         got, got_h = [], []

@@ -21,7 +21,7 @@ from collections import deque
 import random
 
 from fpq import QueueManager as Model, Arrival, Departure, ENQUEUE, MARK
-from fpq.flow_hash import ToeplitzHash, reduce_index
+from fpq.flow_hash import FlowHash, reduce_index
 from fpq.trace import read_trace, write_trace
 
 from .verilog import ROOT, BUILD_ROOT
@@ -93,8 +93,8 @@ def tcp_trace(discipline, flows, arrivals, seed=1, tick_hz=TCP_TICK_HZ, verdict_
 
 def same_bucket_flows(config, count, seed=1):
     """``count`` distinct flows whose vector index ``(hash * v_max) >> 32`` is the same (the
-    hash key is public: an attacker can do this)."""
-    h = ToeplitzHash(config.registers()["hash_key"])
+    hash keys are public: an attacker can do this)."""
+    h = FlowHash.of(config)
     rnd = random.Random(seed)
     v_max = config.v_max
     first = rnd.getrandbits(104)

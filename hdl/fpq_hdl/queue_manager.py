@@ -27,14 +27,14 @@ __all__ = ["QueueManager", "LATENCY", "MIN_AVG_DELAY", "MIN_COUNTER_BITS", "FIFO
 
 # Pipeline stages, in clocks after the accept (stage 0). See the QueueManager docstring.
 _S_HASH = 1                                   # flow key registered, hash starts
-_S_SET = _S_HASH + FlowHash.LATENCY           # 7: vector read
-_S_N = _S_SET + FlowCounter.LATENCY           # 11: N after the slot (FlowCounter)
-_S_P = _S_N                                   # 11: N and N > n_cap into DropProbability
-_S_AVG = _S_P + DropProbability.AVG_DELAY     # 15: the average read
-_S_DECIDE = _S_P + DropProbability.LATENCY    # 23: probability ready, early decision
-_S_FIELDS = _S_DECIDE - Decision.FIELDS_AHEAD  # 21: descriptor fields into the decision
-_S_VERDICT = _S_DECIDE + Decision.LATENCY     # 25: action, occupancy after the slot
-_S_SAMPLE = _S_VERDICT                        # 25: a sample takes that occupancy
+_S_SET = _S_HASH + FlowHash.LATENCY           # 8: vector read
+_S_N = _S_SET + FlowCounter.LATENCY           # 12: N after the slot (FlowCounter)
+_S_P = _S_N                                   # 12: N and N > n_cap into DropProbability
+_S_AVG = _S_P + DropProbability.AVG_DELAY     # 16: the average read
+_S_DECIDE = _S_P + DropProbability.LATENCY    # 24: probability ready, early decision
+_S_FIELDS = _S_DECIDE - Decision.FIELDS_AHEAD  # 22: descriptor fields into the decision
+_S_VERDICT = _S_DECIDE + Decision.LATENCY     # 26: action, occupancy after the slot
+_S_SAMPLE = _S_VERDICT                        # 26: a sample takes that occupancy
 #: Clocks from an arrival's accept to its verdict at the output (valid, with ready high): the
 #: verdict FIFO's read register makes it two after the decision.
 LATENCY = _S_VERDICT + 2
@@ -134,19 +134,19 @@ class QueueManager(wiring.Component):
     ======  ===========================================================================
     0       accept; the timers' strobes: a clear (its random number drawn now) and a sample
     1       the slot registered; live re-key hold (a down-counter of clocks)
-    1-6     Toeplitz hash, index ``(h * v_max) >> 32``               FlowHash
-    7-10    vector read (2), old bits and writes with forwarding, N    FlowCounter
-    11-22   ``n = min(N, n_cap)``, r(n) table read, the average read (15), RED regions,
+    1-7     flow hash (Toeplitz, keyed mix), index ``(h * v_max) >> 32``  FlowHash
+    8-11    vector read (2), old bits and writes with forwarding, N    FlowCounter
+    12-23   ``n = min(N, n_cap)``, r(n) table read, the average read (16), RED regions,
             multiply, shifts, saturation                               DropProbability
-    21-22   thresholds of the hard limits from the descriptor fields   Decision
-    22      random number u (the generator steps once per arrival here, in arrival order)
-    23-24   early decision, ECN, hard limits, occupancy                Decision
-    25      verdict into the FIFO, sequence number, counters; a sample takes the
-            occupancy after its slot: the average is updated by clock 29 (QueueAverager),
-            which arrivals accepted ``MIN_AVG_DELAY`` = 14 clocks later read at stage 15
+    22-23   thresholds of the hard limits from the descriptor fields   Decision
+    23      random number u (the generator steps once per arrival here, in arrival order)
+    24-25   early decision, ECN, hard limits, occupancy                Decision
+    26      verdict into the FIFO, sequence number, counters; a sample takes the
+            occupancy after its slot: the average is updated by clock 30 (QueueAverager),
+            which arrivals accepted ``MIN_AVG_DELAY`` = 14 clocks later read at stage 16
     ======  ===========================================================================
 
-    Latency: ``LATENCY`` = 27 clocks from accept to verdict when the sink is ready (the
+    Latency: ``LATENCY`` = 28 clocks from accept to verdict when the sink is ready (the
     instance's ``latency``).
     Reset: the documented reset state (sw/README.md) includes an empty flow vector, a memory
     that keeps its contents across a reset; so out of reset the flow counter wipes the vector

@@ -8,7 +8,7 @@ from fpq.config import Config
 from fpq.formats import QAVG, COUNTER_BITS, RATE, QPKTS_BITS, QBYTES_BITS
 from fpq.queue_manager import COUNTERS
 from fpq.regmap import (registers, tables, CONTROL_COMMIT, CONTROL_CLEAR_ERRORS, STATUS_BITS,
-                        STATUS_REJECT_INDEX_SHIFT)
+                        STATUS_REJECT_INDEX_SHIFT, KEY_REGISTERS)
 
 from .layouts import config_layout, fixed_registers
 
@@ -46,7 +46,7 @@ class RegisterFile(wiring.Component):
     checks are generated from the map's ``lo``/``hi``, plus ``red_max_th >= red_min_th + 1``)
     and applies them all in one clock, or rejects the commit (``STATUS.COMMIT_REJECTED``,
     ``STATUS.REJECT_INDEX`` = the first bad register's index, nothing changes). A commit that
-    changes ``v_max`` wipes the vector; one that changes ``hash_key`` wipes it and
+    changes ``v_max`` wipes the vector; one that changes a key (``KEY_REGISTERS``) wipes it and
     pulses ``rekey`` (live re-key: the queue manager holds the flow count); one that changes a ``rng_*_state`` reloads that
     generator (one clock after the apply, so the generator sees the new seed). Table writes go
     to the inactive bank; a commit after a table write swaps that table's banks. Reads of a
@@ -289,9 +289,11 @@ class RegisterFile(wiring.Component):
 
         # what a commit changes, registered too (wide compares: the key is hundreds of bits)
         changed = {}
-        for name in ("v_max", "hash_key", "rng_decide_state", "rng_clear_state"):
+        keys = [name for name in KEY_REGISTERS if name in self.config.shape().members]
+        for name in ("v_max", "rng_decide_state", "rng_clear_state", *keys):
             changed[name] = Signal(name=f"changes_{name}")
             m.d.sync += changed[name].eq(pending_value(name) != self.config[name])
+        rekey = Cat(changed[name] for name in keys).any()
 
         # The checks in two registered stages: each register's own check (a compare), then the
         # first bad one (a tree of selects over registers), so neither stage chains the other.
@@ -345,8 +347,8 @@ class RegisterFile(wiring.Component):
                 m.d.sync += [applying.eq(1), rate_dirty.eq(0),
                              self.rate_bank.eq(self.rate_bank ^ rate_dirty),
                              # a new key: live re-key (wipe, hold the count; QueueManager)
-                             self.wipe.eq(changed["v_max"] | changed["hash_key"]),
-                             self.rekey.eq(changed["hash_key"]),
+                             self.wipe.eq(changed["v_max"] | rekey),
+                             self.rekey.eq(rekey),
                              self.load_rng_decide.eq(changed["rng_decide_state"]),
                              self.load_rng_clear.eq(changed["rng_clear_state"])]
                 for name, sig in shadow.items():

@@ -85,12 +85,14 @@ class SynthHarness(wiring.Component):
 
 
 #: ``--component`` names besides the loop fixtures (``loop_fixtures``).
-COMPONENTS = ("queue_manager", "flow_hash", "flow_counter", "periodic_timer",
-              "drop_probability", "decision", "queue_averager", "registers", "axi_core")
+COMPONENTS = ("queue_manager", "flow_hash", "flow_hash_toeplitz", "flow_hash_rss",
+              "flow_counter", "periodic_timer", "drop_probability", "decision",
+              "queue_averager", "registers", "axi_core")
 
 
 def _component(name, build):
     """The design under synthesis: the top or one of its components (to locate slow paths)."""
+    from dataclasses import replace
     from .queue_manager import QueueManager, _S_SET
     from .flow_hash import FlowHash
     from .flow_counter import FlowCounter
@@ -105,6 +107,11 @@ def _component(name, build):
         **loop_fixtures(),
         "queue_manager": lambda: QueueManager(build, ram_style="ecp5"),
         "flow_hash": lambda: FlowHash(build, "ecp5"),
+        # the hash without its keyed non-linear stage, and the NIC-compatible (RSS) one:
+        # the stage's cost is the difference from flow_hash
+        "flow_hash_toeplitz": lambda: FlowHash(replace(build, hash_mix=False), "ecp5"),
+        "flow_hash_rss": lambda: FlowHash(replace(build, hash_input="rss", hash_mix=False),
+                                          "ecp5"),
         "flow_counter": lambda: FlowCounter(build, _S_SET, ram_style="ecp5"),
         "periodic_timer": lambda: PeriodicTimer(CLEAR_PERIOD.int_bits, CLEAR_PERIOD.frac_bits),
         "drop_probability": lambda: DropProbability(build, ram_style="ecp5"),
@@ -272,7 +279,9 @@ def main(argv=None):
                         "(lower spreads the design: less congestion, longer wires)")
     p.add_argument("--component", default="queue_manager",
                    help="queue_manager (default) or one component, e.g. flow_counter, "
-                        "axi_core (the exported core with its AXI4-Lite register bus), or "
+                        "axi_core (the exported core with its AXI4-Lite register bus), "
+                        "flow_hash (with its keyed non-linear stage), flow_hash_toeplitz or "
+                        "flow_hash_rss (without), or "
                         "the block of a one-clock loop alone (hdl/experiments/loop_bounds.py: "
                         "loop_timer, loop_decision, loop_counter, loop_hold)")
     p.add_argument("--fix", action="append", metavar="FIELD=VALUE",

@@ -18,6 +18,7 @@ from amaranth.sim import Simulator
 from fpq.queue_manager import QueueManager as Model, Arrival, Departure, ENQUEUE, MARK
 
 from fpq_hdl.queue_manager import QueueManager, N_RAW_DELAY, AVG_TELEMETRY_DELAY
+from fpq.regmap import KEY_REGISTERS
 from fpq_hdl.layouts import ARRIVAL, DEPARTURE, VERDICT, config_layout
 
 
@@ -73,13 +74,15 @@ async def write_words(ctx, port, words, tick):
 
 def traffic(config, n_arrivals, seed, flows=40, p_arr=0.8, dep_fast=0.95, dep_slow=0.7,
             phase=3000, same_flow=0.3, gap_every=20000, gap=(100, 2000), bogus=0.002,
-            jump=0.002, jump_clocks=(5, 120), model=None, t0=0):
+            jump=0.002, jump_clocks=(5, 120), model=None, t0=0, flow_bits=104):
     """Steps ``(clock, departure or None, arrival or None)``, one per clock at most, and the
     model's verdicts for them if each is accepted at its clock (``model``: a golden model to
-    continue from, default a fresh one for ``config``; ``t0``: the first clock)."""
+    continue from, default a fresh one for ``config``; ``t0``: the first clock;
+    ``flow_bits``: of the random flow keys, 32 for a build whose descriptors carry a
+    hash)."""
     rnd = random.Random(seed)
     model = model or Model(config)
-    pool = [rnd.getrandbits(104) for _ in range(flows)]
+    pool = [rnd.getrandbits(flow_bits) for _ in range(flows)]
     queue = deque()
     steps, expected = [], []
     t, last_flow, n, k = t0 - 1, pool[0], 0, 0
@@ -105,7 +108,7 @@ def traffic(config, n_arrivals, seed, flows=40, p_arr=0.8, dep_fast=0.95, dep_sl
                 t += 1
             t += rnd.randint(*gap)
         if rnd.random() < 0.01:            # flows come and go
-            pool[rnd.randrange(flows)] = rnd.getrandbits(104)
+            pool[rnd.randrange(flows)] = rnd.getrandbits(flow_bits)
         dep_p = dep_slow if (k // phase) % 2 == 0 else dep_fast
         dep = None
         if queue and rnd.random() < dep_p * p_arr:
@@ -267,7 +270,9 @@ class Bench:
             await write_words(ctx, (dut.rate_we, dut.rate_addr, dut.rate_data), table,
                               self.tick)
         old_r, new_r = old.registers(), new.registers()
-        rekey = new_r["hash_key"] != old_r["hash_key"]
+        # a key register of the build changes: live re-key
+        rekey = any(new_r[k] != old_r[k] for k in KEY_REGISTERS
+                    if k in config_layout(new.build).members)
         strobes = [(dut.wipe, new_r["v_max"] != old_r["v_max"] or rekey), (dut.rekey, rekey),
                    (dut.load_rng_decide, new_r["rng_decide_state"] != old_r["rng_decide_state"]),
                    (dut.load_rng_clear, new_r["rng_clear_state"] != old_r["rng_clear_state"])]

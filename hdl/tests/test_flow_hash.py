@@ -1,4 +1,5 @@
-"""FlowHash against fpq.flow_hash (Toeplitz with a runtime key, multiply-shift index)."""
+"""FlowHash against fpq.flow_hash.FlowHash (Toeplitz with a runtime key, the RSS input or a
+hash from the descriptor, the keyed non-linear stage, multiply-shift index), each build."""
 import random
 
 import pytest
@@ -6,28 +7,32 @@ from amaranth.sim import Simulator
 
 from fpq import Build, Config
 from fpq.config import RSS_KEY
-from fpq.flow_hash import ToeplitzHash, reduce_index
+from fpq.flow_hash import FlowHash as Model, reduce_index, pack_flow
 from fpq_hdl.flow_hash import FlowHash
 from .hdl_harness import pack
 from fpq_hdl.layouts import config_layout
 
 
-@pytest.mark.parametrize("v_max,vec_bits", [(1, 64), (5000, 8192), (8192, 8192),
-                                            (65536, 65536), (37, 64)])
-def test_hash_and_index_match_model(v_max, vec_bits):
-    rnd = random.Random(v_max)
-    build = Build(vec_bits=vec_bits)
-    key = bytes(rnd.getrandbits(8) for _ in range(20)) if v_max != 5000 else RSS_KEY
-    regs = Config(build=build, v_max=v_max, hash_key=key, t_clear_s=1.0).registers()
+def _flows(rnd, hash_input):
+    if hash_input == "descriptor":
+        return [rnd.getrandbits(32) for _ in range(300)] + [0, (1 << 32) - 1, 1, 1 << 31]
+    # TCP, UDP, ICMP and random protocols, so that the RSS input takes both forms
+    out = [pack_flow(rnd.getrandbits(32), rnd.getrandbits(32), rnd.getrandbits(16),
+                     rnd.getrandbits(16), rnd.choice((6, 17, 1, rnd.getrandbits(8))))
+           for _ in range(300)]
+    return out + [rnd.getrandbits(104) for _ in range(100)] + \
+        [0, (1 << 104) - 1, 1, 1 << 103, 6, 17, 0xFF]
+
+
+def _run(build, regs, flows):
     dut = FlowHash(build)
-    flows = [rnd.getrandbits(104) for _ in range(400)] + [0, (1 << 104) - 1, 1, 1 << 103]
-    model = ToeplitzHash(key)
     sim = Simulator(dut)
     sim.add_clock(1e-8)
     got_h, got_i = [], []
 
     async def bench(ctx):
         ctx.set(dut.config.as_value(), pack(config_layout(build), regs))
+        await ctx.tick()          # the key copies take it (a flow in this clock: the old key)
         for i in range(len(flows) + FlowHash.LATENCY):
             if i < len(flows):
                 ctx.set(dut.flow, flows[i])
@@ -38,6 +43,62 @@ def test_hash_and_index_match_model(v_max, vec_bits):
                 got_i.append(idx)
     sim.add_testbench(bench)
     sim.run()
+    return got_h, got_i
+
+
+@pytest.mark.parametrize("v_max,vec_bits", [(1, 64), (5000, 8192), (8192, 8192),
+                                            (65536, 65536), (37, 64)])
+def test_hash_and_index_match_model(v_max, vec_bits):
+    rnd = random.Random(v_max)
+    build = Build(vec_bits=vec_bits)
+    key = bytes(rnd.getrandbits(8) for _ in range(20)) if v_max != 5000 else RSS_KEY
+    mix_key = bytes(rnd.getrandbits(8) for _ in range(12))
+    config = Config(build=build, v_max=v_max, hash_key=key, hash_mix_key=mix_key,
+                    t_clear_s=1.0)
+    flows = _flows(rnd, "5-tuple")
+    got_h, got_i = _run(build, config.registers(), flows)
+    model = Model.of(config)
     assert got_h == [model(f) for f in flows]
     assert got_i == [reduce_index(model(f), v_max) for f in flows]
     assert all(i < v_max for i in got_i)
+
+
+@pytest.mark.parametrize("hash_input", ["5-tuple", "rss", "descriptor"])
+@pytest.mark.parametrize("hash_mix", [False, True])
+def test_every_hash_option_matches_model(hash_input, hash_mix):
+    rnd = random.Random(hash_input + str(hash_mix))
+    build = Build(vec_bits=8192, hash_input=hash_input, hash_mix=hash_mix)
+    config = Config(build=build, v_max=5000, t_clear_s=1.0,
+                    hash_key=bytes(rnd.getrandbits(8) for _ in range(20)),
+                    hash_mix_key=bytes(rnd.getrandbits(8) for _ in range(12)))
+    flows = _flows(rnd, hash_input)
+    got_h, got_i = _run(build, config.registers(), flows)
+    model = Model.of(config)
+    assert got_h == [model(f) for f in flows]
+    assert got_i == [reduce_index(model(f), 5000) for f in flows]
+    # the options differ: the same flows under another option's hash give other values
+    other = Model.of(Config(build=Build(vec_bits=8192, hash_input=hash_input,
+                                        hash_mix=not hash_mix), **{
+        k: config.values[k] for k in ("v_max", "t_clear_s", "hash_key", "hash_mix_key")}))
+    assert sum(got_h[i] != other(f) for i, f in enumerate(flows)) > 0.99 * len(flows)
+
+
+def test_synth_components_of_each_hash_elaborate_without_synthesis():
+    """The synthesis script's components for the hash (``python -m fpq_hdl.synth
+    --component NAME``): the default (mixed) hash, the plain Toeplitz and the RSS one, as
+    RTLIL (what the script gives Yosys; no tool runs). Only the first has the non-linear
+    stage's round registers."""
+    from amaranth.back import rtlil
+    from fpq_hdl.synth import SynthHarness
+    text = {name: rtlil.convert(SynthHarness(Build(), name), name="top")
+            for name in ("flow_hash", "flow_hash_toeplitz", "flow_hash_rss")}
+    assert "mix_round2" in text["flow_hash"]
+    assert "mix_round" not in text["flow_hash_toeplitz"] + text["flow_hash_rss"]
+    assert "plain4" in text["flow_hash_toeplitz"] and "plain4" in text["flow_hash_rss"]
+
+
+def test_bad_hash_options_are_refused_before_any_rtl():
+    from fpq.config import ConfigError
+    with pytest.raises(ConfigError, match=r"hash_input: 'ipv4' is not one of 5-tuple, rss, "
+                                          r"descriptor"):
+        FlowHash(Build(hash_input="ipv4"))

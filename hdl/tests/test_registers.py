@@ -251,6 +251,7 @@ def test_a_commit_s_registers_bank_swap_and_strobes_come_in_one_clock():
     cases = [  # (changes, table written, strobes expected)
         (dict(v_max=3000, seed_clear=99), True, {"wipe", "load_rng_clear"}),
         (dict(hash_key=bytes(range(20))), False, {"wipe", "rekey"}),
+        (dict(hash_mix_key=bytes(range(12))), False, {"wipe", "rekey"}),
         (dict(seed_decide=77), False, {"load_rng_decide"}),
         (dict(mode="red", red_max_p=0.5), False, set()),
         ({}, True, set()),

@@ -255,11 +255,12 @@ def validate(doc):
     queue = doc.get("queue", {})
     out["queue"] = _section("queue", queue, SCHEMA["queue"], extra_ok=_QUEUE_PASSTHROUGH)
     params = {k: v for k, v in queue.items() if k in _QUEUE_PASSTHROUGH}
-    if "hash_key" in params and isinstance(params["hash_key"], str):
-        try:
-            params["hash_key"] = bytes.fromhex(params["hash_key"])
-        except ValueError:
-            raise ScenarioError(f"queue.hash_key: {params['hash_key']!r} is not hex") from None
+    for name in ("hash_key", "hash_mix_key"):
+        if name in params and isinstance(params[name], str):
+            try:
+                params[name] = bytes.fromhex(params[name])
+            except ValueError:
+                raise ScenarioError(f"queue.{name}: {params[name]!r} is not hex") from None
     out["queue"]["params"] = params
     if out["queue"]["discipline"] in ("codel", "pie") and out["queue"]["model"] == "rtl":
         raise ScenarioError(f"queue.model: 'rtl' decides only droptail, red and fpq, not "

@@ -18,8 +18,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 BASE_PATH = os.path.join(HERE, "..", "scenarios", "fpq-fpq.toml")
 with open(BASE_PATH, "rb") as _f:
     BASE = tomllib.load(_f)
-QUEUE_FIELDS = ("p_pkts", "v_max", "t_clear_s", "hash_key", "seed_decide", "n_cap", "avg_tau_s",
-                "red_min_th", "red_max_th", "pkt_time_s", "mode", "limit_bytes", "ecn")
+QUEUE_FIELDS = ("p_pkts", "v_max", "t_clear_s", "hash_key", "hash_mix_key", "seed_decide",
+                "n_cap", "avg_tau_s", "red_min_th", "red_max_th", "pkt_time_s", "mode",
+                "limit_bytes", "ecn")
 KEYS = [(sec, k.name) for sec, ks in SCHEMA.items() for k in ks] + \
     [("queue", n) for n in QUEUE_FIELDS] + [("run", "nonsense"), ("", "extra"),
                                            ("flows", "cwnd")]
@@ -128,3 +129,14 @@ def test_random_set_strings(assignment):
     except ScenarioError as exc:
         msg = str(exc)
         assert msg.startswith("--set ") or KEY_PATH.match(msg), msg
+
+
+def test_hash_keys_are_hex_text_and_bad_ones_named():
+    doc = copy.deepcopy(BASE)
+    doc.setdefault("queue", {})["hash_mix_key"] = bytes(range(12)).hex()
+    assert validate(doc)["queue"]["params"]["hash_mix_key"] == bytes(range(12))
+    for name, value in (("hash_mix_key", "zz"), ("hash_key", "0g")):
+        bad = copy.deepcopy(BASE)
+        bad.setdefault("queue", {})[name] = value
+        with pytest.raises(ScenarioError, match=rf"queue\.{name}: '{value}' is not hex"):
+            validate(bad)

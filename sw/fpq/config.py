@@ -18,12 +18,14 @@ import secrets
 
 from .formats import (QAVG, PROB, PROB_ONE, CLEAR_PERIOD, RATE, QPKTS_BITS, QBYTES_BITS,
                       SAMPLE_PERIOD_BITS, MIN_SAMPLE_PERIOD, WQ_SHIFT_MAX)
+from .flow_hash import HASH_INPUTS, MIX_KEY_BITS
 
 __all__ = ["Field", "FIELDS", "Build", "Config", "ConfigError", "MODES", "RSS_KEY",
            "SECRET_FIELDS", "SECRET_SHOWN", "KEY_WINDOW_MIN_BITS", "key_weakness", "check_key",
            "parse_key", "hardware_keys", "random_key",
            "lt_qt_float", "expand_seed", "REKEY_HOLD_LIMIT", "parse_fixed", "AVG_DELAY",
-           "AVG_WQ_SHIFT", "avg_parameters", "ewma_time_constant", "BUILD_SIZES"]
+           "AVG_WQ_SHIFT", "avg_parameters", "ewma_time_constant", "BUILD_SIZES",
+           "MIX_KEY_DEFAULT"]
 
 MODES = {"droptail": 0, "red": 1, "fpq": 2}
 #: The Microsoft RSS verification key (first 20 bytes are used): ``Config``'s default key, so
@@ -34,6 +36,9 @@ MODES = {"droptail": 0, "red": 1, "fpq": 2}
 #: with :func:`random_key` unless given one, and refuse this one: :func:`check_key`).
 RSS_KEY = bytes.fromhex("6d5a56da255b0ec24167253d43a38fb0d0ca2bcbae7b30b477cb2da38030f20c"
                         "6a42b73bbeac01fa")[:20]
+#: The default key of the hash's non-linear stage (``hash_mix_key``): the first 96 bits of
+#: pi's fraction, public like ``RSS_KEY``: set a secret one in deployment.
+MIX_KEY_DEFAULT = bytes.fromhex("243f6a8885a308d313198a2e")
 #: The re-key hold is a 48-bit register of clocks; below 2**47 (10.9 days at 150 MHz) it also
 #: fits the hardware's signed down-counter.
 REKEY_HOLD_LIMIT = 1 << 47
@@ -69,8 +74,23 @@ class Build:
     #: and the logic it feeds is simplified by synthesis (docs/BENCHMARKS.md, "Fixed
     #: registers").
     fixed: tuple = ()
+    #: Where the flow hash comes from, one of ``fpq.flow_hash.HASH_INPUTS``: "5-tuple"
+    #: (Toeplitz of the IPv4 5-tuple), "rss" (Microsoft RSS as a NIC computes it: the
+    #: 4-tuple for TCP and UDP, the 2-tuple otherwise) or "descriptor" (the arrival's ``flow``
+    #: carries a 32-bit hash made outside, such as a NIC's RSS hash; the queue manager's own
+    #: Toeplitz is skipped).
+    hash_input: str = "5-tuple"
+    #: The keyed non-linear stage after the hash (``fpq.flow_hash.mix``, key ``hash_mix_key``),
+    #: which makes colliding flows expensive to find (docs/RELIABILITY.md); False: the plain
+    #: hash, a NIC's RSS hash with ``hash_input`` "rss".
+    hash_mix: bool = True
 
     def __post_init__(self):
+        if self.hash_input not in HASH_INPUTS:
+            raise ConfigError(f"hash_input: {self.hash_input!r} is not one of "
+                              f"{', '.join(HASH_INPUTS)}")
+        if not isinstance(self.hash_mix, bool):
+            raise ConfigError(f"hash_mix: {self.hash_mix!r} must be True or False")
         for name, (lo, hi) in BUILD_SIZES.items():
             v = getattr(self, name)
             if not isinstance(v, int) or v < lo or v > hi or v & (v - 1):
@@ -174,6 +194,11 @@ FIELDS = [
           "the vector is wiped and rebuilt under the new key while decisions use the count "
           "held from before (see rekey_hold_t_clear). Write-only: reads return 0.",
           secret=True),
+    Field("hash_mix_key", "reg", "bytes", "-", f"{MIX_KEY_BITS} bits (3 round keys)",
+          MIX_KEY_BITS // 8, MIX_KEY_BITS // 8, MIX_KEY_DEFAULT,
+          "Key of the hash's keyed non-linear stage (builds with Build.hash_mix). Secret in "
+          "deployment. A commit that changes it re-keys live, as hash_key does. Write-only: "
+          "reads return 0.", secret=True),
     Field("rekey_hold_t_clear", "host", "float", "t_clear",
           "host -> rekey_hold (48-bit clocks)",
           0.0, 64.0, 3.0,
@@ -310,6 +335,8 @@ def hardware_keys(build, given=None, check_fixed=True):
     fixed = build.fixed_fields
     keys, drawn = {}, []
     for name in SECRET_FIELDS:
+        if name == "hash_mix_key" and not build.hash_mix:
+            continue                                  # no such register in this build
         if name in fixed:
             if name in given and bytes(given[name][0]) != fixed[name]:
                 raise ConfigError(f"{given[name][1]}: this build fixes {name} (Build.fixed, "
@@ -623,6 +650,7 @@ class Config:
             "limit_pkts": v["limit_pkts"],
             "limit_bytes": v["limit_bytes"],
             "hash_key": int.from_bytes(v["hash_key"], "big"),
+            "hash_mix_key": int.from_bytes(v["hash_mix_key"], "big"),
             "rng_decide_state": _words_to_int(expand_seed(v["seed_decide"])),
             "rng_clear_state": _words_to_int(expand_seed(v["seed_clear"])),
             "rekey_hold": self.rekey_hold_raw(),
@@ -631,7 +659,9 @@ class Config:
 
     def to_dict(self):
         d = dict(self.values)
-        d["hash_key"] = d["hash_key"].hex()
+        for f in FIELDS:
+            if f.type == "bytes":
+                d[f.name] = d[f.name].hex()
         return d
 
     @classmethod
@@ -648,13 +678,14 @@ class Config:
             raise ConfigError(f"configuration: must be an object of configuration fields, "
                               f"not {type(values).__name__}")
         values = dict(values)
-        key = values.get("hash_key")
-        if isinstance(key, str):
-            try:
-                values["hash_key"] = bytes.fromhex(key)
-            except ValueError:
-                raise ConfigError(f"hash_key: {key!r} is not hex bytes (allowed: exactly "
-                                  f"{FIELD_BY_NAME['hash_key'].lo} bytes)") from None
+        for f in FIELDS:
+            key = values.get(f.name)
+            if f.type == "bytes" and isinstance(key, str):
+                try:
+                    values[f.name] = bytes.fromhex(key)
+                except ValueError:
+                    raise ConfigError(f"{f.name}: {key!r} is not hex bytes (allowed: exactly "
+                                      f"{f.lo} bytes)") from None
         return cls(build=build, **values)
 
 

@@ -23,7 +23,7 @@ import math
 import random
 
 from .config import Config, lt_qt_float
-from .flow_hash import ToeplitzHash
+from .flow_hash import FlowHash
 from .queue_manager import Verdict, ENQUEUE, MARK, DROP_EARLY, DROP_FORCED, COUNTERS
 
 __all__ = ["FloatQueueManager"]
@@ -34,7 +34,7 @@ class FloatQueueManager:
         cfg = self.config = config or Config()
         self.rnd = random.Random(cfg.seed_decide if seed is None else seed)
         self.clear_rnd = random.Random(cfg.seed_clear if seed is None else seed + 1)
-        self.hash = ToeplitzHash(cfg.hash_key)
+        self.hash = FlowHash.of(cfg)
         self.bits = bytearray(cfg.v_max)
         self.n = 0
         self.t_last = 0.0

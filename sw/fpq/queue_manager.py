@@ -25,7 +25,7 @@ import functools
 
 from .config import Config
 from .formats import PROB_ONE, COUNTER_BITS, SEQ_BITS, QAVG, CLEAR_PERIOD, RATE
-from .flow_hash import ToeplitzHash
+from .flow_hash import FlowHash
 from .flow_counter import FlowCounter
 from .queue_averager import QueueAverager
 from .drop_probability import probability, MODE_FPQ, MODE_RED
@@ -39,7 +39,8 @@ ACTIONS = ("enqueue", "mark", "drop_early", "drop_forced")
 
 Arrival = namedtuple("Arrival", "ts flow length ecn", defaults=(False,))
 Arrival.__doc__ = ("Arrival descriptor: the clock it is accepted in, 104-bit flow key "
-                   "(fpq.flow_hash.pack_flow), length in bytes, ECN-capable.")
+                   "(fpq.flow_hash.pack_flow; with Build.hash_input 'descriptor' a 32-bit hash "
+                   "made outside), length in bytes, ECN-capable.")
 Departure = namedtuple("Departure", "ts length")
 Departure.__doc__ = "Departure descriptor: the clock it is accepted in, length in bytes."
 Verdict = namedtuple("Verdict", "seq action n avg prob")
@@ -103,7 +104,7 @@ class QueueManager:
         self.regs = regs
         self.mode = regs["mode"]
         self.rate_table = rate_table
-        self.hash = ToeplitzHash(regs["hash_key"])
+        self.hash = FlowHash(self.build, regs["hash_key"], regs["hash_mix_key"])
         self._index_cache = {}
         # bound methods of the components, looked up once (the per-arrival path is hot)
         self._advance = self.fc.advance
@@ -124,7 +125,8 @@ class QueueManager:
         State is kept: the vector (wiped if v_max changes), average, queue, counters, and the
         clear and sample already scheduled. Seeds are reloaded only if they changed.
 
-        Live re-key: a new ``hash_key`` wipes the vector (its bits were set under the old key)
+        Live re-key: a new ``hash_key`` (or ``hash_mix_key``, in a build with
+        ``Build.hash_mix``) wipes the vector (its bits were set under the old key)
         and latches ``N``; from the next arrival on, for ``rekey_hold`` clocks, decisions use
         that held count while the vector refills under the new key. A re-key during a hold
         keeps the count held by the first and restarts the hold; ``rekey_hold`` 0 ends it."""
@@ -138,7 +140,9 @@ class QueueManager:
         self._clock = max(self._clock, ts)
         regs = config.registers()
         old = self.regs
-        if regs["hash_key"] != old["hash_key"]:
+        # the mix key is a register of (and re-keys) only the builds that mix the hash
+        if regs["hash_key"] != old["hash_key"] or (
+                self.build.hash_mix and regs["hash_mix_key"] != old["hash_mix_key"]):
             if not self._hold:
                 self._n_held = self.fc.n_raw
             self._hold = 1 if regs["rekey_hold"] else 0

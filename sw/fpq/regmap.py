@@ -22,7 +22,8 @@ Behaviour the hardware guarantees (and the model mirrors in :func:`check_registe
 * A commit that changes ``v_max`` wipes the flow vector (the arrival port stalls about
   ``vec_bits`` clocks; clears due meanwhile draw their random number and clear nothing); one
   that changes a ``rng_*_state`` reloads that generator.
-* Live re-key: a commit that changes ``hash_key`` wipes the vector too (bits set under the old
+* Live re-key: a commit that changes ``hash_key`` (or ``hash_mix_key``, in builds with the
+  keyed non-linear hash stage) wipes the vector too (bits set under the old
   key mean nothing under the new one) and latches the flow count ``N`` of that moment. The
   first arrival after it starts a hold of ``rekey_hold`` clocks: arrivals accepted before its
   end decide with the held count while the vector
@@ -69,13 +70,15 @@ import json
 import os
 
 from .config import FIELDS, FIELD_BY_NAME, SECRET_SHOWN, Build, Config, REKEY_HOLD_LIMIT
+from .flow_hash import HASH_INPUTS, MIX_KEY_BITS
 from .formats import (QAVG, PROB, PROB_ONE, CLEAR_PERIOD, RATE, QPKTS_BITS, QBYTES_BITS,
                       HOLD_BITS, SAMPLE_PERIOD_BITS, MIN_SAMPLE_PERIOD, WQ_SHIFT_MAX)
 from .queue_manager import COUNTERS
 
 __all__ = ["Register", "Table", "registers", "tables", "check_registers", "write_all",
            "FORMATS", "to_json", "to_c_header", "to_markdown", "to_systemrdl", "SOURCES",
-           "is_fixed", "is_secret", "BUILD_FIXED_BIT", "build_word", "address_constants",
+           "is_fixed", "is_secret", "BUILD_FIXED_BIT", "BUILD_PLAIN_HASH_BIT",
+           "BUILD_HASH_INPUT_SHIFT", "build_word", "address_constants", "KEY_REGISTERS",
            "ID_VALUE", "CONTROL_COMMIT", "CONTROL_CLEAR_ERRORS", "STATUS_BITS"]
 
 ID_VALUE = 0x46505131  # "FPQ1"
@@ -86,6 +89,11 @@ STATUS_REJECT_INDEX_SHIFT = 8
 #: Bit of the ``build`` register set when the build fixes configuration fields
 #: (``Build.fixed``); which ones is not in the word: a host must know the build it talks to.
 BUILD_FIXED_BIT = 17
+#: Bit of the ``build`` register set when the build has no keyed non-linear hash stage
+#: (``Build.hash_mix`` False), and the shift of its 2-bit field giving ``Build.hash_input``
+#: (its index in ``fpq.flow_hash.HASH_INPUTS``): both 0 in the default build.
+BUILD_PLAIN_HASH_BIT = 18
+BUILD_HASH_INPUT_SHIFT = 19
 
 
 @dataclass(frozen=True)
@@ -158,7 +166,10 @@ def _config_specs(build):
         ("rekey_hold", HOLD_BITS, 0, REKEY_HOLD_LIMIT - 1, "clocks",
          "After a commit that changes hash_key: clocks, from the first arrival after it, during "
          "which decisions use the flow count held from before the re-key (0: no hold)."),
-    ]
+    ] + ([("hash_mix_key", MIX_KEY_BITS, 0, (1 << MIX_KEY_BITS) - 1,
+           "round keys k0 = bits 95..64 (byte 0 at the top), k1 = 63..32, k2 = 31..0",
+           fdoc["hash_mix_key"] + " Only in builds with the keyed non-linear stage "
+           "(Build.hash_mix).")] if build.hash_mix else [])
 
 
 #: The configuration fields (``fpq.config.FIELDS``) each config register is computed from
@@ -177,7 +188,10 @@ SOURCES = {
     "limit_bytes": ("limit_bytes",), "hash_key": ("hash_key",),
     "rng_decide_state": ("seed_decide",), "rng_clear_state": ("seed_clear",),
     "rekey_hold": ("rekey_hold_t_clear", "t_clear_s", "tick_hz"),
+    "hash_mix_key": ("hash_mix_key",),
 }
+#: The key registers: a commit that changes one re-keys live (wipes the vector, holds N).
+KEY_REGISTERS = ("hash_key", "hash_mix_key")
 
 
 def is_secret(name):
@@ -211,7 +225,8 @@ def registers(build=None):
         Register("id", 0x000, 32, "ro", "control", 0, 0, ID_VALUE, "const", "'FPQ1'."),
         Register("build", 0x004, 32, "ro", "control", 0, 0, build_word(build), "fields",
                  "[4:0] log2 vec_bits, [9:5] log2 table_depth, [16:10] avg_delay, [17] some "
-                 "configuration fixed at build time."),
+                 "configuration fixed at build time, [18] no keyed non-linear hash stage, "
+                 "[20:19] hash input (0 5-tuple, 1 rss, 2 descriptor)."),
         Register("control", 0x008, 2, "wo", "control", 0, 0, 0, "strobes",
                  "bit 0 COMMIT, bit 1 CLEAR_ERRORS."),
         Register("status", 0x00C, 16, "ro", "control", 0, 0, 0, "flags",
@@ -259,7 +274,9 @@ def tables(build=None):
 def build_word(build):
     """The ``build`` register's value for ``build`` (sizes, ``avg_delay``, the fixed bit)."""
     return ((build.vec_bits.bit_length() - 1) | ((build.table_depth.bit_length() - 1) << 5)
-            | (build.avg_delay << 10) | (bool(build.fixed) << BUILD_FIXED_BIT))
+            | (build.avg_delay << 10) | (bool(build.fixed) << BUILD_FIXED_BIT)
+            | ((not build.hash_mix) << BUILD_PLAIN_HASH_BIT)
+            | (HASH_INPUTS.index(build.hash_input) << BUILD_HASH_INPUT_SHIFT))
 
 
 def check_registers(values, build=None):

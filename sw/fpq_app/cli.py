@@ -145,7 +145,8 @@ def _config(args):
     paths = write_files(files)
     tables = table_contents(config)
     for name in drawn:
-        print(f"{name}: drawn from the operating system's random source (--key HEX gives "
+        option = "--key HEX" if name == "hash_key" else f"--set {name}=HEX"
+        print(f"{name}: drawn from the operating system's random source ({option} gives "
               f"one); the output holds it: keep it secret", file=sys.stderr)
     print(f"{', '.join(paths) or 'standard output'}: {len(register_writes(config))} register "
           f"writes (the last is the commit), tables "

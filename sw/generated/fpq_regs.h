@@ -19,7 +19,7 @@
 #define FPQ_REG_ID 0x00000u
 #define FPQ_REG_ID_WIDTH 32u
 #define FPQ_REG_ID_INDEX 0u
-/* [4:0] log2 vec_bits, [9:5] log2 table_depth, [16:10] avg_delay, [17] some configuration fixed at build time. [ro, 32 bits, fields] */
+/* [4:0] log2 vec_bits, [9:5] log2 table_depth, [16:10] avg_delay, [17] some configuration fixed at build time, [18] no keyed non-linear hash stage, [20:19] hash input (0 5-tuple, 1 rss, 2 descriptor). [ro, 32 bits, fields] */
 #define FPQ_REG_BUILD 0x00004u
 #define FPQ_REG_BUILD_WIDTH 32u
 #define FPQ_REG_BUILD_INDEX 1u
@@ -107,58 +107,62 @@
 #define FPQ_REG_REKEY_HOLD 0x000e0u
 #define FPQ_REG_REKEY_HOLD_WIDTH 48u
 #define FPQ_REG_REKEY_HOLD_INDEX 22u
+/* Key of the hash's keyed non-linear stage (builds with Build.hash_mix). Secret in deployment. A commit that changes it re-keys live, as hash_key does. Write-only: reads return 0. Only in builds with the keyed non-linear stage (Build.hash_mix). [secret, 96 bits, round keys k0 = bits 95..64 (byte 0 at the top), k1 = 63..32, k2 = 31..0] */
+#define FPQ_REG_HASH_MIX_KEY 0x000f0u
+#define FPQ_REG_HASH_MIX_KEY_WIDTH 96u
+#define FPQ_REG_HASH_MIX_KEY_INDEX 23u
 /* Counter: arrivals; write clears. [rc, 64 bits, count] */
 #define FPQ_REG_ARRIVALS 0x00200u
 #define FPQ_REG_ARRIVALS_WIDTH 64u
-#define FPQ_REG_ARRIVALS_INDEX 23u
+#define FPQ_REG_ARRIVALS_INDEX 24u
 /* Counter: enqueued; write clears. [rc, 64 bits, count] */
 #define FPQ_REG_ENQUEUED 0x00208u
 #define FPQ_REG_ENQUEUED_WIDTH 64u
-#define FPQ_REG_ENQUEUED_INDEX 24u
+#define FPQ_REG_ENQUEUED_INDEX 25u
 /* Counter: marked; write clears. [rc, 64 bits, count] */
 #define FPQ_REG_MARKED 0x00210u
 #define FPQ_REG_MARKED_WIDTH 64u
-#define FPQ_REG_MARKED_INDEX 25u
+#define FPQ_REG_MARKED_INDEX 26u
 /* Counter: early drops; write clears. [rc, 64 bits, count] */
 #define FPQ_REG_EARLY_DROPS 0x00218u
 #define FPQ_REG_EARLY_DROPS_WIDTH 64u
-#define FPQ_REG_EARLY_DROPS_INDEX 26u
+#define FPQ_REG_EARLY_DROPS_INDEX 27u
 /* Counter: forced drops; write clears. [rc, 64 bits, count] */
 #define FPQ_REG_FORCED_DROPS 0x00220u
 #define FPQ_REG_FORCED_DROPS_WIDTH 64u
-#define FPQ_REG_FORCED_DROPS_INDEX 27u
+#define FPQ_REG_FORCED_DROPS_INDEX 28u
 /* Counter: departures; write clears. [rc, 64 bits, count] */
 #define FPQ_REG_DEPARTURES 0x00228u
 #define FPQ_REG_DEPARTURES_WIDTH 64u
-#define FPQ_REG_DEPARTURES_INDEX 28u
+#define FPQ_REG_DEPARTURES_INDEX 29u
 /* Counter: dep errors; write clears. [rc, 64 bits, count] */
 #define FPQ_REG_DEP_ERRORS 0x00230u
 #define FPQ_REG_DEP_ERRORS_WIDTH 64u
-#define FPQ_REG_DEP_ERRORS_INDEX 29u
+#define FPQ_REG_DEP_ERRORS_INDEX 30u
 /* Flow-vector popcount N. [ro, 17 bits, ] */
 #define FPQ_REG_N_RAW 0x00280u
 #define FPQ_REG_N_RAW_WIDTH 17u
-#define FPQ_REG_N_RAW_INDEX 30u
+#define FPQ_REG_N_RAW_INDEX 31u
 /* min(N, n_cap): the count decisions use. [ro, 16 bits, ] */
 #define FPQ_REG_N 0x00284u
 #define FPQ_REG_N_WIDTH 16u
-#define FPQ_REG_N_INDEX 31u
+#define FPQ_REG_N_INDEX 32u
 /* Average queue (QAVG): the latest published, which arrivals decide with. [ro, 36 bits, ] */
 #define FPQ_REG_AVG 0x00288u
 #define FPQ_REG_AVG_WIDTH 36u
-#define FPQ_REG_AVG_INDEX 32u
+#define FPQ_REG_AVG_INDEX 33u
 /* Queue occupancy, packets. [ro, 20 bits, ] */
 #define FPQ_REG_OCC_PKTS 0x00290u
 #define FPQ_REG_OCC_PKTS_WIDTH 20u
-#define FPQ_REG_OCC_PKTS_INDEX 33u
+#define FPQ_REG_OCC_PKTS_INDEX 34u
 /* Queue occupancy, bytes. [ro, 32 bits, ] */
 #define FPQ_REG_OCC_BYTES 0x00294u
 #define FPQ_REG_OCC_BYTES_WIDTH 32u
-#define FPQ_REG_OCC_BYTES_INDEX 34u
+#define FPQ_REG_OCC_BYTES_INDEX 35u
 /* Largest occupancy seen (packets); write clears. [rc, 20 bits, ] */
 #define FPQ_REG_MAX_QUEUE 0x00298u
 #define FPQ_REG_MAX_QUEUE_WIDTH 20u
-#define FPQ_REG_MAX_QUEUE_INDEX 35u
+#define FPQ_REG_MAX_QUEUE_INDEX 36u
 /* FPQ r(n) = l_t(n) / q_t(n) for n = 0 .. table_depth-1. */
 #define FPQ_RATE_TABLE 0x40000u
 #define FPQ_RATE_TABLE_DEPTH 8192u

@@ -20,6 +20,7 @@ SCENARIO = os.path.join(ROOT, "sim", "scenarios", "fpq-fpq.toml")
 SMALL = Build(vec_bits=64, table_depth=16)
 #: A key that passes ``fpq.config.check_key`` (the commands refuse weak and public keys).
 KEY = bytes.fromhex("3c7a0d5be2914f68a1c7e03b5d92f4a6087e1bc9")
+MIX_KEY = bytes.fromhex("5e21c09a7db348f1e6082b4c")
 CC = shutil.which("cc") or shutil.which("gcc")
 needs_cc = pytest.mark.skipif(CC is None, reason="no C compiler (cc or gcc) on PATH")
 
@@ -47,10 +48,12 @@ def test_json_of_set_options_and_its_config_member_as_input_agree(tmp_path):
     same build) gives the same document; the registers are the model's."""
     code, _, _ = run(["config", "--format", "json", "-o", str(tmp_path / "a.json"),
                       "--set", "mode=red", "--set", "tick_hz=1e6", "--set", "v_max=60",
-                      "--set", "hash_key=" + KEY.hex(), *build_args(SMALL)])
+                      "--set", "hash_key=" + KEY.hex(), "--set", "hash_mix_key=" + MIX_KEY.hex(),
+                      *build_args(SMALL)])
     assert code == 0
     doc = json.loads((tmp_path / "a.json").read_text())
-    want = Config(build=SMALL, mode="red", tick_hz=1e6, v_max=60, hash_key=KEY)
+    want = Config(build=SMALL, mode="red", tick_hz=1e6, v_max=60, hash_key=KEY,
+                  hash_mix_key=MIX_KEY)
     assert {k: int(v, 16) for k, v in doc["registers"].items()} == want.registers()
     assert doc["tables"][0]["values"] == want.rate_table()
     (tmp_path / "fields.json").write_text(json.dumps(doc["config"]))
@@ -63,10 +66,11 @@ def test_json_of_set_options_and_its_config_member_as_input_agree(tmp_path):
 def test_scenario_gives_the_simulated_queue_manager_s_registers(tmp_path):
     from fpq_sim.scenario import load, queue_config
     code, _, _ = run(["config", "--format", "json", "-o", str(tmp_path / "s.json"),
-                      "--scenario", SCENARIO, "--key", KEY.hex()])
+                      "--scenario", SCENARIO, "--key", KEY.hex(),
+                      "--set", "hash_mix_key=" + MIX_KEY.hex()])
     assert code == 0
     doc = json.loads((tmp_path / "s.json").read_text())
-    want = queue_config(load(SCENARIO)).replace(hash_key=KEY)
+    want = queue_config(load(SCENARIO)).replace(hash_key=KEY, hash_mix_key=MIX_KEY)
     assert {k: int(v, 16) for k, v in doc["registers"].items()} == want.registers()
     assert doc["tables"][0]["values"] == want.rate_table()
 
@@ -207,8 +211,10 @@ def test_c_memory_mapped_apply_writes_the_model_s_registers_and_table(tmp_path):
     """``fpq_apply_config(base)`` on memory (status reads 0: never busy): every
     configuration register word and table word lands at its address in the register map."""
     lib = load_library(tmp_path, SMALL, extra=["--set", "mode=droptail",
-                                               "--set", "limit_pkts=77", "--key", KEY.hex()])
-    config = Config(build=SMALL, mode="droptail", limit_pkts=77, hash_key=KEY)
+                                               "--set", "limit_pkts=77", "--key", KEY.hex(),
+                                               "--set", "hash_mix_key=" + MIX_KEY.hex()])
+    config = Config(build=SMALL, mode="droptail", limit_pkts=77, hash_key=KEY,
+                    hash_mix_key=MIX_KEY)
     rate = tables(SMALL)[0]
     memory = (ctypes.c_uint32 * ((rate.offset >> 2) + rate.depth))()
     memory[0], memory[1] = ID_VALUE, build_word(SMALL)

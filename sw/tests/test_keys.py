@@ -97,7 +97,7 @@ def test_fpq_config_draws_a_key_unless_given_one(tmp_path):
     assert key1 != key2 and RSS_KEY not in (key1, key2)
     assert key_weakness(key1) is None and key_weakness(key2) is None
     code, err, key = config_key(tmp_path, "--key", GOOD.hex())
-    assert (code, key) == (0, GOOD) and "drawn" not in err
+    assert (code, key) == (0, GOOD) and "hash_key: drawn" not in err
     (tmp_path / "fields.json").write_text(json.dumps({"hash_key": GOOD.hex(), "v_max": 40}))
     assert config_key(tmp_path, "--config", str(tmp_path / "fields.json"))[::2] == (0, GOOD)
 

@@ -33,7 +33,7 @@ import pytest
 
 from fpq import (Config, Build, QueueManager, Arrival, Departure, MARK, DROP_EARLY, DROP_FORCED,
                  pack_flow)
-from fpq.flow_hash import toeplitz, FLOW_BITS
+from fpq.flow_hash import toeplitz, mix, FLOW_BITS
 from fpq.formats import QAVG
 from fpq.synthetic import flow_keys, poisson_arrivals, serve_link
 
@@ -312,16 +312,20 @@ def test_more_flows_never_lower_n_at_any_clock():
 
 
 # ---- relations of means: the flow count ------------------------------------------------------
-def bitmap_expectation(flows, rate, t_clear_s, v_max, key):
+def bitmap_expectation(flows, rate, t_clear_s, v_max, cfg):
     """E[N] of the bit vector in steady state, for ``flows`` each sending Poisson at ``rate``
-    per second: bit b, hit by k_b flows (the contract's index of the Toeplitz hash), is set
+    per second: bit b, hit by k_b flows (the contract's index of the hash of ``cfg``'s build:
+    Toeplitz, mixed by default), is set
     unless no arrival of its flows came since its last clear. Clears come every
     Δ = t_clear / v_max and pick b with probability 1/v_max, so the time since b's last clear
     is Δ (G + U), G geometric from 0, U uniform, and
     P(clear) = E[exp(-λ Δ U)] E[exp(-λ Δ G)] with λ = k_b rate."""
     hits = {}
     for f in flows:
-        b = (toeplitz(key, f, FLOW_BITS) * v_max) >> 32
+        h = toeplitz(cfg.hash_key, f, FLOW_BITS)
+        if cfg.build.hash_mix:
+            h = mix(h, int.from_bytes(cfg.hash_mix_key, "big"))
+        b = (h * v_max) >> 32
         hits[b] = hits.get(b, 0) + 1
     delta, q = t_clear_s / v_max, 1 / v_max
     total = 0.0
@@ -369,7 +373,7 @@ def test_more_flows_raise_the_mean_n_as_the_bitmap_expects():
         values = [time_average_n(cfg.replace(seed_clear=100 + s), keys[:count], 2.0, 10.0,
                                  3.0, seed=s) for s in range(12)]
         m, se = statistics.fmean(values), statistics.stdev(values) / math.sqrt(len(values))
-        want = bitmap_expectation(keys[:count], 2.0, 1.0, 256, cfg.hash_key)
+        want = bitmap_expectation(keys[:count], 2.0, 1.0, 256, cfg)
         assert abs(m - want) <= 4 * se + 0.005 * want, (count, m, se, want)
         means[count] = (m, se)
     (m1, se1), (m2, se2) = means[120], means[240]
