@@ -68,7 +68,7 @@ def _initial_words(text, memory):
 def test_exported_verilog_initialises_both_banks_with_the_defaults(tmp_path):
     """``fpq verilog`` (the command ``make verilog`` runs): the r(N) table's ``initial``
     block holds the defaults' table in bank 0 (addresses 0 .. depth-1) and bank 1 (depth ..
-    2 depth-1), every word."""
+    2 depth-1), every word, and a reset-less TABLES_DEFAULT flag per bank starts at 1."""
     out = tmp_path / "core.v"
     assert main(["verilog", "-o", str(out), "--no-package", "--vec-bits",
                  str(BUILD.vec_bits), "--table-depth", str(BUILD.table_depth)]) == 0
@@ -77,6 +77,8 @@ def test_exported_verilog_initialises_both_banks_with_the_defaults(tmp_path):
     table = Config(build=BUILD).rate_table()
     assert len(set(table)) > 200                  # the words differ: positions matter
     assert words == dict(enumerate(table + table))
+    for bank in (0, 1):
+        assert re.search(rf"reg \\registers\.rate_bank{bank}_default  = 1'h1;", text)
 
 
 def test_a_build_s_own_defaults_are_its_init(tmp_path):

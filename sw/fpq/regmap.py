@@ -35,6 +35,13 @@ Behaviour the hardware guarantees (and the model mirrors in :func:`check_registe
   were written: a host that rewrites only part of a table before a commit swaps in a bank
   whose other entries are still those of two commits ago, so write the whole table every
   time (the board tool's ``configure`` does).
+* Power-on tables. Both banks of every table hold the default configuration's contents
+  (``Config(build=build).rate_table()``) when the FPGA is configured: the RAMs' initial
+  contents, so out of reset the core runs FPQ with the defaults without a host write.
+  ``STATUS.TABLES_DEFAULT`` is 1 while the active bank holds them: a table write clears the
+  flag of the bank it goes to (the inactive one), so the bit reads 0 from the commit that
+  swaps that bank in. A reset does not restore the contents (a RAM keeps them) but makes
+  bank 0 active again: the bit then says whether bank 0 was ever written.
 * Out-of-range values. A written value that fits the register's width but lies outside its
   range (the table's "range (raw)" column) is stored in the shadow (reads return it) and the
   next commit is rejected as above. A written value that does not fit (any bit set above the
@@ -81,7 +88,7 @@ __all__ = ["Register", "Table", "registers", "tables", "check_registers", "write
 ID_VALUE = 0x46505131  # "FPQ1"
 CONTROL_COMMIT = 1 << 0
 CONTROL_CLEAR_ERRORS = 1 << 1
-STATUS_BITS = {"BUSY": 0, "COMMIT_REJECTED": 1, "BAD_WRITE": 2}
+STATUS_BITS = {"BUSY": 0, "COMMIT_REJECTED": 1, "BAD_WRITE": 2, "TABLES_DEFAULT": 3}
 STATUS_REJECT_INDEX_SHIFT = 8
 #: Bit of the ``build`` register set when the build fixes configuration fields
 #: (``Build.fixed``); which ones is not in the word: a host must know the build it talks to.
@@ -216,7 +223,8 @@ def registers(build=None):
                  "bit 0 COMMIT, bit 1 CLEAR_ERRORS."),
         Register("status", 0x00C, 16, "ro", "control", 0, 0, 0, "flags",
                  "bit 0 BUSY (commit or wipe under way), bit 1 COMMIT_REJECTED, bit 2 BAD_WRITE "
-                 "(sticky); [15:8] REJECT_INDEX."),
+                 "(sticky); bit 3 TABLES_DEFAULT (the active r(N) table bank holds the "
+                 "power-on defaults, no host data); [15:8] REJECT_INDEX."),
     ]
     offset = 0x040
     for name, width, lo, hi, fmt, doc in _config_specs(build):
@@ -466,6 +474,10 @@ _RDL_BITS = {
                ("BAD_WRITE", STATUS_BITS["BAD_WRITE"], STATUS_BITS["BAD_WRITE"],
                 "Sticky: a write was refused (read-only or unmapped address, a value wider "
                 "than its register, undefined control bits)."),
+               ("TABLES_DEFAULT", STATUS_BITS["TABLES_DEFAULT"],
+                STATUS_BITS["TABLES_DEFAULT"],
+                "The active bank of the r(N) table holds its power-on contents, the "
+                "defaults' table: 1 until a commit swaps in a bank the host wrote."),
                ("REJECT_INDEX", STATUS_REJECT_INDEX_SHIFT + 7, STATUS_REJECT_INDEX_SHIFT,
                 "Sticky: index of the first register out of range of the rejected commit.")],
 }
