@@ -280,6 +280,7 @@ def test_tables_default_until_a_commit_swaps_in_host_data_and_after_reset_of_ban
             ctx.set(top.rst, 0)
             await ctx.tick().repeat(3)
 
+        seen.append(("power-on word", await host.read(REGS["status"].offset)))
         await note("power-on")
         await host.write(rate.offset + 4 * 7, 0x12345)
         await note("written")
@@ -303,6 +304,8 @@ def test_tables_default_until_a_commit_swaps_in_host_data_and_after_reset_of_ban
     sim.add_clock(1e-8)
     sim.add_testbench(tb)
     sim.run()
+    # the map's reset value of status is the power-on word
+    assert seen.pop(0) == ("power-on word", REGS["status"].reset) and REGS["status"].reset
     assert seen == [("power-on", 0, True, 0), ("written", 0, True, 0), ("commit", 1, False, 0),
                     ("commit, no write", 1, False, 0), ("reset", 0, True, 0),
                     ("bank 1 again", 1, False, 0), ("bank 0 written", 1, False, 0),

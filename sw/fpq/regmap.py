@@ -221,7 +221,9 @@ def registers(build=None):
                  "configuration fixed at build time."),
         Register("control", 0x008, 2, "wo", "control", 0, 0, 0, "strobes",
                  "bit 0 COMMIT, bit 1 CLEAR_ERRORS."),
-        Register("status", 0x00C, 16, "ro", "control", 0, 0, 0, "flags",
+        # the power-on value: the r(N) table's banks hold the defaults (TABLES_DEFAULT)
+        Register("status", 0x00C, 16, "ro", "control", 0, 0,
+                 1 << STATUS_BITS["TABLES_DEFAULT"], "flags",
                  "bit 0 BUSY (commit or wipe under way), bit 1 COMMIT_REJECTED, bit 2 BAD_WRITE "
                  "(sticky); bit 3 TABLES_DEFAULT (the active r(N) table bank holds the "
                  "power-on defaults, no host data); [15:8] REJECT_INDEX."),
@@ -514,8 +516,9 @@ def _rdl_register(r, index):
             field_access = ("sw = w; hw = r; singlepulse = true;" if r.name == "control"
                             else "sw = r; hw = w;")
             for bit_name, msb, lsb_, bit_doc in _RDL_BITS[r.name]:
+                value = (r.reset >> lsb_) & ((1 << (msb - lsb_ + 1)) - 1)
                 out.append(f"        field {{ {field_access} desc = {_rdl_string(bit_doc)}; "
-                           f"}} {bit_name}[{msb}:{lsb_}] = 0;")
+                           f"}} {bit_name}[{msb}:{lsb_}] = {value};")
         else:
             reset = 0 if r.secret and r.kind == "fixed" else (r.reset >> lsb) & ((1 << width) - 1)
             out.append(f"        field {{ {access} }} {name}[{width - 1}:0] = "
