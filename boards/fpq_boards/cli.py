@@ -195,7 +195,7 @@ def register(subparsers):
                    help="first load the default FPQ configuration (every register of "
                         "fpq.Config for the board's build, derived with tick_hz = the board "
                         "clock: clear_period, wq_shift, avg_sample_period, ...) and the r(N) "
-                        "table (out of reset the table is 0: FPQ does not drop)")
+                        "table (out of reset the table already holds the build's defaults)")
     m.add_argument("--key", default=None, metavar="HEX",
                    help="with --configure: the hash key to write, 40 hex digits, not weak "
                         "(docs/RELIABILITY.md, \"Key handling\"); default: drawn from the "

@@ -84,8 +84,11 @@ class QMTap:
         self._arr = {name: (f.offset, f.width) for name, f in ARRIVAL}
         self._dep = {name: (f.offset, f.width) for name, f in DEPARTURE}
         self._cfg = {name: (f.offset, f.width) for name, f in config_layout(self.build)}
-        # out of reset both table banks hold zeros: the register file loads none
-        self._banks = [[0] * self.build.table_depth for _ in range(2)]
+        # at power-on both table banks hold the build's default table (the RAM's initial
+        # contents, ``fpq_hdl.drop_probability``)
+        from fpq.config import Config
+        default = Config(build=self.build).rate_table()
+        self._banks = [list(default), list(default)]
 
     @property
     def now(self):
@@ -148,14 +151,14 @@ class QMTap:
 
     def replay(self):
         """The golden model run on the record; returns ``(model, verdicts)``. The model
-        starts from the register file's reset values and zero tables; each commit applies the
-        registers the port showed (``Config.override``: raw values) and the active table."""
+        starts from the register file's reset values and the default table (the power-on
+        contents of both banks); each commit applies the registers the port showed
+        (``Config.override``: raw values) and the active table."""
         from fpq.config import Config
         from fpq.regmap import registers
         from fpq.queue_manager import QueueManager as Model, Arrival, Departure
         runtime = [r.name for r in registers(self.build) if r.kind == "config"]
         model = Model(Config(build=self.build))
-        model.rate_table = [0] * self.build.table_depth
         out = []
         for ev in self.events:
             if type(ev) is Departure:

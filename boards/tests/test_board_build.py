@@ -80,6 +80,28 @@ def test_icebreaker_fixes_every_configuration_register():
     assert not {"clear_literal", "pkt_time_s"} & set(build.fixed_fields)
 
 
+def test_icebreaker_table_starts_with_its_build_s_defaults(monkeypatch):
+    """The iCEBreaker's r(N) table is a generic memory (Yosys gives the SB_RAM40_4K tiles its
+    initial contents) whose both banks start with the table of the board's own build (its
+    fixed fields at its clock), so the board runs FPQ out of reset with no host write."""
+    from amaranth import Fragment
+    from fpq import Config
+    from fpq_hdl import drop_probability
+    tables = []
+
+    class Recorded(drop_probability.BlockRAM):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            tables.append(self)
+    monkeypatch.setattr(drop_probability, "BlockRAM", Recorded)
+    top = BoardTop(BOARDS["icebreaker"])
+    Fragment.get(top.soc, None)
+    (table,) = tables
+    default = Config(build=top.build).rate_table()
+    assert table.style == "generic" and table.depth == 2 * top.build.table_depth
+    assert table.init == default + default and len(set(default)) > 200
+
+
 def test_unknown_board_is_refused():
     with pytest.raises(ValueError, match="board: 'de10' is not one of icebreaker, ulx3s"):
         build_board("de10", out_root=OUT)

@@ -64,3 +64,30 @@ def test_exported_core_over_axi_against_the_model(tmp_path, request):
     # the traffic reached the decisions worth checking: marks or early drops, forced drops
     assert cov.get("mark", 0) + cov.get("drop early", 0) > 50, cov
     assert cov.get("drop forced", 0) > 0 and cov.get("average > 0", 0) > 1000, cov
+
+
+def test_exported_core_out_of_reset_runs_fpq_on_the_defaults(tmp_path, request):
+    """No bus write at all: STATUS reads TABLES_DEFAULT; eight bursts of 1,500 back-to-back
+    arrivals of 4 flows, each half a sample period after a sample of the average (the
+    defaults' 692,082 clocks), build the queue and the average up, and FPQ's early drops
+    come from the power-on r(N) table. Every verdict and counter equals the golden model's
+    of ``Config(build)`` (the defaults the core starts with)."""
+    import random
+    from fpq.regmap import STATUS_BITS
+    period = _DEFAULTS["avg_sample_period"]
+    rnd = random.Random(3)
+    flows = [rnd.getrandbits(104) for _ in range(4)]
+    bursts = [(k * period + period // 2,
+               [(rnd.choice(flows), rnd.choice((64, 576, 1500)), False) for _ in range(1500)])
+              for k in range(8)]
+    plan = {"config": Config(build=B), "bursts": bursts}
+    folder, verilog = export(tmp_path)
+    res = runner.run(folder, verilog, NAME, "core_export.bench_core_export", plan,
+                     BUILD_ROOT / "runs" / request.node.name,
+                     public=("s_axis_*", "m_axis_*", "s_axil_*", "clk", "rst"))
+    record({"arrivals": res["verdicts"], "cycles": res["clocks"]})
+    assert res["verdicts"] == 12000
+    tables_default = 1 << STATUS_BITS["TABLES_DEFAULT"]
+    # after the wipe out of reset and at the end: the defaults, nothing else flagged
+    assert res["status"] == (tables_default, tables_default)
+    assert res["counters"]["early_drops"] > 50, res["counters"]

@@ -88,7 +88,7 @@ class SystemTB(QueueManagerTB):
         self.regs = {r.name: r for r in registers(self.build)}
         self.tables = {t.name: t for t in tables(self.build)}
         self.shadow = None          # the register file's shadows as the bench wrote them
-        self.table_written = None   # the r(N) table as the bench wrote it (None: reset's zeros)
+        self.table_written = None   # the r(N) table as the bench wrote it (None: not yet)
         self.queued = None          # the configuration whose writes are queued / written
         self.issued = None          # the configuration whose COMMIT is written
         self.commits = 0
@@ -131,8 +131,8 @@ class SystemTB(QueueManagerTB):
                 self.write_reg(r.name, regs[r.name])
         self.shadow = {n: regs[n] for n, r in self.regs.items() if r.kind == "config"}
         self.queued = cfg
-        # the table as the bench last wrote it, not ``old``'s: out of reset the register
-        # file's table is zero, whatever ``Config(build)`` computes
+        # the table as the bench last wrote it, not ``old``'s: the bench writes it once
+        # whatever the power-on contents, then only when it changes
         table = cfg.rate_table()
         if self.table_written != table:
             base = self.tables["rate_table"].offset

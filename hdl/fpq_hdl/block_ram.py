@@ -4,17 +4,41 @@ from amaranth import *
 from amaranth.lib import wiring, memory
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["BlockRAM", "RAM_STYLES", "ram_without_rw_check", "read_register"]
+__all__ = ["BlockRAM", "RAM_STYLES", "ram_without_rw_check", "read_register",
+           "dp16kd_initval"]
 
 RAM_STYLES = ("generic", "ecp5")
 _ECP5_DEPTH = 16384          # DP16KD as 16384 x 1
+_INITVAL_ROWS = 64           # INITVAL_00 .. INITVAL_3F, 320 bits each
 
 
-def ram_without_rw_check(shape, depth):
+def ram_without_rw_check(shape, depth, init=()):
     """A memory none of whose reads uses the word written in the same clock (or whose users
     accept either value then), marked ``no_rw_check`` for Yosys; read it with
-    ``read_register``."""
-    return memory.Memory(shape=shape, depth=depth, init=[], attrs={"no_rw_check": 1})
+    ``read_register``. ``init``: its contents at power-on (the first words; the rest 0)."""
+    return memory.Memory(shape=shape, depth=depth, init=list(init),
+                         attrs={"no_rw_check": 1})
+
+
+def dp16kd_initval(bits):
+    """The ``INITVAL_00`` .. ``INITVAL_3F`` parameters of a DP16KD used as 16384 x 1 whose
+    address ``a`` holds ``bits[a]`` (at most 16384 bits; the rest 0), as a dict of
+    parameter name to 320-bit integer.
+
+    Why this layout: the 18 Kbit array is 1024 words of 18 bits (two 9-bit halves, bit 8 of
+    each the parity bit that the x1 mode does not use), 16 words per INITVAL, each word in
+    a 20-bit field with 2 bits of padding. So address ``a`` is bit ``a % 8`` of half
+    ``(a >> 3) % 2`` of word ``a >> 4``. It is the layout Yosys's ECP5 memory mapping writes
+    (``techlibs/lattice/brams_map_16kd.v`` over ``memory_libmap``'s 9-bit units), and the
+    one nextpnr reads back into the bitstream."""
+    if len(bits) > _ECP5_DEPTH:
+        raise ValueError(f"bits: {len(bits)} values do not fit a DP16KD's {_ECP5_DEPTH}")
+    rows = [0] * _INITVAL_ROWS
+    for a, bit in enumerate(bits):
+        if bit:
+            word, half, pos = a >> 4, (a >> 3) & 1, a & 7
+            rows[word >> 4] |= 1 << (20 * (word & 15) + 9 * half + pos)
+    return {f"INITVAL_{i:02X}": v for i, v in enumerate(rows)}
 
 
 def read_register(m, mem, addr, en=None):
@@ -52,10 +76,19 @@ class BlockRAM(wiring.Component):
     Reads are not transparent: a read in the same clock as a write to the same address may
     return either value, so users forward writes of the two previous clocks (FlowCounter).
 
+    Power-on contents: ``init`` (0 where it stops), as the memory's initial contents in the
+    generic style (the exported Verilog's ``initial`` block, the iCE40's ``SB_RAM40_4K``
+    INIT through Yosys) and as the DP16KD tiles' ``INITVAL_xx`` parameters in the "ecp5"
+    style (``dp16kd_initval``). A reset does not reload them: they are the contents of the
+    configured FPGA, as a RAM keeps its contents across a reset.
+
     Parameters
     ----------
     width, depth : int
     style : "generic" or "ecp5"
+    init : sequence of int
+        Words for addresses 0, 1, ..., each in ``[0, 2**width)``, at most ``depth`` of them
+        (default none: all 0).
 
     Attributes
     ----------
@@ -64,10 +97,19 @@ class BlockRAM(wiring.Component):
     r_data : Out(width)
     """
 
-    def __init__(self, width, depth, style="generic"):
+    def __init__(self, width, depth, style="generic", init=()):
         if style not in RAM_STYLES:
             raise ValueError(f"style: {style!r} must be one of {', '.join(RAM_STYLES)}")
+        init = list(init)
+        if len(init) > depth:
+            raise ValueError(f"init: {len(init)} words do not fit depth {depth}")
+        for a, word in enumerate(init):
+            if isinstance(word, bool) or not isinstance(word, int) or \
+                    not 0 <= word < (1 << width):
+                raise ValueError(f"init: word {a} is {word!r}, outside the allowed range "
+                                 f"[0, {(1 << width) - 1}] of width {width}")
         self.width, self.depth, self.style = width, depth, style
+        self.init = init
         abits = max(1, (depth - 1).bit_length())
         super().__init__({"w_en": In(1), "w_addr": In(abits), "w_data": In(width),
                           "r_addr": In(abits), "r_data": Out(width)})
@@ -76,7 +118,7 @@ class BlockRAM(wiring.Component):
         m = Module()
         if self.style == "generic":
             # the "either value" rule above is what ``ram_without_rw_check`` asks
-            m.submodules.mem = mem = ram_without_rw_check(self.width, self.depth)
+            m.submodules.mem = mem = ram_without_rw_check(self.width, self.depth, self.init)
             wp = mem.write_port()
             m.d.comb += [wp.en.eq(self.w_en), wp.addr.eq(self.w_addr),
                          wp.data.eq(self.w_data)]
@@ -101,6 +143,11 @@ class BlockRAM(wiring.Component):
                     i_OCEA=1, i_OCEB=1, i_RSTA=0, i_RSTB=0, i_WEA=self.w_en & w_row, i_WEB=0,
                     i_CSA0=0, i_CSA1=0, i_CSA2=0, i_CSB0=0, i_CSB1=0, i_CSB2=0,
                     i_DIA0=self.w_data[c], o_DOB0=col[c])
+                # the tile's power-on contents: bit c of the words of this row's addresses
+                words = self.init[r * _ECP5_DEPTH:(r + 1) * _ECP5_DEPTH]
+                if any(words):
+                    ports.update({f"p_{k}": Const(v, 320) for k, v in
+                                  dp16kd_initval([w >> c & 1 for w in words]).items()})
                 for i in range(14):
                     ports[f"i_ADA{i}"] = self.w_addr[i] if i < len(self.w_addr) else 0
                     ports[f"i_ADB{i}"] = self.r_addr[i] if i < len(self.r_addr) else 0

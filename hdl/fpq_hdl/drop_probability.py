@@ -4,6 +4,7 @@ from amaranth import *
 from amaranth.lib import wiring, memory
 from amaranth.lib.wiring import In, Out
 
+from fpq.config import Config
 from fpq.formats import QAVG, PROB, PROB_ONE, RATE
 from fpq.drop_probability import MODE_FPQ, MODE_RED
 
@@ -72,7 +73,9 @@ class DropProbability(wiring.Component):
         The active bank: the pipeline reads it, host writes go to the other one (so a commit
         swaps tables atomically).
     table_we, table_addr, table_data : In
-        Host write port of the r(N) table (``RATE`` words), into the inactive bank.
+        Host write port of the r(N) table (``RATE`` words), into the inactive bank. Both
+        banks hold ``Config(build=build).rate_table()`` at power-on (not after a reset: a
+        RAM keeps its contents).
     n : Out(log2(table_depth) bits)
         ``min(n_raw, n_cap)``. It is below ``table_depth`` because ``n_cap`` is (the register
         file rejects a commit of a larger ``n_cap``); a larger ``n_cap`` written to the port
@@ -89,6 +92,7 @@ class DropProbability(wiring.Component):
     def __init__(self, build, ram_style="generic", optimise="speed"):
         self.ram_style = ram_style
         self.optimise = check_optimise(optimise)
+        self.build = build
         self.table_depth = table_depth = build.table_depth
         abits = (table_depth - 1).bit_length()
         super().__init__({
@@ -105,7 +109,12 @@ class DropProbability(wiring.Component):
         self.mode, self.n_cap = self.config.mode, self.config.n_cap
         for name in ("min_th", "max_th", "max_p", "slope1", "slope2", "gentle"):
             setattr(self, "red_" + name, self.config["red_" + name])
-        m.submodules.table = table = BlockRAM(RATE.width, 2 * self.table_depth, self.ram_style)
+        # both banks hold the defaults at power-on: out of reset FPQ runs with the paper's
+        # values without a host write, and a host that rewrites part of a bank before its
+        # first commit patches the defaults, not zeros
+        default = Config(build=self.build).rate_table()
+        m.submodules.table = table = BlockRAM(RATE.width, 2 * self.table_depth, self.ram_style,
+                                              init=default + default)
         m.d.comb += [table.w_en.eq(self.table_we),
                      table.w_addr.eq(Cat(self.table_addr, ~self.table_bank)),
                      table.w_data.eq(self.table_data)]

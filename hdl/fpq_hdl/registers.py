@@ -60,7 +60,11 @@ class RegisterFile(wiring.Component):
     ``secret``), which return 0 whether configurable or fixed: the read multiplexer has no
     input from them, so no bus in front of this file (AXI4-Lite, Wishbone, the boards' UART
     bridge) can read a key back. Out of reset the active configuration is
-    the map's defaults and the generators and clear schedule are loaded from them.
+    the map's defaults and the generators and clear schedule are loaded from them; at
+    power-on both banks of the r(N) table hold the defaults' table too (the RAM's initial
+    contents, ``DropProbability``), and ``STATUS.TABLES_DEFAULT`` says whether the active
+    bank still does (1 until the first commit that swaps in a bank the host wrote; after a
+    reset, whether bank 0, active again, was ever written).
 
     Latency: reads ``read_latency`` clocks (1 or 2); a commit applies 2 clocks after ``idle``
     and at least 4 after the last bus write (the checks registered in two stages).
@@ -144,10 +148,22 @@ class RegisterFile(wiring.Component):
         telemetry = {"n_raw": self.n_raw, "n": self.n, "avg": self.avg,
                      "occ_pkts": self.occ_pkts, "occ_bytes": self.occ_bytes,
                      "max_queue": self.max_queue}
+        # whether each bank of the r(N) table still holds its power-on contents (the build's
+        # defaults): cleared by the first table write into it, and reset-less because the
+        # RAM keeps what the host wrote across a reset while ``rate_bank`` returns to 0
+        bank_default = [Signal(init=1, reset_less=True, name=f"rate_bank{i}_default")
+                        for i in range(2)]
+        with m.If(self.rate_we):
+            with m.If(self.rate_bank):
+                m.d.sync += bank_default[0].eq(0)
+            with m.Else():
+                m.d.sync += bank_default[1].eq(0)
+        tables_default = Mux(self.rate_bank, bank_default[1], bank_default[0])
         status = Signal(16)
         m.d.comb += status.eq((pending | applying | self.busy) << STATUS_BITS["BUSY"]
                               | rejected << STATUS_BITS["COMMIT_REJECTED"]
                               | bad_write << STATUS_BITS["BAD_WRITE"]
+                              | tables_default << STATUS_BITS["TABLES_DEFAULT"]
                               | reject_index << STATUS_REJECT_INDEX_SHIFT)
 
         # ---- register words: reads, writes ------------------------------------------------

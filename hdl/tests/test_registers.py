@@ -11,7 +11,7 @@ from fpq.regmap import (registers, tables, check_registers, ID_VALUE, CONTROL_CO
                         CONTROL_CLEAR_ERRORS, STATUS_BITS, STATUS_REJECT_INDEX_SHIFT)
 from fpq.queue_manager import COUNTERS
 from fpq_hdl.registers import RegisterFile
-from amaranth import Module
+from amaranth import Elaboratable, Module, ResetInserter, Signal
 from amaranth.lib import wiring
 
 from fpq_hdl.layouts import config_layout
@@ -28,6 +28,7 @@ COMMIT_CLOCKS = 5
 #: Fields that fix the averager's registers (wq_shift 9, a sample every 40 clocks).
 AVG_FIXED = {"avg_tau_s": ewma_time_constant(9, 40) / 1e6, "tick_hz": 1e6}
 BAD_WRITE = 1 << STATUS_BITS["BAD_WRITE"]
+TABLES_DEFAULT = 1 << STATUS_BITS["TABLES_DEFAULT"]
 
 
 class Host:
@@ -55,6 +56,11 @@ class Host:
         for _ in range(self.dut.read_latency - 1):
             await c.tick()
         return c.get(b.r_data)
+
+    async def status(self):
+        """STATUS without TABLES_DEFAULT, which says what the table RAM holds (its own tests:
+        ``test_tables_default_*``); the other bits are what these tests check."""
+        return await self.read(REGS["status"].offset) & ~TABLES_DEFAULT
 
     async def write_reg(self, name, value):
         r = self.regs[name]
@@ -118,7 +124,7 @@ def test_reset_values_identity_and_commit_of_a_new_configuration():
             seen |= {n for n, v in zip(("wipe", "decide", "clear"), s) if v}
         assert seen == {"wipe", "clear"}            # v_max and the clear seed changed
         assert host.active() == {k: new[k] for k in host.active()}
-        assert await host.read(REGS["status"].offset) == 0
+        assert await host.status() == 0
     simulate(bench)
 
 
@@ -158,7 +164,7 @@ def test_out_of_range_commit_is_rejected_naming_the_first_bad_register():
         for name in ("wq_shift", "n_cap", "red_max_th"):
             await host.write_reg(name, bad[name])
         await host.commit()
-        status = await host.read(REGS["status"].offset)
+        status = await host.status()
         want = check_registers(bad, BUILD)
         assert want == INDEX["n_cap"]
         assert status == REJECTED | want << STATUS_REJECT_INDEX_SHIFT
@@ -166,12 +172,12 @@ def test_out_of_range_commit_is_rejected_naming_the_first_bad_register():
         for name, v in (("n_cap", 63), ("wq_shift", 16)):
             await host.write_reg(name, v)
         await host.commit()
-        status = await host.read(REGS["status"].offset)
+        status = await host.status()
         assert status >> STATUS_REJECT_INDEX_SHIFT == INDEX["red_max_th"]
         await host.write(REGS["control"].offset, CONTROL_CLEAR_ERRORS)
         await host.write_reg("red_max_th", values["red_min_th"] + (1 << 16))
         await host.commit()
-        assert await host.read(REGS["status"].offset) == 0
+        assert await host.status() == 0
         assert host.active()["red_max_th"] == values["red_min_th"] + (1 << 16)
         assert host.active()["n_cap"] == 63
     simulate(bench)
@@ -185,7 +191,7 @@ def test_commit_waits_for_an_empty_pipeline():
         for _ in range(10):
             _, _, hold = await ctx.tick().sample(dut.hold)
             assert hold and host.active()["wq_shift"] != 3
-        assert await host.read(REGS["status"].offset) & 1      # BUSY
+        assert await host.status() & 1      # BUSY
         ctx.set(dut.idle, 1)
         for _ in range(COMMIT_CLOCKS):
             await ctx.tick()
@@ -208,12 +214,12 @@ def test_counters_read_64_bits_and_clear_on_write_and_bad_writes():
         assert await host.read_reg("max_queue") == 1234
         _, cmq, _ = await host.write(REGS["max_queue"].offset, 0)
         assert cmq
-        assert await host.read(REGS["status"].offset) == 0
+        assert await host.status() == 0
         await host.write(REGS["id"].offset, 5)
-        assert await host.read(REGS["status"].offset) == BAD_WRITE
+        assert await host.status() == BAD_WRITE
         await host.write(REGS["control"].offset, CONTROL_CLEAR_ERRORS)
         await host.write(0x3FFFC, 5)                          # unmapped
-        assert await host.read(REGS["status"].offset) == BAD_WRITE
+        assert await host.status() == BAD_WRITE
         assert await host.read(0x3FFFC) == 0
     simulate(bench)
 
@@ -232,8 +238,78 @@ def test_table_writes_go_to_the_inactive_bank_and_commit_swaps():
         assert ctx.get(dut.rate_bank) == 1
         _, _, we = await host.write(rate.offset + 4 * rate.depth, 1)   # one past the end
         assert not we
-        assert await host.read(REGS["status"].offset) == BAD_WRITE
+        assert await host.status() == BAD_WRITE
     simulate(bench)
+
+
+class _UnderReset(Elaboratable):
+    """The register file under a reset the bench drives (``rst``), as a board's reset."""
+
+    def __init__(self, dut):
+        self.dut, self.rst = dut, Signal()
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.dut = ResetInserter(self.rst)(self.dut)
+        return m
+
+
+def test_tables_default_until_a_commit_swaps_in_host_data_and_after_reset_of_bank_0():
+    """STATUS.TABLES_DEFAULT: 1 out of reset; a table write (into the inactive bank) leaves
+    it 1 until the commit that swaps that bank in, a commit without a table write leaves it
+    as it is; a reset makes bank 0 active again and the bit says whether bank 0 was ever
+    written, as the RAM keeps its contents: 1 after a first run that wrote only bank 1,
+    0 after one that wrote both."""
+    rate = {t.name: t for t in tables(BUILD)}["rate_table"]
+    dut = RegisterFile(BUILD)
+    top = _UnderReset(dut)
+    seen = []
+
+    async def tb(ctx):
+        ctx.set(dut.idle, 1)
+        host = Host(ctx, dut)
+
+        async def note(step):
+            status = await host.read(REGS["status"].offset)
+            seen.append((step, ctx.get(dut.rate_bank), bool(status & TABLES_DEFAULT),
+                         status & ~TABLES_DEFAULT))
+
+        async def reset():
+            ctx.set(top.rst, 1)
+            await ctx.tick().repeat(2)
+            ctx.set(top.rst, 0)
+            await ctx.tick().repeat(3)
+
+        seen.append(("power-on word", await host.read(REGS["status"].offset)))
+        await note("power-on")
+        await host.write(rate.offset + 4 * 7, 0x12345)
+        await note("written")
+        await host.commit()
+        await note("commit")
+        await host.commit()
+        await note("commit, no write")
+        await reset()
+        await note("reset")
+        await host.write(rate.offset, 1)              # bank 1 again
+        await host.commit()
+        await note("bank 1 again")
+        await host.write(rate.offset, 2)              # bank 0
+        await note("bank 0 written")
+        await host.commit()
+        await note("bank 0 active")
+        await reset()
+        await note("reset after both")
+
+    sim = Simulator(top)
+    sim.add_clock(1e-8)
+    sim.add_testbench(tb)
+    sim.run()
+    # the map's reset value of status is the power-on word
+    assert seen.pop(0) == ("power-on word", REGS["status"].reset) and REGS["status"].reset
+    assert seen == [("power-on", 0, True, 0), ("written", 0, True, 0), ("commit", 1, False, 0),
+                    ("commit, no write", 1, False, 0), ("reset", 0, True, 0),
+                    ("bank 1 again", 1, False, 0), ("bank 0 written", 1, False, 0),
+                    ("bank 0 active", 0, False, 0), ("reset after both", 0, False, 0)]
 
 
 def test_a_commit_s_registers_bank_swap_and_strobes_come_in_one_clock():
@@ -379,7 +455,7 @@ async def load_and_commit(host, config, build):
     await host.write(REGS["control"].offset, CONTROL_COMMIT)
     for _ in range(2 * build.vec_bits + 40):
         await host.ctx.tick()
-    assert await host.read(REGS["status"].offset) == 0
+    assert await host.status() == 0
 
 
 def test_queue_manager_configured_over_the_bus_matches_the_model_after_commit():
@@ -469,18 +545,18 @@ def test_value_wider_than_its_register_is_refused_and_rejects_every_commit():
                 assert want == INDEX[r.name]
                 for _ in range(2):                             # stays rejected
                     await host.commit()
-                    status = await host.read(REGS["status"].offset)
+                    status = await host.status()
                     assert status == (REJECTED | BAD_WRITE | want << STATUS_REJECT_INDEX_SHIFT), \
                         (r.name, hex(status))
                     assert host.active() == before
                 await host.write(REGS["control"].offset, CONTROL_CLEAR_ERRORS)
                 await host.commit()                            # CLEAR_ERRORS is not a fix
-                assert await host.read(REGS["status"].offset) >> STATUS_REJECT_INDEX_SHIFT == \
+                assert await host.status() >> STATUS_REJECT_INDEX_SHIFT == \
                     INDEX[r.name]
                 await host.write(REGS["control"].offset, CONTROL_CLEAR_ERRORS)
             await host.write(top, values[r.name] >> shift)     # fits: accepted again
             await host.commit()
-            assert await host.read(REGS["status"].offset) == 0, r.name
+            assert await host.status() == 0, r.name
             assert host.active() == before
     simulate(bench)
 
@@ -511,7 +587,7 @@ def test_random_register_writes_and_commits_follow_check_registers():
                 written[r.name] = v
             await host.commit()
             want = check_registers(written, BUILD)
-            status = await host.read(REGS["status"].offset)
+            status = await host.status()
             await host.write(REGS["control"].offset, CONTROL_CLEAR_ERRORS)
             if want is None:
                 active = {k: written[k] for k in active}
@@ -557,7 +633,7 @@ def test_read_only_undefined_and_control_writes():
                 for data in (0, 0xFFFFFFFF, 0x12345678):
                     clear, cmq, we = await host.write(r.offset + 4 * w, data)
                     assert (clear, cmq, we) == (0, 0, 0)
-                    status = await host.read(REGS["status"].offset)
+                    status = await host.status()
                     assert status == BAD_WRITE, (r.name, hex(status))
                     await host.write(REGS["control"].offset, CONTROL_CLEAR_ERRORS)
         assert {r.name: await host.read_reg(r.name) for r in READ_ONLY} == ro_before
@@ -565,7 +641,7 @@ def test_read_only_undefined_and_control_writes():
             assert await host.read(4 * w) == 0, hex(4 * w)
             clear, cmq, we = await host.write(4 * w + (w & 3), 0xFFFFFFFF)   # low bits ignored
             assert (clear, cmq, we) == (0, 0, 0)
-            assert await host.read(REGS["status"].offset) == BAD_WRITE, hex(4 * w)
+            assert await host.status() == BAD_WRITE, hex(4 * w)
             await host.write(REGS["control"].offset, CONTROL_CLEAR_ERRORS)
         assert await host.read(REGS["control"].offset) == 0
         assert len(tabs) == 1 and await host.read(tabs[0].offset) == 0
@@ -575,10 +651,10 @@ def test_read_only_undefined_and_control_writes():
         for _ in range(COMMIT_CLOCKS):
             await ctx.tick()
         assert host.active() == active
-        status = await host.read(REGS["status"].offset)
+        status = await host.status()
         assert status == BAD_WRITE
         await host.write(REGS["control"].offset, CONTROL_CLEAR_ERRORS | 1 << 31)
-        assert await host.read(REGS["status"].offset) == BAD_WRITE
+        assert await host.status() == BAD_WRITE
         await host.commit()
         assert host.active() == dict(active, wq_shift=3)
     simulate(bench)
@@ -613,9 +689,9 @@ def test_commits_while_traffic_flows_apply_at_the_recorded_clock():
                 await host.ctx.tick()
             await write_config(host, new, old)          # arrivals keep flowing meanwhile
             await host.write(REGS["control"].offset, CONTROL_COMMIT)
-            while await host.read(REGS["status"].offset) & 1:      # BUSY: pending
+            while await host.status() & 1:      # BUSY: pending
                 pass
-            assert await host.read(REGS["status"].offset) & REJECTED == 0
+            assert await host.status() & REJECTED == 0
 
     bench, model = run_system(build, initial, configs, steps, host_script)
     # each commit's clock and the arrivals accepted before it
@@ -655,13 +731,13 @@ def test_fixed_registers_read_their_value_refuse_writes_and_stay_out_of_commits(
             want = 0 if r.secret else raw[r.name]
             assert await host.read_reg(r.name) == want, r.name
             await host.write_reg(r.name, raw[r.name] ^ 1)
-            assert await host.read(REGS["status"].offset) & BAD_WRITE, r.name
+            assert await host.status() & BAD_WRITE, r.name
             await host.write(REGS["control"].offset, CONTROL_CLEAR_ERRORS)
             assert await host.read_reg(r.name) == want, r.name
         # red_max_th is checked against the fixed red_min_th (2.0): 2.5 is rejected, 3.0 not
         await host.write_reg("red_max_th", int(2.5 * 65536))
         await host.commit()
-        status = await host.read(REGS["status"].offset)
+        status = await host.status()
         assert status & REJECTED and status >> STATUS_REJECT_INDEX_SHIFT == \
             INDEX["red_max_th"]
         await host.write(REGS["control"].offset, CONTROL_CLEAR_ERRORS)
@@ -674,7 +750,7 @@ def test_fixed_registers_read_their_value_refuse_writes_and_stay_out_of_commits(
                 if ctx.get(getattr(dut, name)):
                     strobes.add(name)
             await ctx.tick()
-        assert not await host.read(REGS["status"].offset) & (REJECTED | BAD_WRITE)
+        assert not await host.status() & (REJECTED | BAD_WRITE)
         assert host.active() == dict(raw, red_max_th=3 << 16, mode=1)
         assert strobes == set()
     simulate(bench, build)
@@ -792,7 +868,7 @@ def test_a_written_key_applies_at_the_commit_and_reads_zero(const_rom, read_late
         await host.commit()
         await ctx.tick().repeat(2)
         assert ctx.get(dut.config.hash_key) == SECRET_KEY
-        assert await host.read(REGS["status"].offset) == 0
+        assert await host.status() == 0
         for w in range(REGS["hash_key"].words):
             assert await host.read(REGS["hash_key"].offset + 4 * w) == 0, w
         assert await host.read_reg("v_max") == 1234

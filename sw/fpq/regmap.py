@@ -36,6 +36,13 @@ Behaviour the hardware guarantees (and the model mirrors in :func:`check_registe
   were written: a host that rewrites only part of a table before a commit swaps in a bank
   whose other entries are still those of two commits ago, so write the whole table every
   time (the board tool's ``configure`` does).
+* Power-on tables. Both banks of every table hold the default configuration's contents
+  (``Config(build=build).rate_table()``) when the FPGA is configured: the RAMs' initial
+  contents, so out of reset the core runs FPQ with the defaults without a host write.
+  ``STATUS.TABLES_DEFAULT`` is 1 while the active bank holds them: a table write clears the
+  flag of the bank it goes to (the inactive one), so the bit reads 0 from the commit that
+  swaps that bank in. A reset does not restore the contents (a RAM keeps them) but makes
+  bank 0 active again: the bit then says whether bank 0 was ever written.
 * Out-of-range values. A written value that fits the register's width but lies outside its
   range (the table's "range (raw)" column) is stored in the shadow (reads return it) and the
   next commit is rejected as above. A written value that does not fit (any bit set above the
@@ -84,7 +91,7 @@ __all__ = ["Register", "Table", "registers", "tables", "check_registers", "write
 ID_VALUE = 0x46505131  # "FPQ1"
 CONTROL_COMMIT = 1 << 0
 CONTROL_CLEAR_ERRORS = 1 << 1
-STATUS_BITS = {"BUSY": 0, "COMMIT_REJECTED": 1, "BAD_WRITE": 2}
+STATUS_BITS = {"BUSY": 0, "COMMIT_REJECTED": 1, "BAD_WRITE": 2, "TABLES_DEFAULT": 3}
 STATUS_REJECT_INDEX_SHIFT = 8
 #: Bit of the ``build`` register set when the build fixes configuration fields
 #: (``Build.fixed``); which ones is not in the word: a host must know the build it talks to.
@@ -229,9 +236,12 @@ def registers(build=None):
                  "[20:19] hash input (0 5-tuple, 1 rss, 2 descriptor)."),
         Register("control", 0x008, 2, "wo", "control", 0, 0, 0, "strobes",
                  "bit 0 COMMIT, bit 1 CLEAR_ERRORS."),
-        Register("status", 0x00C, 16, "ro", "control", 0, 0, 0, "flags",
+        # the power-on value: the r(N) table's banks hold the defaults (TABLES_DEFAULT)
+        Register("status", 0x00C, 16, "ro", "control", 0, 0,
+                 1 << STATUS_BITS["TABLES_DEFAULT"], "flags",
                  "bit 0 BUSY (commit or wipe under way), bit 1 COMMIT_REJECTED, bit 2 BAD_WRITE "
-                 "(sticky); [15:8] REJECT_INDEX."),
+                 "(sticky); bit 3 TABLES_DEFAULT (the active r(N) table bank holds the "
+                 "power-on defaults, no host data); [15:8] REJECT_INDEX."),
     ]
     offset = 0x040
     for name, width, lo, hi, fmt, doc in _config_specs(build):
@@ -493,6 +503,10 @@ _RDL_BITS = {
                ("BAD_WRITE", STATUS_BITS["BAD_WRITE"], STATUS_BITS["BAD_WRITE"],
                 "Sticky: a write was refused (read-only or unmapped address, a value wider "
                 "than its register, undefined control bits)."),
+               ("TABLES_DEFAULT", STATUS_BITS["TABLES_DEFAULT"],
+                STATUS_BITS["TABLES_DEFAULT"],
+                "The active bank of the r(N) table holds its power-on contents, the "
+                "defaults' table: 1 until a commit swaps in a bank the host wrote."),
                ("REJECT_INDEX", STATUS_REJECT_INDEX_SHIFT + 7, STATUS_REJECT_INDEX_SHIFT,
                 "Sticky: index of the first register out of range of the rejected commit.")],
 }
@@ -529,8 +543,9 @@ def _rdl_register(r, index):
             field_access = ("sw = w; hw = r; singlepulse = true;" if r.name == "control"
                             else "sw = r; hw = w;")
             for bit_name, msb, lsb_, bit_doc in _RDL_BITS[r.name]:
+                value = (r.reset >> lsb_) & ((1 << (msb - lsb_ + 1)) - 1)
                 out.append(f"        field {{ {field_access} desc = {_rdl_string(bit_doc)}; "
-                           f"}} {bit_name}[{msb}:{lsb_}] = 0;")
+                           f"}} {bit_name}[{msb}:{lsb_}] = {value};")
         else:
             reset = 0 if r.secret and r.kind == "fixed" else (r.reset >> lsb) & ((1 << width) - 1)
             out.append(f"        field {{ {access} }} {name}[{width - 1}:0] = "

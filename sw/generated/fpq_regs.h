@@ -13,6 +13,7 @@
 #define FPQ_STATUS_BUSY (1u << 0)
 #define FPQ_STATUS_COMMIT_REJECTED (1u << 1)
 #define FPQ_STATUS_BAD_WRITE (1u << 2)
+#define FPQ_STATUS_TABLES_DEFAULT (1u << 3)
 #define FPQ_STATUS_REJECT_INDEX_SHIFT 8
 
 /* 'FPQ1'. [ro, 32 bits, const] */
@@ -27,7 +28,7 @@
 #define FPQ_REG_CONTROL 0x00008u
 #define FPQ_REG_CONTROL_WIDTH 2u
 #define FPQ_REG_CONTROL_INDEX 2u
-/* bit 0 BUSY (commit or wipe under way), bit 1 COMMIT_REJECTED, bit 2 BAD_WRITE (sticky); [15:8] REJECT_INDEX. [ro, 16 bits, flags] */
+/* bit 0 BUSY (commit or wipe under way), bit 1 COMMIT_REJECTED, bit 2 BAD_WRITE (sticky); bit 3 TABLES_DEFAULT (the active r(N) table bank holds the power-on defaults, no host data); [15:8] REJECT_INDEX. [ro, 16 bits, flags] */
 #define FPQ_REG_STATUS 0x0000cu
 #define FPQ_REG_STATUS_WIDTH 16u
 #define FPQ_REG_STATUS_INDEX 3u
