@@ -44,8 +44,11 @@ class BoardSpec:
         return getattr(importlib.import_module(self.module), self.platform)()
 
 
-#: The iCEBreaker's sizes: the vector and the r(N) table the UP5K's block RAM holds.
-ICEBREAKER_SIZES = Build(vec_bits=1024, table_depth=256)
+#: The iCEBreaker's sizes: the vector and the r(N) table the UP5K's block RAM holds; the flow
+#: hash without its keyed non-linear stage (``Build.hash_mix``), which the UP5K has no room
+#: for (5664 logic cells of 5280 with it, docs/BENCHMARKS.md "Boards"): plain Toeplitz under
+#: the build's secret key (docs/RELIABILITY.md, "Colliding flows under secret keys").
+ICEBREAKER_SIZES = Build(vec_bits=1024, table_depth=256, hash_mix=False)
 #: The iCEBreaker's clock: above the 14.88 Mpkt/s of 10 GbE minimum frames and below what
 #: the UP5K design routes at (docs/BENCHMARKS.md, "Boards"; the area-style decision's
 #: occupancy, carry chains in series, is its path).
@@ -69,7 +72,7 @@ ICEBREAKER_RUNTIME = ("p_pkts", "lt_plus_one", "lc_correction")
 ICEBREAKER_FIXED = {f.name: Config(build=ICEBREAKER_SIZES,
                                    tick_hz=ICEBREAKER_MHZ * 1e6).values[f.name]
                     for f in FIELDS if f.kind in ("reg", "host")
-                    and f.name not in ICEBREAKER_RUNTIME}
+                    and f.name not in ICEBREAKER_RUNTIME and f.name != "hash_mix_key"}
 
 #: The iCE40 builds' statistics counters: 48 bits (``QueueManager``'s ``counter_bits``), 2**48
 #: events are 217 days at one per clock at 15 MHz; the 16 bits less save about 170 logic cells

@@ -192,7 +192,7 @@ COMPONENT_FAULTS = {
     "dc-byte-limit-exact": ("decision: a queue exactly at the byte limit refuses the arrival "
                             "(> became >=)", "Decision",
                             lambda: mutate(dc_mod.Decision, "_occupancy_speed",
-                                           [('_below_occupancy(m, tb0, fit0, y, "f0b")', "~(y < tb0)")])),
+                                           [('split_less(m, tb0, y, "f0b")', "~(y < tb0)")])),
 }
 
 

@@ -545,7 +545,7 @@ def _decision(optimise, fault):
 
 
 class _DecisionEnvironment(wiring.Component):
-    """The free environment of ``Decision``: descriptor fields, ``p``, ``u`` and
+    """The free environment of ``Decision``: descriptor fields, ``p``, ``u_ahead`` and
     ``clear_max_queue`` in every clock, and the registers it reads (``mode``, ``ecn``, the
     limits) free but constant after reset (a commit changes them only while no arrival is
     in the pipeline; a reset may come in any clock)."""
@@ -559,14 +559,14 @@ class _DecisionEnvironment(wiring.Component):
         super().__init__({
             "valid_ahead": In(1), "dep_valid_ahead": In(1), "length_ahead": In(LENGTH_BITS),
             "dep_length_ahead": In(LENGTH_BITS), "ecn_ahead": In(1), "p": In(PROB.width),
-            "u": In(RAND_BITS), "clear_max_queue": In(1),
+            "u_ahead": In(RAND_BITS), "clear_max_queue": In(1),
             "mode": In(2), "ecn": In(1), "limit_pkts": In(QPKTS_BITS),
             "limit_bytes": In(QBYTES_BITS),
         })
 
     def _drive(self, m, dut):
         names = ("valid_ahead", "dep_valid_ahead", "length_ahead", "dep_length_ahead",
-                 "ecn_ahead", "p", "u", "clear_max_queue")
+                 "ecn_ahead", "p", "u_ahead", "clear_max_queue")
         m.d.comb += [getattr(dut, n).eq(getattr(self, n)) for n in names]
         m.d.comb += dut.p_zero.eq(self.p == 0)
         m.d.comb += [dut.config.mode.eq(self.mode), dut.config.ecn.eq(self.ecn),

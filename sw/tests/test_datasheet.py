@@ -114,10 +114,12 @@ def test_measured_reset_bus_and_commit(small_timing):
     assert r["reset"]["departure_ready_clocks"] == 0
     assert r["reset"]["id_read"]["value"] == ID_VALUE
     # out of reset the register file holds the configuration's defaults and zero counters,
-    # and STATUS says BUSY while the vector is wiped
+    # and STATUS says BUSY while the vector is wiped, and that the tables hold their
+    # power-on defaults
     from fpq import Config
     from fpq.regmap import STATUS_BITS
-    assert r["reset"]["reads"] == {"id": ID_VALUE, "status": 1 << STATUS_BITS["BUSY"],
+    status = (1 << STATUS_BITS["BUSY"]) | (1 << STATUS_BITS["TABLES_DEFAULT"])
+    assert r["reset"]["reads"] == {"id": ID_VALUE, "status": status,
                                    "arrivals": 0,
                                    "mode": Config(build=SMALL).registers()["mode"]}
     bus = r["bus"]
