@@ -74,10 +74,13 @@ ICEBREAKER_FIXED = {f.name: Config(build=ICEBREAKER_SIZES,
                     for f in FIELDS if f.kind in ("reg", "host")
                     and f.name not in ICEBREAKER_RUNTIME and f.name != "hash_mix_key"}
 
-#: The iCE40 builds' statistics counters: 48 bits (``QueueManager``'s ``counter_bits``), 2**48
-#: events are 217 days at one per clock at 15 MHz; the 16 bits less save about 170 logic cells
-#: on the UP5K (the counters' and the bus read multiplexer's).
-ICE40_COUNTER_BITS = 48
+#: The iCE40 builds' statistics counters: 44 bits (``QueueManager``'s ``counter_bits``), 2**44
+#: events are 13.6 days at one per clock at 15 MHz (the self-test generator's default, an
+#: arrival every 4 clocks: 54 days); each bit less saves about 10 logic cells on the UP5K
+#: (the counters' and the bus read multiplexer's). At 48 bits the design took 5263 and 5279
+#: of the 5280 cells with two random keys (a fixed key's set bits are the Toeplitz's XOR
+#: inputs, so the count moves with the key): too close to fit every key.
+ICE40_COUNTER_BITS = 44
 
 BOARDS = {
     "ulx3s": BoardSpec("ulx3s", "ULX3S_85F_Platform", "amaranth_boards.ulx3s", "ecp5",
