@@ -198,8 +198,8 @@ class BoardTop(Elaboratable):
         self.build = at_clock(self.build, self.f_mhz * 1e6)
         self.baud = baud
         # the iCE40 has no LUT RAM: its verdict FIFO goes to block RAM (a clock more latency);
-        # the UP5K is small and its clock low: area before speed, and 48-bit statistics
-        # counters (217 days at one event per clock at 15 MHz before they wrap)
+        # the UP5K is small and its clock low: area before speed, and 44-bit statistics
+        # counters (ICE40_COUNTER_BITS)
         ecp5 = spec.family == "ecp5"
         self.soc = SelfTestSoC(self.build, clk_freq=self.f_mhz * 1e6, baud=baud,
                                ram_style="ecp5" if ecp5 else "generic",

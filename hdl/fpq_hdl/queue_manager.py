@@ -180,7 +180,7 @@ class QueueManager(wiring.Component):
         ``counters`` port stays 64 bits wide, its bits above read as 0. Below 64 a counter
         wraps after ``2**counter_bits`` events, which the model's counters never do: for a
         small FPGA at a low clock, where ``2**counter_bits`` clocks are longer than any run
-        (the iCEBreaker's 48 bits: 217 days at one event per clock at 15 MHz).
+        (the iCEBreaker's 44 bits: 13.6 days at one event per clock at 15 MHz).
 
     Attributes
     ----------
