@@ -13,6 +13,7 @@ where the port takes every event at its asked clock the generator's verdicts are
 from collections import deque
 import random
 
+from amaranth import Elaboratable, Module, ResetInserter, Signal
 from amaranth.sim import Simulator
 
 from fpq.queue_manager import QueueManager as Model, Arrival, Departure, ENQUEUE, MARK
@@ -33,6 +34,15 @@ def pack(layout, values):
 
 def unpack(layout, word):
     return {name: (word >> f.offset) & ((1 << f.width) - 1) for name, f in layout}
+
+
+def run_testbench(dut, bench):
+    """Simulate ``dut`` on a 100 MHz clock with the testbench ``bench`` (an async function of
+    ``ctx``) until it returns."""
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
 
 
 def clock_through(dut, program, output, setup=None):
@@ -58,6 +68,18 @@ def clock_through(dut, program, output, setup=None):
     sim.add_testbench(bench)
     sim.run()
     return seen
+
+
+class UnderReset(Elaboratable):
+    """``dut`` under a reset the bench drives (``rst``), as a board's reset."""
+
+    def __init__(self, dut):
+        self.dut, self.rst = dut, Signal()
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.dut = ResetInserter(self.rst)(self.dut)
+        return m
 
 
 async def write_words(ctx, port, words, tick):

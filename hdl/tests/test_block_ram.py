@@ -6,10 +6,11 @@ import random
 import pytest
 from amaranth import *
 from amaranth.lib import memory
-from amaranth.sim import Simulator
 
 from fpq_hdl import block_ram
 from fpq_hdl.block_ram import BlockRAM
+
+from .hdl_harness import run_testbench
 
 
 def decode_initval(ports):
@@ -100,10 +101,7 @@ def run(style, width, depth, n=1500, seed=1):
                 shadow[wa] = wd
             recent = ([wa] if we else []) + recent[:1]
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(bench)
-    sim.run()
+    run_testbench(dut, bench)
     return checks
 
 
@@ -129,10 +127,7 @@ def read_all(dut, depth):
                 got.append(ctx.get(dut.r_data))
             await ctx.tick()
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(bench)
-    sim.run()
+    run_testbench(dut, bench)
     return got
 
 

@@ -11,11 +11,11 @@ from fpq.regmap import (registers, tables, check_registers, ID_VALUE, CONTROL_CO
                         CONTROL_CLEAR_ERRORS, STATUS_BITS, STATUS_REJECT_INDEX_SHIFT)
 from fpq.queue_manager import COUNTERS
 from fpq_hdl.registers import RegisterFile
-from amaranth import Elaboratable, Module, ResetInserter, Signal
+from amaranth import Module
 from amaranth.lib import wiring
 
 from fpq_hdl.layouts import config_layout
-from .hdl_harness import Bench, traffic, pack, check_bench
+from .hdl_harness import Bench, traffic, pack, check_bench, UnderReset
 
 BUILD = Build(table_depth=64)
 REGS = {r.name: r for r in registers(BUILD)}
@@ -242,18 +242,6 @@ def test_table_writes_go_to_the_inactive_bank_and_commit_swaps():
     simulate(bench)
 
 
-class _UnderReset(Elaboratable):
-    """The register file under a reset the bench drives (``rst``), as a board's reset."""
-
-    def __init__(self, dut):
-        self.dut, self.rst = dut, Signal()
-
-    def elaborate(self, platform):
-        m = Module()
-        m.submodules.dut = ResetInserter(self.rst)(self.dut)
-        return m
-
-
 def test_tables_default_until_a_commit_swaps_in_host_data_and_after_reset_of_bank_0():
     """STATUS.TABLES_DEFAULT: 1 out of reset; a table write (into the inactive bank) leaves
     it 1 until the commit that swaps that bank in, a commit without a table write leaves it
@@ -262,7 +250,7 @@ def test_tables_default_until_a_commit_swaps_in_host_data_and_after_reset_of_ban
     0 after one that wrote both."""
     rate = {t.name: t for t in tables(BUILD)}["rate_table"]
     dut = RegisterFile(BUILD)
-    top = _UnderReset(dut)
+    top = UnderReset(dut)
     seen = []
 
     async def tb(ctx):

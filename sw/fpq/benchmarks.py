@@ -122,14 +122,20 @@ def main(args):
     return 0
 
 
-def add_arguments(p):
-    from .paths import checkout_root, default_output
+def records_argument(p):
+    """``--records``: the folder of measurement records, by default the checkout's
+    docs/benchmarks (an installed package has none to default to: then required)."""
+    from .paths import checkout_root
     root = checkout_root()
-    # the records are the checkout's: an installed package has none to default to
     p.add_argument("--records", default=os.path.join(root, "docs", "benchmarks") if root
                    else None, required=root is None,
                    help="folder of measurement records (default: the checkout's "
                         "docs/benchmarks; required when installed)")
+
+
+def add_arguments(p):
+    from .paths import default_output
+    records_argument(p)
     p.add_argument("--write", metavar="BENCHMARKS_MD", nargs="?",
                    const=default_output(os.path.join("docs", "BENCHMARKS.md"), "BENCHMARKS.md"),
                    help="replace the tables in this file (default: the checkout's "

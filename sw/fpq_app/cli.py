@@ -18,11 +18,6 @@ import sys
 __all__ = ["main", "build_parser"]
 
 
-def _demo(args):
-    from .demo import main as demo_main
-    return demo_main(args)
-
-
 def _add_build_arguments(p):
     """The build options of ``fpq verilog`` (``fpq.Build``): the same names and meanings."""
     from fpq.config import Build
@@ -49,6 +44,14 @@ def _build_of(args, avg_delay=None):
                  avg_delay=(args.avg_delay if args.avg_delay is not None else
                             avg_delay if avg_delay is not None else d.avg_delay),
                  fixed=parse_fixed(args.fix))
+
+
+def _main_of(module):
+    """A subcommand's ``func``: ``module.main(args)``, the module imported when the
+    subcommand runs (so that ``fpq --help`` imports none of them)."""
+    def run(args):
+        return importlib.import_module(module).main(args)
+    return run
 
 
 def _regmap(args):
@@ -155,11 +158,6 @@ def _config(args):
     return 0
 
 
-def _bench(args):
-    from fpq.bench import main as bench_main
-    return bench_main(args)
-
-
 def _accuracy(args):
     from fpq.accuracy import markdown, write_results
     try:
@@ -180,16 +178,6 @@ def _accuracy(args):
         write_results(text, args.write)
         print(f"wrote {args.write}", file=sys.stderr)
     return 0
-
-
-def _benchmarks(args):
-    from fpq.benchmarks import main as benchmarks_main
-    return benchmarks_main(args)
-
-
-def _datasheet(args):
-    from .datasheet import main as datasheet_main
-    return datasheet_main(args)
 
 
 def _trace_csv(args):
@@ -228,7 +216,7 @@ def build_parser():
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--out", default="build/demo", help="folder for plots, traces, summary")
     p.add_argument("--no-rtl", action="store_true", help="skip the Verilated RTL")
-    p.set_defaults(func=_demo)
+    p.set_defaults(func=_main_of("fpq_app.demo"))
 
     p = sub.add_parser("regmap", help="generate the register map: JSON, C header, Markdown, "
                                       "SystemRDL")
@@ -281,7 +269,7 @@ def build_parser():
     p.add_argument("--repeat", type=int, default=3, help="runs per case; the best counts")
     p.add_argument("--record", metavar="PATH.json",
                    help="also write the results as a measurement record (docs/benchmarks/)")
-    p.set_defaults(func=_bench)
+    p.set_defaults(func=_main_of("fpq.bench"))
 
     p = sub.add_parser("accuracy", help="flow-count accuracy and fixed-vs-float error tables")
     p.add_argument("--flows", default="10,100,1000,5000",
@@ -297,7 +285,7 @@ def build_parser():
                                           "from the measurement records in docs/benchmarks/")
     from fpq.benchmarks import add_arguments as benchmarks_arguments
     benchmarks_arguments(p)
-    p.set_defaults(func=_benchmarks)
+    p.set_defaults(func=_main_of("fpq.benchmarks"))
 
     p = sub.add_parser("datasheet", help="the generated sections of docs/DATASHEET.md: the "
                                          "exported core's ports, its timing measured in "
@@ -305,7 +293,7 @@ def build_parser():
                                          "the hdl extra)")
     from .datasheet import add_arguments as datasheet_arguments
     datasheet_arguments(p)
-    p.set_defaults(func=_datasheet)
+    p.set_defaults(func=_main_of("fpq_app.datasheet"))
 
     p = sub.add_parser("trace-csv", help="convert a binary trace to CSV")
     p.add_argument("input")

@@ -1080,12 +1080,9 @@ def main(args):
 
 
 def add_arguments(p):
-    from fpq.paths import checkout_root, default_output
-    root = checkout_root()
-    p.add_argument("--records", default=os.path.join(root, "docs", "benchmarks") if root
-                   else None, required=root is None,
-                   help="folder of measurement records (default: the checkout's "
-                        "docs/benchmarks; required when installed)")
+    from fpq.benchmarks import records_argument
+    from fpq.paths import default_output
+    records_argument(p)
     p.add_argument("--write", metavar="DATASHEET_MD", nargs="?",
                    const=default_output(os.path.join("docs", "DATASHEET.md"), "DATASHEET.md"),
                    help="replace the generated sections of this file (default: the "
