@@ -108,14 +108,19 @@ class CoreBench:
             raise AssertionError(f"STATUS {status:#x} after the commit, want 0")
         return self.clock
 
-    async def run(self):
-        dut, plan = self.dut, self.plan
+    async def start(self):
+        """The clock, the streams idle and the sink not ready, the AXI4-Lite master, reset."""
+        dut = self.dut
         Clock(dut.clk, PERIOD_NS, unit="ns").start()
         dut.s_axis_arrival_tvalid.value = 0
         dut.s_axis_departure_tvalid.value = 0
         dut.m_axis_verdict_tready.value = 0
         self.axil = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axil"), dut.clk, dut.rst)
         await self.reset()
+
+    async def run(self):
+        dut, plan = self.dut, self.plan
+        await self.start()
         got_id, got_build = await self.read_reg("id"), await self.read_reg("build")
         if (got_id, got_build) != (ID_VALUE, build_word(self.build)):
             raise AssertionError(f"ID/BUILD {got_id:#x}/{got_build:#x}, want "
@@ -220,12 +225,7 @@ class CoreBench:
         ``Config(build)``, the configuration the core starts with. The monitor runs only during a burst: between bursts the
         simulation skips the idle clocks with no Python in the loop."""
         dut, plan = self.dut, self.plan
-        Clock(dut.clk, PERIOD_NS, unit="ns").start()
-        dut.s_axis_arrival_tvalid.value = 0
-        dut.s_axis_departure_tvalid.value = 0
-        dut.m_axis_verdict_tready.value = 0
-        self.axil = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axil"), dut.clk, dut.rst)
-        await self.reset()
+        await self.start()
         while True:                   # BUSY: the vector's wipe out of reset
             status0 = await self.read_reg("status")
             if not status0 & (1 << STATUS_BITS["BUSY"]):

