@@ -34,8 +34,9 @@ class UARTBridge(wiring.Component):
     ``'!' ERR_LOCKED`` and no bus write happens, reads go on (``fpq board monitor
     --configure --lock``).
 
-    Latency: the bus access starts 2 clocks after the stop bit of the request's last byte;
-    the reply starts 2 clocks later. Throughput: one access per request (10 bytes on the
+    Latency: the bus access starts 4 clocks after the stop bit of the request's last byte
+    (every decision reads flags registered a clock earlier, so the bridge keeps up with a
+    150 MHz queue manager); the reply starts 2 clocks later. Throughput: one access per request (10 bytes on the
     line for a read round trip of 5 + 6 bytes: about 10 k reads/s at 115200 baud).
 
     Parameters
@@ -73,12 +74,25 @@ class UARTBridge(wiring.Component):
         m.submodules.tx = tx = self._tx
         m.d.comb += [rx.rx.eq(self.rx), self.tx.eq(tx.tx), rx.bytes.ready.eq(1)]
 
-        cmd = Signal(8)
+        # Requests are rare (one per ~10 bytes on the line) and the bridge shares the queue
+        # manager's clock, so it spends clocks rather than logic levels: every decision of the
+        # state machine reads registers only (a flag computed in an earlier state), and the
+        # reply is loaded from three sources, each in a state of its own.
+        is_write = Signal()
         args = Signal(64)                # the bytes after the command, newest at the top
         count = Signal(range(9))         # bytes after the command so far
+        final = Signal(range(9))         # count at the request's last byte (its checksum)
         total = Signal(8)                # checksum of the bytes so far
-        idle = Signal(range(IDLE_TIMEOUT_BITS * self.divisor + 1))
-        reply = Signal(48)
+        total_before = Signal(8)         # ... of the bytes before the newest
+        timeout = IDLE_TIMEOUT_BITS * self.divisor
+        idle = Signal(range(timeout + 2))
+        idle_expired = Signal()
+        addr = Signal(24)
+        w_data = Signal(32)
+        addr_bad = Signal()              # address bits above the bus's width are set
+        lock_hit = Signal()              # the word address is LOCK_ADDR's
+        err_code = Signal(8)
+        reply = Signal(40)
         reply_len = Signal(range(7))
         reply_sum = Signal(8)
         byte = rx.bytes.payload
@@ -94,67 +108,66 @@ class UARTBridge(wiring.Component):
             m.d.sync += [reply.eq(reply[8:]), reply_len.eq(reply_len - 1),
                          reply_sum.eq(reply_sum + reply[:8])]
 
-        def send(*fields):
-            """Load a reply: ``fields`` are (value, bytes); the checksum follows them."""
-            value, n = Const(0, 0), 0
-            for v, nb in fields:
-                v = Value.cast(Const(v, 8 * nb) if isinstance(v, int) else v)
-                assert len(v) == 8 * nb
-                value = Cat(value, v[:8 * nb])
-                n += nb
-            m.d.sync += [reply.eq(value), reply_len.eq(n + 1), reply_sum.eq(0)]
+        def send(code, data=None, data_bytes=0):
+            """Load a reply: its code byte, ``data_bytes`` bytes of ``data``, the checksum."""
+            m.d.sync += [reply.eq(Cat(Const(code, 8), data if data is not None else 0)),
+                         reply_len.eq(1 + data_bytes + 1), reply_sum.eq(0)]
 
         error = Signal()
         # set by a write to LOCK_ADDR, cleared only by reset: refuses every later write
         locked = Signal()
         m.d.comb += self.errors.eq(error | rx.framing_error)
-        m.d.sync += [self.bus.w_en.eq(0), self.bus.r_en.eq(0)]
-        # args now ends with the checksum byte (args[56:64]): a write's address is args[0:24]
-        # and its data args[24:56]; a read's address is args[32:56]. args and cmd stay as they
-        # are from the request's last byte to the next request, so the bus takes them as is
-        addr = Mux(cmd == CMD_WRITE, args[0:24], args[32:56])
-        m.d.comb += [self.bus.addr.eq(addr[:ADDR_BITS]), self.bus.w_data.eq(args[24:56])]
-        # the word address against the lock's (bits above ADDR_BITS are checked zero first)
-        lock_hit = addr[2:ADDR_BITS] == LOCK_ADDR >> 2
+        m.d.sync += [self.bus.w_en.eq(0), self.bus.r_en.eq(0),
+                     addr_bad.eq(addr[ADDR_BITS:] != 0),
+                     # the word address against the lock's (the bits above are addr_bad's)
+                     lock_hit.eq(addr[2:ADDR_BITS] == LOCK_ADDR >> 2),
+                     idle_expired.eq(idle == timeout)]
+        m.d.comb += [self.bus.addr.eq(addr[:ADDR_BITS]), self.bus.w_data.eq(w_data)]
 
         with m.FSM() as fsm:
             with m.State("COMMAND"):
                 with m.If(got):
                     with m.If((byte == CMD_READ) | (byte == CMD_WRITE)):
-                        m.d.sync += [cmd.eq(byte), total.eq(byte), count.eq(0), idle.eq(0)]
+                        m.d.sync += [is_write.eq(byte == CMD_WRITE), total.eq(byte),
+                                     count.eq(0), idle.eq(0), idle_expired.eq(0),
+                                     final.eq(Mux(byte == CMD_WRITE, 7, 3))]
                         m.next = "ARGS"
                     with m.Else():
-                        m.d.comb += error.eq(1)
-                        send((REPLY_ERROR, 1), (ERR_COMMAND, 1))
-                        m.next = "REPLY"
+                        m.d.sync += err_code.eq(ERR_COMMAND)
+                        m.next = "ERROR"
             with m.State("ARGS"):
-                last = Mux(cmd == CMD_WRITE, 8, 4)   # argument bytes incl. the checksum
                 with m.If(got):
                     m.d.sync += [args.eq(Cat(args[8:], byte)), total.eq(total + byte),
-                                 count.eq(count + 1), idle.eq(0)]
-                    with m.If(count + 1 == last):
-                        # checksum ok iff the sum of the earlier bytes equals this byte
-                        with m.If(total != byte):
-                            m.d.comb += error.eq(1)
-                            send((REPLY_ERROR, 1), (ERR_CHECKSUM, 1))
-                            m.next = "REPLY"
-                        with m.Else():
-                            m.next = "CHECK"
-                with m.Elif(idle == IDLE_TIMEOUT_BITS * self.divisor):
+                                 total_before.eq(total), count.eq(count + 1), idle.eq(0),
+                                 idle_expired.eq(0)]
+                    with m.If(count == final):
+                        m.next = "SUM"
+                with m.Elif(idle_expired):
                     m.d.comb += error.eq(1)
                     m.next = "COMMAND"
                 with m.Else():
                     m.d.sync += idle.eq(idle + 1)
+            with m.State("SUM"):
+                # args ends with the checksum byte (args[56:64]): a write's address is
+                # args[0:24] and its data args[24:56]; a read's address is args[32:56]
+                m.d.sync += [addr.eq(Mux(is_write, args[0:24], args[32:56])),
+                             w_data.eq(args[24:56])]
+                # checksum ok iff the sum of the earlier bytes equals the last
+                with m.If(total_before != args[56:64]):
+                    m.d.sync += err_code.eq(ERR_CHECKSUM)
+                    m.next = "ERROR"
+                with m.Else():
+                    m.next = "DECODE"
+            with m.State("DECODE"):
+                m.next = "CHECK"             # addr_bad and lock_hit follow addr
             with m.State("CHECK"):
-                with m.If(addr[ADDR_BITS:] != 0):
-                    m.d.comb += error.eq(1)
-                    send((REPLY_ERROR, 1), (ERR_ADDRESS, 1))
-                    m.next = "REPLY"
-                with m.Elif(cmd == CMD_WRITE):
+                with m.If(addr_bad):
+                    m.d.sync += err_code.eq(ERR_ADDRESS)
+                    m.next = "ERROR"
+                with m.Elif(is_write):
                     with m.If(locked):
-                        m.d.comb += error.eq(1)
-                        send((REPLY_ERROR, 1), (ERR_LOCKED, 1))
-                        m.next = "REPLY"
+                        m.d.sync += err_code.eq(ERR_LOCKED)
+                        m.next = "ERROR"
                     with m.Elif(lock_hit):
                         m.d.sync += locked.eq(1)       # no bus write: the bridge's own
                         m.next = "WRITE_DONE"
@@ -162,11 +175,15 @@ class UARTBridge(wiring.Component):
                         m.next = "WRITE"
                 with m.Else():
                     m.next = "READ"
+            with m.State("ERROR"):
+                m.d.comb += error.eq(1)
+                send(REPLY_ERROR, err_code, 1)
+                m.next = "REPLY"
             with m.State("WRITE"):
                 m.d.sync += self.bus.w_en.eq(1)
                 m.next = "WRITE_DONE"
             with m.State("WRITE_DONE"):
-                send((REPLY_WRITE, 1))
+                send(REPLY_WRITE)
                 m.next = "REPLY"
             wait = Signal(range(self.read_latency + 1))
             with m.State("READ"):
@@ -179,10 +196,10 @@ class UARTBridge(wiring.Component):
                     m.d.sync += wait.eq(wait - 1)
             with m.State("READ_DATA"):
                 # LOCK_ADDR is unmapped on the bus (reads 0 there): the lock bit ORed in
-                send((REPLY_READ, 1), (self.bus.r_data | (lock_hit & locked), 4))
+                send(REPLY_READ, self.bus.r_data | (lock_hit & locked), 4)
                 m.next = "REPLY"
             with m.State("REPLY"):
-                with m.If((reply_len == 0) & ~(tx.bytes.valid)):
+                with m.If(reply_len == 0):
                     m.next = "COMMAND"
             m.d.comb += self.active.eq(~fsm.ongoing("COMMAND"))
         return m
