@@ -109,6 +109,13 @@ class DropProbability(wiring.Component):
         self.mode, self.n_cap = self.config.mode, self.config.n_cap
         for name in ("min_th", "max_th", "max_p", "slope1", "slope2", "gentle"):
             setattr(self, "red_" + name, self.config["red_" + name])
+        table = self._rate_table(m)
+        sel_word, d, shift, off, force0, force1 = self._operands(m, table)
+        self._product(m, sel_word, d, shift, off, force0, force1)
+        return m
+
+    def _rate_table(self, m):
+        """Cycles 0-3: the capped count into the r(N) table's read address; the table."""
         # both banks hold the defaults at power-on: out of reset FPQ runs with the paper's
         # values without a host write, and a host that rewrites part of a bank before its
         # first commit patches the defaults, not zeros
@@ -129,6 +136,11 @@ class DropProbability(wiring.Component):
                      self.n.eq(n1)]
         # cycle 2: the read
         m.d.comb += table.r_addr.eq(addr1)
+        return table
+
+    def _operands(self, m, table):
+        """Cycles 4-5: RED's region, and the multiplier's operands selected by mode (the
+        rate word and the difference), the shift, the offset, and the forced results."""
         # cycle 4 (cycle 3: the RAM's output register)
         w = QAVG.width + 2
         avg1 = Signal(QAVG.width)
@@ -162,6 +174,11 @@ class DropProbability(wiring.Component):
         m.d.sync += [force0.eq(~is_fpq & (~is_red | r_force0)), force1.eq(is_red & r_force1),
                      off.eq(Mux(is_red & r_gentle, self.red_max_p, 0))]
         m.d.sync += shift.eq(sel_word[RATE.mant_bits:])
+        return sel_word, d, shift, off, force0, force1
+
+    def _product(self, m, sel_word, d, shift, off, force0, force1):
+        """Cycles 6-11: the product, scaled by the shift, the offset added, saturated at 1;
+        ``prob`` and ``prob_zero``."""
         # cycle 6: partial products (two DSPs: input registers at cycle 5, product at 6)
         m.submodules.mul_lo = mul_lo = Multiplier(RATE.mant_bits, _HALF, self.ram_style)
         m.submodules.mul_hi = mul_hi = Multiplier(RATE.mant_bits, QAVG.width - _HALF,
@@ -226,4 +243,3 @@ class DropProbability(wiring.Component):
             m.d.sync += [self.prob.eq(PROB_ONE), self.prob_zero.eq(0)]
         with m.Else():
             m.d.sync += [self.prob.eq(summed), self.prob_zero.eq(nil[0] & nil[1] & nil[2])]
-        return m

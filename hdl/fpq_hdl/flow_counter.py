@@ -100,6 +100,15 @@ class FlowCounter(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
+        clr_index, clr_v0, wipe_s0 = self._clear_index(m)
+        set_w, clr_w, wipe2 = self._vector(m, clr_index, clr_v0, wipe_s0)
+        self._count(m, set_w, clr_w, wipe2)
+        return m
+
+    def _clear_index(self, m):
+        """Cycles 0 .. set_delay: the clear's random number and index, aligned with the set
+        index; the wipe's wait at the port. Returns the clear's index, its valid and the
+        wipe at cycle set_delay."""
         cfg = self.config
         ib = self.index_bits
         # ---- cycle 0: the clear's random number; the wipe's wait at the port ---------------
@@ -142,9 +151,13 @@ class FlowCounter(wiring.Component):
             cv_n, wp_n = Signal(name=f"clr_va{i}"), Signal(name=f"wipe_a{i}")
             m.d.sync += [cv_n.eq(cv), wp_n.eq(wp)]
             cv, wp = cv_n, wp_n
-        clr_v0, wipe_s0 = cv, wp                  # cycle set_delay
+        return clr_index, cv, wp                  # cycle set_delay
 
-        # ---- vector: XOR two-write-port memory from 1R1W RAMs -----------------------------
+    def _vector(self, m, clr_index, clr_v0, wipe_s0):
+        """The vector: an XOR two-write-port memory from 1R1W RAMs, with the writes of the
+        three slots before a read forwarded. Returns whether the set and the clear change
+        N, and the wipe, at cycle set_delay + 2."""
+        ib = self.index_bits
         rams = {}
         for name in ("pa", "pb", "qa", "qb"):        # bank P or Q, read at set (a) or clear (b)
             rams[name] = m.submodules[f"bank_{name}"] = BlockRAM(1, self.vec_bits,
@@ -266,7 +279,11 @@ class FlowCounter(wiring.Component):
         for name in ("qa", "qb"):
             m.d.comb += [rams[name].w_en.eq(q_en), rams[name].w_addr.eq(q_addr),
                          rams[name].w_data.eq(q_data)]
+        return set_w, clr_w, wipe2
 
+    def _count(self, m, set_w, clr_w, wipe2):
+        """N = popcount, counted up and down from the set's and the clear's changes, and
+        ``N > n_cap`` beside it."""
         inc, dec, wipe3 = Signal(), Signal(), Signal()
         m.d.sync += [inc.eq(set_w), dec.eq(clr_w), wipe3.eq(wipe2)]
         n = Signal(17)
@@ -282,4 +299,3 @@ class FlowCounter(wiring.Component):
         cap = self.config.n_cap
         m.d.sync += self.over.eq(Mux(wipe3, 0, Mux(inc == dec, cap < n,
                                                    Mux(inc, cap < n_p1, cap < n_m1))))
-        return m

@@ -1,5 +1,7 @@
 """The top: the line-rate FPQ / RED / drop-tail queue manager, one verdict per clock."""
 
+from types import SimpleNamespace
+
 from amaranth import *
 from amaranth.lib import wiring, stream, data
 from amaranth.lib.wiring import In, Out
@@ -262,6 +264,22 @@ class QueueManager(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
+        # the signals one stage hands to the next, by name
+        s = SimpleNamespace()
+        self._blocks(m, s)
+        self._accept(m, s)
+        self._slots(m, s)
+        self._rekey_hold(m, s)
+        self._hash_and_count(m, s)
+        self._probability(m, s)
+        self._decision(m, s)
+        self._verdict(m, s)
+        self._sample(m, s)
+        self._telemetry(m, s)
+        return m
+
+    def _blocks(self, m, s):
+        """The configuration (fixed registers as constants), the blocks and the timers."""
         b = self.build
         # registers the build fixes (``Build.fixed``) are constants here, whatever the port
         # carries, so that synthesis folds them into the logic they feed
@@ -269,7 +287,6 @@ class QueueManager(wiring.Component):
         fixed = fixed_registers(b)
         for name in self._config_layout.members:
             m.d.comb += cfg[name].eq(fixed[name] if name in fixed else self.config[name])
-        arr, dep = self.arrivals, self.departures
 
         m.submodules.fifo = fifo = VerdictFIFO(width=VERDICT.size, depth=FIFO_DEPTH,
                                                memory=self.verdict_fifo)
@@ -286,12 +303,16 @@ class QueueManager(wiring.Component):
         m.d.comb += [clear_timer.period.eq(cfg.clear_period),
                      sample_timer.period.eq(cfg.avg_sample_period),
                      clear_timer.restart.eq(self.restart), sample_timer.restart.eq(self.restart)]
+        s.cfg, s.fifo, s.fh, s.fc, s.dp, s.dc, s.qa, s.rng = cfg, fifo, fh, fc, dp, dc, qa, rng
+        s.clear_timer, s.sample_timer = clear_timer, sample_timer
 
-        # ---- stage 0: accept ------------------------------------------------------------------
-        # ``ready`` from registers only: the credit, the wipe, the register file's hold
+    def _accept(self, m, s):
+        """Stage 0: the accept; ``ready`` from registers only (the credit, the wipe, the
+        register file's hold)."""
+        arr, dep, fc = self.arrivals, self.departures, s.fc
         accept, credit = Signal(), Signal()
         m.d.comb += [
-            fc.load_rng.eq(self.load_rng_clear), fc.clear.eq(clear_timer.fire),
+            fc.load_rng.eq(self.load_rng_clear), fc.clear.eq(s.clear_timer.fire),
             fc.wipe.eq(self.wipe),
             arr.ready.eq(credit & ~fc.busy & ~self.hold), accept.eq(arr.valid & arr.ready),
             dep.ready.eq(1), self.busy.eq(fc.busy),
@@ -309,8 +330,12 @@ class QueueManager(wiring.Component):
         below, above = Cat(C(1, 1), more_than[:-1]), Cat(more_than[1:], C(0, 1))
         m.d.sync += more_than.eq(Mux(up, below, Mux(down, above, more_than)))
         m.d.comb += credit.eq(~more_than[FIFO_DEPTH - 2])
+        s.accept = accept
 
-        # ---- stage 1: the slot, registered --------------------------------------------------
+    def _slots(self, m, s):
+        """Stage 1 on: the slot registered, its control bits stage by stage, its wide fields
+        in a delay line."""
+        arr, dep, cfg = self.arrivals, self.departures, s.cfg
         # Control bits travel in flip-flops, one register per stage (reset clears them, and
         # ``idle`` looks at every ``av``). The wide data (lengths, ECN, a sample's weight),
         # needed only at the decision and the averager, goes through a RAM delay line. The
@@ -322,8 +347,8 @@ class QueueManager(wiring.Component):
         hold_armed, holding = Signal(), Signal()
         stages = [None, Signal(slot, name="slot1")]
         flow1 = Signal(ARRIVAL.members["flow"])
-        m.d.sync += [stages[1].av.eq(accept), stages[1].dv.eq(dep.valid),
-                     stages[1].smp.eq(sample_timer.fire),
+        m.d.sync += [stages[1].av.eq(s.accept), stages[1].dv.eq(dep.valid),
+                     stages[1].smp.eq(s.sample_timer.fire),
                      # a re-key latches N (at stage _S_N - 1) unless a hold is armed or
                      # running
                      stages[1].rkl.eq(self.rekey & ~hold_armed & ~holding),
@@ -350,12 +375,17 @@ class QueueManager(wiring.Component):
             m.d.comb += wide_delay.i.eq(wide0)
         wide_f = Signal(wide)                           # at stage _S_FIELDS
         m.d.comb += wide_f.eq(wide_delay.o)
+        s.stages, s.flow1, s.wide_f, s.hold_armed, s.holding = (stages, flow1, wide_f,
+                                                                hold_armed, holding)
 
-        # ---- stage 1: live re-key hold ------------------------------------------------------
-        # A down-counter of clocks: loaded with rekey_hold - 2 at the first arrival after a
-        # re-key (at its stage 1), so that an arrival accepted at clock c finds it at or
-        # above 0 exactly when c < (first arrival's clock) + rekey_hold; it stops below 0.
-        # A re-key comes only while the pipeline is empty (the commit waits for idle).
+    def _rekey_hold(self, m, s):
+        """Stage 1: the live re-key's hold, and N held from before the re-key.
+
+        A down-counter of clocks: loaded with rekey_hold - 2 at the first arrival after a
+        re-key (at its stage 1), so that an arrival accepted at clock c finds it at or
+        above 0 exactly when c < (first arrival's clock) + rekey_hold; it stops below 0.
+        A re-key comes only while the pipeline is empty (the commit waits for idle)."""
+        cfg, stages, hold_armed, holding = s.cfg, s.stages, s.hold_armed, s.holding
         s1 = stages[1]
         load_hold, running = Signal(), Signal()
         negative = _hold_counter(m, load_hold, cfg.rekey_hold, running, "hold")
@@ -374,38 +404,46 @@ class QueueManager(wiring.Component):
         held_over = Signal()                          # n_held > n_cap
         with m.If(stages[_S_N - 1].rkl):
             # N after every clear due before the re-key's clock (the slot before it)
-            m.d.sync += n_held.eq(fc.n_raw)
+            m.d.sync += n_held.eq(s.fc.n_raw)
         m.d.sync += held_over.eq(cfg.n_cap < n_held)
+        s.running, s.n_held, s.held_over = running, n_held, held_over
 
-        # ---- stages 1-5: hash; 6-9: flow counter ---------------------------------------------
-        m.d.comb += fh.flow.eq(flow1)
-        m.d.comb += [fc.set_valid.eq(stages[_S_SET].av), fc.set_index.eq(fh.index)]
+    def _hash_and_count(self, m, s):
+        """Stages 1-7: the hash; 8-11: the flow counter."""
+        m.d.comb += s.fh.flow.eq(s.flow1)
+        m.d.comb += [s.fc.set_valid.eq(s.stages[_S_SET].av), s.fc.set_index.eq(s.fh.index)]
 
-        # ---- stages 9-19: probability ----------------------------------------------------------
+    def _probability(self, m, s):
+        """Stages 12-23: the probability, from N (or the held N) and the average."""
+        b, dp, fc, stages = self.build, s.dp, s.fc, s.stages
         # the average: the averager's register, delayed by ``avg_delay - MIN_AVG_DELAY``
-        avg_pub = qa.avg
+        avg_pub = s.qa.avg
         for i in range(b.avg_delay - MIN_AVG_DELAY):
             nxt = Signal(QAVG.width, name=f"avg_delay{i}")
             m.d.sync += nxt.eq(avg_pub)
             avg_pub = nxt
         m.d.comb += [
             # the count after the slot at this stage, and whether it is over the cap
-            dp.n_raw.eq(Mux(stages[_S_P].held, n_held, fc.n_raw)),
-            dp.n_over.eq(Mux(stages[_S_P].held, held_over, fc.over)), dp.avg.eq(avg_pub),
+            dp.n_raw.eq(Mux(stages[_S_P].held, s.n_held, fc.n_raw)),
+            dp.n_over.eq(Mux(stages[_S_P].held, s.held_over, fc.over)), dp.avg.eq(avg_pub),
             dp.table_bank.eq(self.rate_bank), dp.table_we.eq(self.rate_we),
             dp.table_addr.eq(self.rate_addr), dp.table_data.eq(self.rate_data),
         ]
+        s.avg_pub = avg_pub
 
-        # ---- stages 18-21: decision -----------------------------------------------------------
-        # the decision's random number: the generator steps once per arrival two stages
-        # before the decision, in arrival order, so arrival k gets the k-th number as if it
-        # had been drawn at the accept; it is loaded (``load_rng_decide``) only while the
-        # pipeline is empty. The decision takes it a clock ahead (``u_ahead``).
+    def _decision(self, m, s):
+        """Stages 22-25: the decision, with the fields of the slot and its random number.
+
+        The decision's random number: the generator steps once per arrival two stages
+        before the decision, in arrival order, so arrival k gets the k-th number as if it
+        had been drawn at the accept; it is loaded (``load_rng_decide``) only while the
+        pipeline is empty. The decision takes it a clock ahead (``u_ahead``)."""
+        rng, dc, dp, wide_f = s.rng, s.dc, s.dp, s.wide_f
         u = Signal(32)
-        m.d.comb += [rng.seed.eq(cfg.rng_decide_state), rng.load.eq(self.load_rng_decide),
-                     rng.step.eq(stages[_S_DECIDE - 2].av)]
+        m.d.comb += [rng.seed.eq(s.cfg.rng_decide_state), rng.load.eq(self.load_rng_decide),
+                     rng.step.eq(s.stages[_S_DECIDE - 2].av)]
         m.d.sync += u.eq(rng.value)
-        sf = stages[_S_FIELDS]
+        sf = s.stages[_S_FIELDS]
         m.d.comb += [
             dc.valid_ahead.eq(sf.av), dc.dep_valid_ahead.eq(sf.dv),
             dc.length_ahead.eq(wide_f.length), dc.dep_length_ahead.eq(wide_f.dlen),
@@ -414,7 +452,10 @@ class QueueManager(wiring.Component):
             dc.clear_max_queue.eq(self.clear_max_queue),
         ]
 
-        # ---- stage 22: verdict, counters; a sample of the queue --------------------------
+    def _verdict(self, m, s):
+        """Stage 26: the verdict into the FIFO, with the n and the average it was decided
+        with; the counters."""
+        dp, dc, fifo = s.dp, s.dc, s.fifo
         # n and the average used (telemetry of the verdict) from stage 13 to the verdict
         n_at_avg = dp.n                               # valid at stage _S_P + N_LATENCY
         for i in range(_S_P + DropProbability.N_LATENCY, _S_AVG):
@@ -423,7 +464,7 @@ class QueueManager(wiring.Component):
             n_at_avg = n_next
         m.submodules.tele_delay = tele_delay = DelayLine(len(dp.n) + QAVG.width,
                                                          _S_VERDICT - _S_AVG)
-        m.d.comb += tele_delay.i.eq(Cat(n_at_avg, avg_pub))
+        m.d.comb += tele_delay.i.eq(Cat(n_at_avg, s.avg_pub))
         tele = tele_delay.o
         prob_d = dp.prob
         for i in range(_S_DECIDE, _S_VERDICT):
@@ -457,24 +498,29 @@ class QueueManager(wiring.Component):
                                          f"counter_{COUNTERS[i]}")
             m.d.comb += self.counters[i].eq(value)
             self.counter_halves.append(regs)
-        # the sample: the occupancy after its slot, with the weight it took at the accept
-        wq_s = wide_f.wq_shift
+
+    def _sample(self, m, s):
+        """Stage 26: a sample of the queue into the average: the occupancy after its slot,
+        with the weight it took at the accept."""
+        wq_s = s.wide_f.wq_shift
         for i in range(_S_FIELDS, _S_SAMPLE):
             nxt = Signal(5, name=f"wq_shift{i + 1}")
             m.d.sync += nxt.eq(wq_s)
             wq_s = nxt
-        m.d.comb += [qa.sample.eq(stages[_S_SAMPLE].smp), qa.q.eq(dc.occ_pkts),
-                     qa.wq_shift.eq(wq_s)]
+        m.d.comb += [s.qa.sample.eq(s.stages[_S_SAMPLE].smp), s.qa.q.eq(s.dc.occ_pkts),
+                     s.qa.wq_shift.eq(wq_s)]
 
+    def _telemetry(self, m, s):
+        """``idle`` for the register file's commit, and the telemetry ports."""
+        cfg, fc, dc = s.cfg, s.fc, s.dc
         # not ``~accept`` (``arr.valid`` would reach every configuration register through
         # the commit): no arrival can enter while ``hold`` is high or none is offered
-        m.d.comb += self.idle.eq((self.hold | ~arr.valid) &
-                                 ~Cat(s.av for s in stages[1:_S_VERDICT + 1]).any())
+        m.d.comb += self.idle.eq((self.hold | ~self.arrivals.valid) &
+                                 ~Cat(st.av for st in s.stages[1:_S_VERDICT + 1]).any())
         # ``n`` in two registered steps: the hold's select, then the cap's compare and select
         n_tele = Signal(17)
-        m.d.sync += n_tele.eq(Mux(hold_armed | running, n_held, fc.n_raw))
+        m.d.sync += n_tele.eq(Mux(s.hold_armed | s.running, s.n_held, fc.n_raw))
         m.d.sync += self.n.eq(Mux(cfg.n_cap < n_tele, cfg.n_cap, n_tele))
         m.d.comb += [self.n_raw.eq(fc.n_raw),
-                     self.avg.eq(avg_pub), self.occ_pkts.eq(dc.occ_pkts),
+                     self.avg.eq(s.avg_pub), self.occ_pkts.eq(dc.occ_pkts),
                      self.occ_bytes.eq(dc.occ_bytes), self.max_queue.eq(dc.max_queue)]
-        return m

@@ -62,7 +62,11 @@ def test_rtl_as_the_queue_discipline_matches_the_golden_model():
     """``queue.model = "rtl"``: the Verilated RTL decides (built on first use, about half a
     minute); same seed, so the whole run must equal the bit-exact model's."""
     pytest.importorskip("fpq_hdl.verilated")
-    sets = ["run.duration_s=20", "run.warmup_s=5", "flows.0.count=40"]
+    from fpq_hdl.queue_manager import LATENCY
+    # the router waits out the RTL's latency for each verdict, in both runs, so that both
+    # see the same events
+    sets = ["run.duration_s=20", "run.warmup_s=5", "flows.0.count=40",
+            f"queue.verdict_wait={LATENCY}"]
     a = run_scenario(load(os.path.join(SCEN, "fpq-fpq.toml"), sets + ["queue.model=exact"]))
     b = run_scenario(load(os.path.join(SCEN, "fpq-fpq.toml"), sets + ["queue.model=rtl"]))
     skip = {"model", "wall_seconds", "events_per_second", "transfer_times"}
