@@ -238,7 +238,8 @@ class TrafficGenerator(wiring.Component):
                         C(DST_IP, 32),
                         (C(SRC_BASE, 32) + flow_id)[:32] ^ salt)),
                     timer.eq(regs["tg_arrival_period"] - 1),
-                    rr_id.eq(Mux(rr_id + 1 >= flows, 0, rr_id + 1)),
+                    # ``rr_id + 1 >= flows`` as a compare beside the increment, not after it
+                    rr_id.eq(Mux(rr_id >= fm1, 0, rr_id + 1)),
                 ]
             with m.Elif(timer != 0):
                 m.d.sync += timer.eq(timer - 1)
@@ -254,25 +255,40 @@ class TrafficGenerator(wiring.Component):
         v = self.verdicts
         m.d.comb += v.ready.eq(1)
         act = v.payload.action
-        enq = v.valid & ((act == ENQUEUE) | (act == MARK))
         m.d.comb += [self.drop_pulse.eq(v.valid & ((act == DROP_EARLY) | (act == DROP_FORCED))),
                      self.mark_pulse.eq(v.valid & (act == MARK))]
+        # The backlog counts a verdict a clock after it arrives (registered: the decode stays
+        # out of the counter's path) and a departure in the clock it is sent: it is never
+        # above the packets the queue manager holds, so no departure finds its queue empty.
+        # Its next value is a select of registers (backlog, + 1, - 1) and "not zero" a flag
+        # beside it, so that the drain's decision and the count are a few LUTs, no adder.
+        enq = Signal()
+        m.d.sync += enq.eq(v.valid & ((act == ENQUEUE) | (act == MARK)))
         backlog = regs["tg_backlog"]
+        b_p1 = Signal.like(backlog, init=1, name="backlog_p1")
+        b_m1 = Signal.like(backlog, init=(1 << len(backlog)) - 1, name="backlog_m1")
+        nonzero = Signal()
         dep = self.departures
         drain_timer = Signal(16)
+        timer_zero = Signal(init=1)              # drain_timer == 0
         dep_go = Signal()
         drain = regs["tg_drain_period"]
+        drain_on = Signal()
+        m.d.sync += drain_on.eq(drain != 0)
         # the drain runs while the generator is off too: the queue empties after a run
-        with m.If(drain != 0):
-            with m.If(drain_timer == 0):
-                m.d.comb += dep_go.eq(backlog != 0)
-                m.d.sync += drain_timer.eq(drain - 1)
+        with m.If(drain_on):
+            with m.If(timer_zero):
+                m.d.comb += dep_go.eq(nonzero)
+                m.d.sync += [drain_timer.eq(drain - 1), timer_zero.eq(drain == 1)]
             with m.Else():
-                m.d.sync += drain_timer.eq(drain_timer - 1)
+                m.d.sync += [drain_timer.eq(drain_timer - 1), timer_zero.eq(drain_timer == 1)]
         # a departure is valid for one clock (the port always takes it), so its length is
         # the live register, not a register of its own
         m.d.sync += dep.valid.eq(dep_go)
         m.d.comb += dep.payload.length.eq(regs["tg_length"])
-        m.d.sync += backlog.eq(backlog + enq - dep_go)
-        m.d.comb += self.backlog_nonzero.eq(backlog != 0)
+        backlog_next = Signal.like(backlog)
+        m.d.comb += backlog_next.eq(Mux(enq == dep_go, backlog, Mux(enq, b_p1, b_m1)))
+        m.d.sync += [backlog.eq(backlog_next), b_p1.eq(backlog_next + 1),
+                     b_m1.eq(backlog_next - 1), nonzero.eq(backlog_next != 0)]
+        m.d.comb += self.backlog_nonzero.eq(nonzero)
         return m
