@@ -5,8 +5,8 @@ briefly, and the outcome, refused (the exception's type and the first line of it
 or accepted. Recording is on only when the environment variable ``FPQ_BAD_INPUTS`` names a
 folder; then every process (each pytest-xdist worker, or the one pytest process) appends
 its cases to a file of its own there, one JSON object a line, and Hypothesis runs
-derandomized, so that the same code tries the same cases. Otherwise a note costs a test
-one attribute test.
+derandomized, so that the same code tries the same cases. Otherwise a note is an empty
+context (under a microsecond).
 
 Run as a script (``make reliability``), it runs the fuzz tests with recording on, merges
 the workers' files and writes the table between the markers of docs/RELIABILITY.md::
