@@ -14,7 +14,8 @@ JOBS ?= 2
 TEST_JOBS ?= 2
 PYTEST_PAR := $(if $(filter-out 1,$(TEST_JOBS)),-n $(TEST_JOBS) --dist loadfile,)
 
-.PHONY: all venv demo test test-long verilog regmap bench figures crosscheck clean help bitstream
+.PHONY: all venv demo test test-long verilog regmap bench figures crosscheck clean help bitstream \
+	reliability
 
 help:
 	@echo "make demo       - set up .venv on first use, then run the main demo"
@@ -25,6 +26,7 @@ help:
 	@echo "make verilog    - the queue manager as a Verilog core (AXI-Stream, AXI4-Lite): build/fpq_core.v + build/fpq_core_pkg.sv"
 	@echo "make bitstream BOARD=ulx3s|icebreaker - self-test bitstream + timing/utilisation in build/<board>/"
 	@echo "make figures    - TCP simulator: the papers' figures, docs/figures/ + docs/RESULTS.md"
+	@echo "make reliability - the fuzz tests, recording every bad input: the table in docs/RELIABILITY.md"
 	@echo "make crosscheck - TCP simulator against ns-3 (from PyPI, own venv .venv-ns3): docs/RESULTS.md"
 
 venv: $(STAMP)
@@ -47,6 +49,10 @@ test: $(STAMP)
 
 test-long: $(STAMP)
 	$(PYTEST) -q -m long $(PYTEST_PAR)
+
+# the fuzz tests (Hypothesis derandomized) with every case recorded, one file per worker
+reliability: $(STAMP)
+	$(VBIN)/python sw/tests/bad_inputs.py --jobs $(TEST_JOBS)
 
 verilog: $(STAMP)
 	$(VBIN)/fpq verilog -o build/fpq_core.v

@@ -382,12 +382,12 @@ def _reset_points():
 
 
 def test_reset_at_any_clock_of_a_stream():
-    """Reset lands on each of the first 62 clocks of a stream (every pipeline stage holding
-    an arrival), and on 60 random clocks further on (idle gaps, verdicts in the FIFO); also
-    on every third clock of a previous reset's vector wipe. Afterwards the configuration is
-    loaded again and the RTL must behave as a fresh model: every verdict, counter and
-    telemetry value. Runs on the X build, so any state that reset leaves undefined shows up
-    as a mismatch."""
+    """Reset lands on each of the first 2 LATENCY + 8 clocks of a stream (every pipeline
+    stage holding an arrival), and on 60 random clocks further on (idle gaps, verdicts in the
+    FIFO); also on every third clock of a previous reset's vector wipe. Afterwards the
+    configuration is loaded again and the RTL must behave as a fresh model: every verdict,
+    counter and telemetry value. Runs on the X build, so any state that reset leaves
+    undefined shows up as a mismatch."""
     from fpq_hdl.verilated.harness import encode_events
     config = xcfg(mode="fpq")
     before = synthetic(config, 3000, seed=3, dt=(1, 1, 2, 30), t0=0)

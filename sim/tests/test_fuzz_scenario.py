@@ -13,7 +13,9 @@ from hypothesis import given, settings, strategies as st, HealthCheck
 import pytest
 
 from fpq_sim.scenario import validate, load, apply_set, ScenarioError, SCHEMA
+from bad_inputs import Tried
 
+TRIED = Tried("scenario files")
 HERE = os.path.dirname(os.path.abspath(__file__))
 BASE_PATH = os.path.join(HERE, "..", "scenarios", "fpq-fpq.toml")
 with open(BASE_PATH, "rb") as _f:
@@ -61,7 +63,8 @@ def test_random_keys_and_values_are_accepted_or_named(changes):
     for (sec, key), value in changes:
         _apply(doc, sec, key, value)
     try:
-        out = validate(doc)
+        with TRIED("; ".join(f"{_where(s, k)} = {v!r}" for (s, k), v in changes)):
+            out = validate(doc)
     except ScenarioError as exc:
         msg = str(exc)
         assert KEY_PATH.match(msg), msg
@@ -92,7 +95,7 @@ def test_out_of_range_number_names_key_and_range(key_sec, data):
         st.one_of(st.integers(max_value=lo - 1), st.integers(min_value=hi + 1)))
     doc = copy.deepcopy(BASE)
     _apply(doc, sec, key.name, value)
-    with pytest.raises(ScenarioError) as info:
+    with pytest.raises(ScenarioError) as info, TRIED(f"{_where(sec, key.name)} = {value!r}"):
         validate(doc)
     msg = str(info.value)
     assert msg.startswith(f"{_where(sec, key.name)}: "), msg
@@ -112,8 +115,10 @@ def test_broken_toml_files_give_one_clear_error(tmp_path, edits, cut):
         data = data[:cut]
     path = tmp_path / "s.toml"
     path.write_bytes(bytes(data))
+    shown = ", ".join(f"{chunk!r} at {pos % len(data) if data else pos}" for pos, chunk in edits)
     try:
-        load(path)
+        with TRIED(shown + (f", cut at {cut}" if cut % 4 == 0 else ""), path):
+            load(path)
     except ScenarioError as exc:
         assert str(exc).startswith(f"{path}: "), exc
         assert KEY_PATH.match(str(exc)[len(str(path)) + 2:]) or "not valid TOML" in str(exc), exc
@@ -124,8 +129,9 @@ def test_broken_toml_files_give_one_clear_error(tmp_path, edits, cut):
 def test_random_set_strings(assignment):
     doc = copy.deepcopy(BASE)
     try:
-        apply_set(doc, assignment)
-        validate(doc)
+        with TRIED(f"--set {assignment!r}"):
+            apply_set(doc, assignment)
+            validate(doc)
     except ScenarioError as exc:
         msg = str(exc)
         assert msg.startswith("--set ") or KEY_PATH.match(msg), msg
@@ -138,5 +144,6 @@ def test_hash_keys_are_hex_text_and_bad_ones_named():
     for name, value in (("hash_mix_key", "zz"), ("hash_key", "0g")):
         bad = copy.deepcopy(BASE)
         bad.setdefault("queue", {})[name] = value
-        with pytest.raises(ScenarioError, match=rf"queue\.{name}: '{value}' is not hex"):
+        with pytest.raises(ScenarioError, match=rf"queue\.{name}: '{value}' is not hex"), \
+                TRIED(f"queue.{name} = {value!r}"):
             validate(bad)

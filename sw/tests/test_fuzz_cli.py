@@ -15,9 +15,11 @@ from hypothesis import given, settings, strategies as st, HealthCheck
 import pytest
 
 from fpq_app.cli import main
+from bad_inputs import Tried
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 SCENARIO = os.path.join(ROOT, "sim", "scenarios", "fpq-fpq.toml")
+TRIED = Tried("`fpq` arguments")
 
 # (subcommand prefix, option, type, lo, hi); output options are added per example
 OPTIONS = [
@@ -88,6 +90,16 @@ def run_main(argv):
     return code, err.getvalue()
 
 
+def note(argv, code, err):
+    """Record a command run: refused (its exit status and the last line it printed, the one
+    naming the problem) or accepted."""
+    if code:
+        lines = err.strip().splitlines()
+        TRIED.refused(" ".join(argv), f"exit {code}", lines[-1] if lines else "", SCENARIO)
+    else:
+        TRIED.accepted(" ".join(argv), SCENARIO)
+
+
 @settings(max_examples=250, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(case=bad_option())
@@ -100,6 +112,7 @@ def test_bad_option_values(tmp_path, case):
         (["-o", out[prefix[2]].format(d=d)] if prefix[0] == "config" else [])
     argv = prefix + extra + [f"{opt}={value}"]
     code, err = run_main(argv)
+    note(prefix + [f"{opt}={value}"], code, err)       # the output options left out
     assert code == 2, (argv, err)
     assert "Traceback" not in err
     last = err.strip().splitlines()[-1]
@@ -119,6 +132,7 @@ def test_unknown_subcommands_and_options(words):
     if words[0] in known:
         words = ["x" + words[0]] + words[1:]
     code, err = run_main(words)
+    note(words, code, err)
     assert code == 2 and "Traceback" not in err
     assert "invalid choice" in err or "required" in err or "unrecognized" in err \
         or "expected" in err, err
@@ -145,6 +159,7 @@ def test_real_command_exit_status_and_message(tmp_path, argv, fragment):
     output file."""
     r = subprocess.run([sys.executable, "-m", "fpq_app.cli", *argv], capture_output=True,
                        text=True, timeout=120, cwd=tmp_path)
+    note(argv, r.returncode, r.stderr)
     assert r.returncode == 2, r.stderr
     assert "Traceback" not in r.stderr
     assert fragment in r.stderr, r.stderr

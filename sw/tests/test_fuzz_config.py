@@ -11,7 +11,9 @@ import pytest
 from fpq import Config, ConfigError
 from fpq.config import FIELDS, Build
 from fpq.regmap import check_registers
+from bad_inputs import Tried
 
+TRIED = Tried("`fpq.Config`")
 NAMES = [f.name for f in FIELDS] + ["v_maxx", "", "mode "]
 VALUES = st.one_of(st.booleans(), st.integers(), st.integers(-2, 70_000),
                    st.floats(allow_nan=True, allow_infinity=True), st.floats(0, 100),
@@ -23,7 +25,8 @@ VALUES = st.one_of(st.booleans(), st.integers(), st.integers(-2, 70_000),
 @given(st.dictionaries(st.sampled_from(NAMES), VALUES, min_size=1, max_size=4))
 def test_random_fields(values):
     try:
-        cfg = Config(**values)
+        with TRIED(values):
+            cfg = Config(**values)
     except ConfigError as exc:
         msg = str(exc)
         named = [n for n in values if msg.startswith(f"{n}:")]
@@ -55,7 +58,8 @@ def test_out_of_range_numbers_name_field_and_range(field, data):
                                     st.floats(min_value=hi, exclude_min=True, allow_nan=False),
                                     st.just(math.nan)))
     try:
-        Config(**{field.name: value})
+        with TRIED({field.name: value}):
+            Config(**{field.name: value})
     except ConfigError as exc:
         assert str(exc).startswith(f"{field.name}: "), exc
         assert f"[{lo}, {hi}]" in str(exc), exc
@@ -71,13 +75,14 @@ def test_clear_period_must_fit_its_register(tick_hz, v_max, longest_s):
     are 4294.967296 s). Just under it is accepted and passes the commit check, just over it
     is a ConfigError naming t_clear_s and the range. (The hold, 3 t_clear by default, must
     fit too; it is set to 0 here.)"""
-    ok = Config(tick_hz=tick_hz, v_max=v_max, t_clear_s=longest_s * (1 - 1e-9),
-                rekey_hold_t_clear=0.0)
+    under, over = longest_s * (1 - 1e-9), longest_s * (1 + 1e-9)
+    with TRIED(dict(tick_hz=tick_hz, v_max=v_max, t_clear_s=under)):
+        ok = Config(tick_hz=tick_hz, v_max=v_max, t_clear_s=under, rekey_hold_t_clear=0.0)
     assert check_registers(ok.registers()) is None
     with pytest.raises(ConfigError, match=r"^t_clear_s: .* is longer than the clear-period "
-                                          r"register holds; allowed range \[\.\.\., "):
-        Config(tick_hz=tick_hz, v_max=v_max, t_clear_s=longest_s * (1 + 1e-9),
-               rekey_hold_t_clear=0.0)
+                                          r"register holds; allowed range \[\.\.\., "), \
+            TRIED(dict(tick_hz=tick_hz, v_max=v_max, t_clear_s=over)):
+        Config(tick_hz=tick_hz, v_max=v_max, t_clear_s=over, rekey_hold_t_clear=0.0)
 
 
 def test_the_re_key_hold_must_fit_its_register():
@@ -88,12 +93,15 @@ def test_the_re_key_hold_must_fit_its_register():
     1.005 t_clear)."""
     build = Build(vec_bits=65536)
     with pytest.raises(ConfigError, match=r"^rekey_hold_t_clear: 3.0 t_clear is longer .*"
-                                          r"allowed range \[0, 1.00527\] t_clear"):
+                                          r"allowed range \[0, 1.00527\] t_clear"), \
+            TRIED("vec_bits=65536, v_max=65536, t_clear_s=1e6, tick_hz=1.4e8"):
         Config(build=build, v_max=65536, t_clear_s=1e6, tick_hz=1.4e8)
-    ok = Config(build=build, v_max=65536, t_clear_s=1e6, tick_hz=1.4e8,
-                rekey_hold_t_clear=1.0)                 # 1.4e14 clocks
+    with TRIED("the same, rekey_hold_t_clear=1.0"):
+        ok = Config(build=build, v_max=65536, t_clear_s=1e6, tick_hz=1.4e8,
+                    rekey_hold_t_clear=1.0)             # 1.4e14 clocks
     assert check_registers(ok.registers(), build) is None
-    with pytest.raises(ConfigError, match=r"^rekey_hold_t_clear: 1.01 t_clear is longer"):
+    with pytest.raises(ConfigError, match=r"^rekey_hold_t_clear: 1.01 t_clear is longer"), \
+            TRIED("the same, rekey_hold_t_clear=1.01"):
         Config(build=build, v_max=65536, t_clear_s=1e6, tick_hz=1.4e8,
                rekey_hold_t_clear=1.01)                # 1.414e14 clocks
 
@@ -105,8 +113,9 @@ def test_accepted_clear_settings_fit_the_registers(vec_bits, t_clear, tick_hz, d
     build = Build(vec_bits=vec_bits)
     v_max = data.draw(st.integers(1, vec_bits))
     try:
-        cfg = Config(build=build, v_max=v_max, t_clear_s=t_clear, tick_hz=tick_hz,
-                     rekey_hold_t_clear=0.0)
+        with TRIED(dict(vec_bits=vec_bits, v_max=v_max, t_clear_s=t_clear, tick_hz=tick_hz)):
+            cfg = Config(build=build, v_max=v_max, t_clear_s=t_clear, tick_hz=tick_hz,
+                         rekey_hold_t_clear=0.0)
     except ConfigError as exc:
         assert str(exc).startswith("t_clear_s: ") and "allowed range" in str(exc), exc
         return

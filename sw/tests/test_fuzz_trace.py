@@ -14,7 +14,9 @@ import pytest
 from fpq import Arrival, Departure, Build, Config, QueueManager
 from fpq.trace import (write_trace, read_trace, write_csv, read_csv, TraceError, RECORD_DTYPE,
                        CSV_COLUMNS)
+from bad_inputs import Tried
 
+BINARY, CSV = Tried("traces (binary)"), Tried("traces (CSV)")
 FUZZ = settings(max_examples=300, deadline=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture])
 EVENTS = [Departure(3 * i, 50 + i) if i % 3 == 0 else
@@ -49,11 +51,17 @@ def test_header_fields(tmp_path, magic, version, rsize, mlen_delta, tick_hz, cou
     bad.write_bytes(HEAD.pack(magic, version, rsize, mlen2, tick_hz, count2) + data[HEAD.size:])
     valid = (magic == b"FPQTRACE" and version == 2 and rsize == 32 and mlen2 == mlen
              and 0 < tick_hz < 1e15 and count2 == count)       # documented tick_hz range
+    changed = [f"{name}={got!r}" for name, got, good in (
+        ("magic", magic, b"FPQTRACE"), ("version", version, 2), ("record size", rsize, 32),
+        ("metadata length", mlen2, mlen), ("tick_hz", tick_hz, 1e6), ("count", count2, count))
+        if not got == good]
+    shown = ", ".join(changed) or "the good header"
     if valid:
-        header, events = read_trace(bad)
+        with BINARY(shown, bad):
+            header, events = read_trace(bad)
         assert events == EVENTS and header["tick_hz"] == tick_hz
         return
-    with pytest.raises(TraceError) as info:
+    with pytest.raises(TraceError) as info, BINARY(shown, bad):
         read_trace(bad)
     msg = str(info.value)
     assert msg.startswith(f"{bad}: "), msg
@@ -125,13 +133,16 @@ def test_record_fields(tmp_path, rec):
     struct.pack_into("<Q", head, 24, len(rec))
     bad.write_bytes(bytes(head) + rec.tobytes())
     problem = _first_problem(rec)
+    shown = f"{len(rec)} records, " + (f"record {problem[0]}: {problem[1].strip()} broken"
+                                       if problem else "all valid")
     if problem is None:
-        _, events = read_trace(bad)
+        with BINARY(shown, bad):
+            _, events = read_trace(bad)
         assert len(events) == len(rec)
         assert [type(e) is Departure for e in events] == [bool(k) for k in rec["kind"]]
         copy.deepcopy(MODEL).run(events)        # the queue manager takes them in this order
         return
-    with pytest.raises(TraceError) as info:
+    with pytest.raises(TraceError) as info, BINARY(shown, bad):
         read_trace(bad)
     i, field = problem
     msg = str(info.value)
@@ -146,12 +157,16 @@ def test_byte_flips_and_truncation(tmp_path, flips, cut):
     data = bytearray(data)
     for pos, b in flips:
         data[pos % len(data)] = b
+    shown = [f"byte {pos % len(data)} = {b}" for pos, b in flips]
     if cut % 3 == 0:
         data = data[:cut]
+        shown.append(f"cut at {cut}")
+    shown = ", ".join(shown) or "unchanged"
     bad = path.with_name("flip.fpqtrace")
     bad.write_bytes(bytes(data))
     try:
-        header, events = read_trace(bad)
+        with BINARY(shown, bad):
+            header, events = read_trace(bad)
     except TraceError as exc:
         assert str(exc).startswith(f"{bad}: "), exc
         return
@@ -175,6 +190,7 @@ def test_csv_cells(tmp_path, edits):
     good = tmp_path / "good.csv"
     write_csv(good, EVENTS)
     lines = good.read_text().splitlines()
+    shown = []
     for row, col, text in edits:
         cells = lines[row].split(",")
         if text in ("<prev ts>", "<next ts>"):      # a clock shared with a neighbour
@@ -183,10 +199,12 @@ def test_csv_cells(tmp_path, edits):
         cells[CSV_COLUMNS.index(col)] = text.replace(",", ";").replace("\n", " ")\
             .replace("\r", " ").replace('"', "'")
         lines[row] = ",".join(cells)
+        shown.append(f"line {row + 1} {col} = {cells[CSV_COLUMNS.index(col)]!r}")
     bad = tmp_path / "bad.csv"
     bad.write_text("\n".join(lines) + "\n")
     try:
-        events = read_csv(bad)
+        with CSV("; ".join(shown), bad):
+            events = read_csv(bad)
     except TraceError as exc:
         msg = str(exc)
         assert msg.startswith(f"{bad}: line "), msg
@@ -208,7 +226,8 @@ def test_csv_bytes(tmp_path, data, keep_header):
     bad = tmp_path / "bytes.csv"
     bad.write_bytes(((",".join(CSV_COLUMNS) + "\n").encode() if keep_header else b"") + data)
     try:
-        read_csv(bad)
+        with CSV(("header + " if keep_header else "") + repr(data), bad):
+            read_csv(bad)
     except TraceError as exc:
         assert str(exc).startswith(f"{bad}: line "), exc
 
@@ -236,7 +255,8 @@ def test_failed_writes_leave_the_old_file_and_no_temporary(tmp_path, bad_at, wha
         events[bad_at] = ev._replace(flow=1 << 104)
     else:
         events[bad_at] = ev._replace(length=0)
-    with pytest.raises(TraceError) as info:
+    with pytest.raises(TraceError) as info, \
+            (CSV if csv else BINARY)(f"write: event {bad_at} = {events[bad_at]}", path):
         if csv:
             write_csv(path, events)
         else:
@@ -253,10 +273,12 @@ def test_metadata_must_be_an_object_and_padding_zero(tmp_path):
     bad = bytearray(data)
     bad[HEAD.size:HEAD.size + 2] = b"[]"
     (tmp_path / "m.fpqtrace").write_bytes(bytes(bad))
-    with pytest.raises(TraceError, match="metadata must be a JSON object"):
+    with pytest.raises(TraceError, match="metadata must be a JSON object"), \
+            BINARY("metadata []", tmp_path / "m.fpqtrace"):
         read_trace(tmp_path / "m.fpqtrace")
     bad = bytearray(data)
     bad[HEAD.size + 3] = 7
     (tmp_path / "p.fpqtrace").write_bytes(bytes(bad))
-    with pytest.raises(TraceError, match="padding after the metadata must be zero"):
+    with pytest.raises(TraceError, match="padding after the metadata must be zero"), \
+            BINARY("padding byte 7", tmp_path / "p.fpqtrace"):
         read_trace(tmp_path / "p.fpqtrace")
