@@ -181,8 +181,8 @@ def test_shallow_fifo_fault_names_a_missing_fifo_class():
 
 
 # the shallow FIFO of a SMALL_FIFO build holds SMALL_FIFO - SHALLOW_BY = 2 verdicts: a stalled
-# sink overflows it once a third is due, a few clocks after the first verdict (a counterexample
-# of 35 clocks; 6 to 8 minutes per FIFO kind on the 2-core machine beside a synthesis job)
+# sink overflows it once a third is due, a few clocks after the first verdict (so the
+# counterexample is a few clocks longer than LATENCY; minutes per FIFO kind)
 SHALLOW_DEPTH = QM_WIPE + LATENCY + 4
 
 
