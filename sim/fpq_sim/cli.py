@@ -28,23 +28,70 @@ def _check_outputs(output, argument, scenario):
 STDOUT = "-"
 
 
+def _validate_any(doc):
+    """A validated scenario of either kind: a parking lot when the document has a
+    ``[topology]`` table (``fpq_sim.parkinglot``), else a dumbbell (``fpq_sim.scenario``)."""
+    from .scenario import validate
+    from .parkinglot import validate_parking_lot
+    if isinstance(doc, dict) and "topology" in doc:
+        return validate_parking_lot(doc)
+    return validate(doc)
+
+
+def _write_summary(args, s):
+    """The summary to ``--json`` (if given); returns the stream for the report (standard
+    error when the summary went to standard output)."""
+    if args.json == STDOUT:
+        sys.stdout.write(json.dumps(s, indent=1) + "\n")
+        sys.stdout.flush()
+    elif args.json:
+        _write_json(args.json, s)
+    return sys.stderr if args.json == STDOUT else sys.stdout
+
+
+def _report_events(args, s, report):
+    """The run's last report line: events, wall time, the file written."""
+    per_s = s["events"] / s["wall_seconds"] if s["wall_seconds"] > 0 else 0
+    print(f"{s['events']} events in {s['wall_seconds']:.2f} s ({per_s:.0f} events/s)" +
+          (f"; wrote {args.json}" if args.json not in (None, STDOUT) else ""), file=report)
+
+
+def _sim_parking_lot(args, sc):
+    """``fpq sim`` of a parking-lot scenario: its summary (``ParkingLot.summary``) and a
+    report per flow class and per router."""
+    from .parkinglot import run_parking_lot, class_stats
+    s = run_parking_lot(sc)
+    report = _write_summary(args, s)
+    classes = class_stats(s)
+    flows = "; ".join(f"{cls} ({m['flows']} flows): {m['throughput_pkts_per_s']:.1f} pkt/s "
+                      f"each, loss {100 * m['loss_rate']:.2f} %"
+                      for cls, m in sorted(classes.items(), key=lambda kv: kv[0] != "long"))
+    routers = "; ".join(f"R{r['hop']}: queue {r['avg_queue_pkts']:.1f} pkts, loss "
+                        f"{100 * r['loss_rate']:.2f} %" for r in s["routers"])
+    print(f"{sc['name'] or args.scenario}: parking lot, {s['hops']} hops, "
+          f"{sc['queue']['discipline']}: {flows}", file=report)
+    print(f"routers: {routers}", file=report)
+    _report_events(args, s, report)
+    return 0
+
+
 def _sim(args):
     from .scenario import load, scenario_path
     from .network import Network
     path = scenario_path(args.scenario)
     if args.json:
         _check_outputs(args.json, "--json", path)
-    sc = load(path, args.set or ())
+    sc = load(path, args.set or (), _validate_any)
+    if "topology" in sc:
+        if args.transfer_times:
+            raise ValueError("--transfer-times: a parking-lot scenario's summary has no "
+                             "transfer times (a dumbbell's has)")
+        return _sim_parking_lot(args, sc)
     net = Network(sc)
     net.run()
     s = net.summary(transfer_times=args.transfer_times)
     # with the summary on standard output, the report goes to standard error
-    report = sys.stderr if args.json == STDOUT else sys.stdout
-    if args.json == STDOUT:
-        sys.stdout.write(json.dumps(s, indent=1) + "\n")
-        sys.stdout.flush()
-    elif args.json:
-        _write_json(args.json, s)
+    report = _write_summary(args, s)
     t = s["transfers"]
     line = (f"{sc['name'] or args.scenario}: {s['flows_total']} flows, "
             f"{sc['queue']['discipline']}: loss {100 * s['loss_rate']:.2f} %, "
@@ -54,19 +101,21 @@ def _sim(args):
         line += (f", {t['count']} transfers: p5 {t['p5']:.2f} s, median {t['p50']:.2f} s, "
                  f"p95 {t['p95']:.2f} s")
     print(line, file=report)
-    print(f"{s['events']} events in {s['wall_seconds']:.2f} s "
-          f"({s['events_per_second'] or 0:.0f} events/s)" +
-          (f"; wrote {args.json}" if args.json not in (None, STDOUT) else ""), file=report)
+    _report_events(args, s, report)
     return 0
 
 
 def _trace(args):
     from fpq.trace import write_trace
-    from .scenario import load, scenario_path
+    from .scenario import load, scenario_path, ScenarioError
     from .network import Network
     path = scenario_path(args.scenario)
     _check_outputs(args.out, "--out", path)
-    sc = load(path, args.set or ())
+    sc = load(path, args.set or (), _validate_any)
+    if "topology" in sc:
+        raise ScenarioError(f"{path}: topology: fpq trace records the one bottleneck of a "
+                            f"dumbbell scenario, and this parking lot queues at each of its "
+                            f"{sc['topology']['hops']} hops (fpq sim runs it)")
     if args.duration is not None:
         if not 0 < args.duration <= sc["run"]["duration_s"]:
             raise ValueError(f"--duration: {args.duration} is out of range "

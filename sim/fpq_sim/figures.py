@@ -1,7 +1,8 @@
 """``fpq figures``: the papers' experiments and our extensions, re-run on our simulator, as
 PNG + PDF + CSV and the "TCP simulator" section of docs/RESULTS.md (between
 ``<!-- BEGIN fpq figures -->`` and ``<!-- END fpq figures -->``; the rest of the file is left
-alone).
+alone). The section's prose is the template ``fpq_sim/templates/results.md``; this module
+computes the numbers, the tables' rows and the judgments it fills in.
 
 Every point is run with ``len(SEEDS)`` (10) seeds and reported as the mean with its 95 %
 confidence interval (``fpq_sim.stats``): error bars on the plots, ``mean [lo, hi]`` in the
@@ -32,8 +33,10 @@ and thins the sweeps (for tests; its numbers are not the reproduction).
 import copy
 import csv
 import datetime
+import functools
 import os
 import platform
+import string
 import time
 from collections import defaultdict
 
@@ -682,48 +685,77 @@ def _fig12_row(ss_t, ss_f):
             E(ss_f, lambda s: np.median(_times(s))), E(ss_f, lambda s: _near(_times(s))))
 
 
+#: The prose of the RESULTS.md section, package data beside this module; its first lines
+#: describe the format that ``_prose`` reads.
+TEMPLATE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "templates", "results.md")
+
+
+class _ProseFormatter(string.Formatter):
+    """``str.format`` with one addition: a field whose value is True or False writes one of
+    the two texts of its spec, ``{flag:if true||if false}``."""
+
+    def format_field(self, value, spec):
+        if isinstance(value, bool):
+            if not spec:
+                raise ValueError(f"a True/False field needs its texts, {{flag:if true||if "
+                                 f"false}}; got {value} without any")
+            yes, _, no = spec.partition("||")
+            return yes if value else no
+        return super().format_field(value, spec)
+
+
+@functools.cache
+def _sections(path=TEMPLATE):
+    """``{name: text}`` of the template ``path`` (its format: the template's first lines)."""
+    with open(path, encoding="utf-8") as f:
+        text = f.read().replace("\\\n", "")
+    sections, name, lines = {}, None, []
+    for line in text.split("\n") + ["%% "]:
+        if not line.startswith("%% "):
+            lines.append(line)
+            continue
+        if name is not None:
+            sections[name] = "\n".join(lines).rstrip("\n")
+        name, lines = line[3:].strip(), []
+        if name in sections:
+            raise ValueError(f"{path}: section {name!r} appears twice")
+    return sections
+
+
+def _prose(name, **fields):
+    """Section ``name`` of the template with ``fields`` filled in."""
+    try:
+        text = _sections()[name]
+    except KeyError:
+        raise KeyError(f"{TEMPLATE}: no section {name!r}") from None
+    try:
+        return _ProseFormatter().vformat(text, (), fields)
+    except KeyError as exc:
+        raise KeyError(f"{TEMPLATE}, section {name!r}: field {exc} not given") from None
+
+
 def _discussion_fig12(trad, fq, sens):
-    tt_mean = E(trad, lambda s: _times(s).mean())
-    med = E(trad, lambda s: np.median(_times(s)))
-    fast = E(trad, lambda s: (_times(s) < 1.75).mean())
-    slow = E(trad, lambda s: (_times(s) > 7).mean())
     tick = sens.get(("traditional", "delack_tick"))
     rto3 = sens.get(("traditional", "rto3"))
-    out = ["Where we differ, why. The shape is the paper's: the traditional router splits "
-           "transfers into a lucky group that never loses a packet and an unlucky one that "
-           "waits in timeouts, while almost every FPQ transfer takes about the fair time. "
-           f"Our traditional transfers take {tt_mean:.2f} s on average, more than the fair "
-           f"time, because the link is not always busy (utilisation below: senders in timeout "
-           f"leave it idle); their median ({med:.2f} s) sits lower because the "
-           "distribution is skewed. The split around the 1.75 s and 7 s marks depends on two "
-           "timers the paper leaves open. A loss-free 10-packet transfer takes five round "
-           "trips (about 0.24 s each at this queue) plus two or three delayed-ACK waits, so it "
-           "lands just around 1.75 s: with ns's timer (the ACK goes 0.2 s after the packet) "
-           f"{_pct(fast)} finish sooner"]
-    if tick:
-        out[-1] += (f"; with BSD's (the next tick of a 0.2 s clock, 0.1 s on average) "
-                    f"{_pct(E(tick, lambda s: (_times(s) < 1.75).mean()))} do, against the "
-                    "paper's 40 %")
-    out[-1] += (". Every transfer starts with fresh TCP state, so a loss before the first RTT "
-                "sample costs a whole initial RTO: ns's 6 s (its default until 2006) gives "
-                f"{_pct(slow)} of transfers over 7 s")
-    if rto3:
-        out[-1] += (f", RFC 2988's 3 s gives {_pct(E(rto3, lambda s: (_times(s) > 7).mean()))} "
-                    "(paper: 10 %)")
-    out[-1] += "."
+    out = [_prose("fig12.discussion",
+                  mean=E(trad, lambda s: _times(s).mean()),
+                  median=E(trad, lambda s: np.median(_times(s))),
+                  fast=_pct(E(trad, lambda s: (_times(s) < 1.75).mean())),
+                  slow=_pct(E(trad, lambda s: (_times(s) > 7).mean())),
+                  tick=bool(tick),
+                  tick_fast=_pct(E(tick, lambda s: (_times(s) < 1.75).mean())) if tick else "",
+                  rto3=bool(rto3),
+                  rto3_slow=_pct(E(rto3, lambda s: (_times(s) > 7).mean())) if rto3 else "")]
     flt = sens.get(("traditional", "float"))
     if flt:
         f_flt = sens[("fpq", "float")]
         sat = E(trad, lambda s: s["saturated_drops"] / max(1, s["drops"]))
-        out += ["", "The bit-exact queue manager behaves as the paper's float model here. Each "
-                "excursion of RED's average above max_th (45 packets) drops every arrival: "
-                f"{_pct(sat)} of the traditional router's drops in the runs above are of that "
-                "kind. With the float model (RED's per-arrival average with ns-2's idle rule) "
-                f"the traditional router drops {_pct(Ek(flt, 'loss_rate'))} at "
-                f"{_pct(Ek(flt, 'utilisation'))} utilisation, with the bit-exact one (an "
-                "average sampled on the clock, the same time constant) "
-                f"{_pct(Ek(trad, 'loss_rate'))} at {_pct(Ek(trad, 'utilisation'))}; FPQ drops "
-                f"{_pct(Ek(f_flt, 'loss_rate'), 2)} against {_pct(Ek(fq, 'loss_rate'), 2)}."]
+        out += ["", _prose("fig12.float", saturated=_pct(sat),
+                           float_loss=_pct(Ek(flt, "loss_rate")),
+                           float_util=_pct(Ek(flt, "utilisation")),
+                           loss=_pct(Ek(trad, "loss_rate")), util=_pct(Ek(trad, "utilisation")),
+                           fpq_float_loss=_pct(Ek(f_flt, "loss_rate"), 2),
+                           fpq_loss=_pct(Ek(fq, "loss_rate"), 2))]
     return out + [""]
 
 
@@ -732,7 +764,7 @@ def _overlap(a, b):
     return a.lo <= b.hi and b.lo <= a.hi
 
 
-def _averager_note():
+def _averagers():
     """The bit-exact model's averager in these runs, from the scenarios' own configuration."""
     from .scenario import load, queue_config
     lines = []
@@ -740,70 +772,41 @@ def _averager_note():
                         ("morris97-30-flows", "10 Mbit/s (1997 paper)")):
         cfg = queue_config(load(os.path.join(SCEN, name + ".toml")))
         k, period = cfg.avg_parameters()
-        lines.append(f"{label}: `avg_tau_s` = {cfg.avg_tau_s:g} s (512 packet times), a sample "
-                     f"every {period} clocks at {cfg.tick_hz / 1e6:g} MHz "
-                     f"({period / cfg.tick_hz * 1e3:.3g} ms) weighted 2^-{k}, time constant "
-                     f"{cfg.avg_tau_actual_s():.4g} s")
-    return ["The average queue of the bit-exact model (the hardware's): an EWMA of the queue "
-            "sampled on the queue manager's clock, the decisions reading it "
-            f"{fpq.Build().avg_delay} clocks after each sample; " + "; ".join(lines) + ". The "
-            "float model averages per arrival with w_q = 1 - exp(-pkt_time / avg_tau_s) = "
-            "2^-9 and ns-2's idle rule, as the papers' simulations did."]
+        lines.append(_prose("intro.averager", label=label, tau_s=cfg.avg_tau_s, period=period,
+                            mhz=cfg.tick_hz / 1e6, period_ms=period / cfg.tick_hz * 1e3, k=k,
+                            time_constant_s=cfg.avg_tau_actual_s()))
+    return "; ".join(lines)
 
 
 def results_markdown(res, quick, wall, where, seeds):
+    """The fpq-figures section of RESULTS.md for the summaries ``res`` (``{key: summary}``):
+    a subsection per experiment present, its prose from the template. ``quick`` marks a
+    ``--quick`` run; ``where`` is the closing line (what ran, where); ``seeds`` the seeds of
+    each point; ``wall``, the run's wall time, is not used (``where`` carries it)."""
     G = group(res)
-    L = []
-    L.append("## TCP simulator: the papers' experiments (sim/)")
-    L.append("")
     d = DURATIONS
-    L.append("Regenerate with `make figures` (`fpq figures`; PNG, PDF and CSV in docs/figures/, "
-             "every run's JSON summary in results/figures/). Our event-driven simulator (sim/, "
-             "TCP as in ns-2: see sim/fpq_sim/tcp.py) with the bit-exact golden model "
-             "(`fpq.QueueManager`) deciding every packet at the bottleneck unless a table says "
-             "otherwise. The paper's numbers come from the prose of the papers (the plots did "
-             "not survive); where the paper gives only a trend, the trend is the comparison.")
-    L.append("")
-    L += _averager_note() + [""]
-    L.append(f"Noise: every number is the mean over {len(seeds)} seeds with its 95 % "
-             "confidence interval, `mean [lo, hi]` (Student's t over the per-seed values; "
-             "fpq_sim/stats.py); the plots show the same intervals as error bars or bands. "
-             "Each seed is an independent run of the whole network: "
-             f"{d['sweep'][0]} s per seed for Figs. 10-13 (the paper: one run of 500 s), "
-             f"{d['loss'][0]} s for Figs. 1-3, {d['many'][0]} s for the 1997 networks (the "
-             f"paper: 200 s), {d['mathis'][0]} s for the validation, {d['phase'][0]} s for the "
-             f"phase-effect runs and {d['base'][0]} s for the baselines, each with the warm-up "
-             "given in fpq_sim/figures.py (DURATIONS). Two intervals that overlap do not show a "
-             "difference. Intervals of fractions are clipped to [0, 100 %].")
+    L = [_prose("intro", avg_delay=fpq.Build().avg_delay, averagers=_averagers(),
+                seeds=len(seeds), sweep_s=d["sweep"][0], loss_s=d["loss"][0],
+                many_s=d["many"][0], mathis_s=d["mathis"][0], phase_s=d["phase"][0],
+                base_s=d["base"][0])]
     tcp_runs = {k: s for k, s in res.items() if "tcp" in s and "fast_retx" in s["tcp"]
                 and "spurious_fast_retx" in s["tcp"]}
     if tcp_runs:
-        fr = sum(s["tcp"]["fast_retx"] for s in tcp_runs.values())
-        sp = sum(s["tcp"]["spurious_fast_retx"] for s in tcp_runs.values())
-        dup = sum(s["tcp"]["duplicate_data"] for s in tcp_runs.values())
         where_sp = defaultdict(int)
         for k, s in tcp_runs.items():
             if s["tcp"]["spurious_fast_retx"]:
                 tag = "/".join(str(x) for x in k[:2]) if k[0] in ("mathis", "base") else k[0]
                 where_sp[tag] += s["tcp"]["spurious_fast_retx"]
-        L += ["", f"Loss recovery check (`tcp` in every run's JSON): over the "
-              f"{len(tcp_runs)} dumbbell runs, {sp:,} of {fr:,} fast retransmissions "
-              "(NewReno's partial-ACK and SACK's recovery retransmissions included) reached a "
-              "receiver that already held the packet"
-              + (" (" + ", ".join(f"{t}: {n}" for t, n in sorted(where_sp.items())) + ")"
-                 if where_sp else "")
-              + f", and {dup:,} data packets reached a receiver that already held them "
-              "(go-back-N resends after timeouts, mostly)."]
-        if where_sp and all("sack" in t or "cubic" in t for t in where_sp):
-            L[-1] += (" All the spurious ones are SACK's. Traced in one run: a recovery "
-                      "ends with the ACK of its RecoveryPoint while its NextSeg rule-1 "
-                      "retransmission of the next packet is still in flight; the SACK blocks "
-                      "behind that ACK start a new recovery at once, whose first step (RFC 6675 "
-                      "Section 5, step 4.3) resends the same packet. RFC 6675 keeps no record of "
-                      "retransmissions across recoveries, so this follows the RFC.")
+        L += ["", _prose(
+            "intro.recovery", runs=len(tcp_runs),
+            fast_retx=sum(s["tcp"]["fast_retx"] for s in tcp_runs.values()),
+            spurious=sum(s["tcp"]["spurious_fast_retx"] for s in tcp_runs.values()),
+            duplicates=sum(s["tcp"]["duplicate_data"] for s in tcp_runs.values()),
+            listed=bool(where_sp),
+            per_run=", ".join(f"{t}: {n}" for t, n in sorted(where_sp.items())),
+            all_sack=bool(where_sp) and all("sack" in t or "cubic" in t for t in where_sp))]
     if quick:
-        L += ["", "**QUICK RUN (`--quick`): shortened runs and two seeds for a smoke test; "
-              "these numbers are not the reproduction.**"]
+        L += ["", _prose("intro.quick")]
     L.append("")
 
     sweep = {(k[1], k[2]): ss for k, ss in G.items() if k[0] == "sweep"}
@@ -811,60 +814,28 @@ def results_markdown(res, quick, wall, where, seeds):
         if ("traditional", 75) in sweep and "transfer_times" in sweep[("traditional", 75)][0]:
             tr, fq = sweep[("traditional", 75)], sweep[("fpq", 75)]
             row = _fig12_row(tr, fq)
-            n_t = sum(len(s["transfer_times"]) for s in tr)
-            n_f = sum(len(s["transfer_times"]) for s in fq)
-            L += ["### Fig. 12: transfer times with 75 connections (10-packet transfers)", "",
-                  "![Fig. 12](figures/fig12_transfer_cdf_n75.png)", "",
-                  "The plot: the CDF of all seeds' transfers pooled, and the 95 % interval of "
-                  "the per-seed CDFs as a band.", "",
-                  "| quantity | paper | ours |", "|---|---|---|",
-                  f"| fair transfer time | 3.5 s | {FAIR_75:.2f} s (75 x 10 x 576 B at 1 Mbit/s) |",
-                  f"| traditional: median | ~3.5 s | {row[0]:.2f} s |",
-                  f"| traditional: transfers < 1.75 s | 40 % | {_pct(row[1])} |",
-                  f"| traditional: transfers > 7 s | 10 % | {_pct(row[2])} |",
-                  f"| FPQ: median | ~3.5 s | {row[4]:.2f} s |",
-                  f"| FPQ: transfers in [1.75 s, 7 s] | almost all | {_pct(row[5])} |",
-                  f"| FPQ: transfers < 1.75 s / > 7 s | - | "
-                  f"{_pct(E(fq, lambda s: (_times(s) < 1.75).mean()))} / "
-                  f"{_pct(E(fq, lambda s: (_times(s) > 7).mean()))} |",
-                  f"| transfers measured (traditional / FPQ, all seeds) | - | {n_t} / {n_f} |",
-                  ""]
+            L += [_prose("fig12", fair=FAIR_75, trad_median=row[0], trad_fast=_pct(row[1]),
+                         trad_slow=_pct(row[2]), fpq_median=row[4], fpq_near=_pct(row[5]),
+                         fpq_fast=_pct(E(fq, lambda s: (_times(s) < 1.75).mean())),
+                         fpq_slow=_pct(E(fq, lambda s: (_times(s) > 7).mean())),
+                         trad_count=sum(len(s["transfer_times"]) for s in tr),
+                         fpq_count=sum(len(s["transfer_times"]) for s in fq)), ""]
             sens = {(k[1], k[2]): ss for k, ss in G.items() if k[0] == "fig12"}
             if sens:
-                L += ["Sensitivity: the same N = 75 runs with one thing changed (the paper gives "
-                      "the delayed-ACK timer as 0.2 s but not how it runs, nor the initial RTO; "
-                      "the last row changes the queue manager):",
-                      "", "| variant | trad. median | trad. < 1.75 s | trad. > 7 s | "
-                      "trad. p95/p5 | FPQ median | FPQ in [1.75 s, 7 s] |",
-                      "|---|---|---|---|---|---|---|",
-                      "| as above (ns: ACK 0.2 s after the packet; initial RTO 6 s) | "
-                      f"{row[0]:.2f} s | {_pct(row[1])} | {_pct(row[2])} | {row[3]:.2f} | "
-                      f"{row[4]:.2f} s | {_pct(row[5])} |"]
-                labels = {"delack_tick": "BSD delayed ACK: next tick of a 0.2 s clock",
-                          "delack_0.1": "delayed-ACK timer 0.1 s (ns default)",
-                          "rto3": "initial RTO 3 s (RFC 2988)",
-                          "float": "float model of the paper decides instead of the bit-exact "
-                                   "one"}
-                for tag, label in labels.items():
+                def sens_row(tag, r):
+                    return _prose("fig12.sensitivity.row",
+                                  variant=_prose(f"fig12.variant.{tag}"), trad_median=r[0],
+                                  trad_fast=_pct(r[1]), trad_slow=_pct(r[2]),
+                                  trad_spread=r[3], fpq_median=r[4], fpq_near=_pct(r[5]))
+                L += [_prose("fig12.sensitivity"), sens_row("as_above", row)]
+                for tag in ("delack_tick", "delack_0.1", "rto3", "float"):
                     if ("traditional", tag) in sens:
-                        r = _fig12_row(sens[("traditional", tag)], sens[("fpq", tag)])
-                        L.append(f"| {label} | {r[0]:.2f} s | {_pct(r[1])} | {_pct(r[2])} | "
-                                 f"{r[3]:.2f} | {r[4]:.2f} s | {_pct(r[5])} |")
+                        L.append(sens_row(tag, _fig12_row(sens[("traditional", tag)],
+                                                          sens[("fpq", tag)])))
                 L.append("")
             L += _discussion_fig12(tr, fq, sens)
         ns = sorted({n for _, n in sweep})
-        L += ["### Figs. 10, 11, 13: queue, drop rate and unfairness against N", "",
-              "![Fig. 10](figures/fig10_queue_vs_n.png) ![Fig. 11](figures/fig11_loss_vs_n.png) "
-              "![Fig. 13](figures/fig13_p95_p5_vs_n.png)", "",
-              "Paper (prose): the traditional router's loss rate rises with N while its queue "
-              "stays short; FPQ's queue grows with N (fewer than 6 packets per connection, the "
-              "transfers are too short for larger windows) and its loss rate stays low; the "
-              "p95/p5 ratio of transfer times rises with N for traditional and stays low for "
-              "FPQ.", "",
-              "| N | trad. queue (pkts) | FPQ queue (pkts) | FPQ queue / N | trad. drop rate | "
-              "FPQ drop rate | trad. utilisation | FPQ utilisation | trad. p95/p5 | FPQ p95/p5 "
-              "| FPQ's flow count |",
-              "|---|---|---|---|---|---|---|---|---|---|---|"]
+        L.append(_prose("sweep"))
         for n in ns:
             a, b = sweep[("traditional", n)], sweep[("fpq", n)]
             L.append(f"| {n} | {Ek(a, 'avg_queue_pkts'):.1f} | {Ek(b, 'avg_queue_pkts'):.1f} | "
@@ -888,39 +859,22 @@ def results_markdown(res, quick, wall, where, seeds):
             v_max = b0["queue_config"]["v_max"]
             keep = 1 - 1 / (1 + r_top * t_clear)
             la, ra = Ek(a, "loss_rate"), E(a, _ratio)
-            trends = (la.lo > 5 * fl.hi and max(float(x) for x in fqn) < 6
-                      and ra.lo > 2 * fr.hi)
-            L += [f"Where we differ, why. The trends {'are' if trends else 'are NOT'} the "
-                  f"paper's (judged on the intervals). The traditional queue stays "
-                  f"short ({min(map(float, tq)):.0f}-{max(map(float, tq)):.0f} packets for "
-                  f"N >= {big[0]}: RED holds its average between min_th 5 and max_th 45) while "
-                  f"its drop rate climbs to {_pct(la)} at N = {top}; FPQ's queue grows with N at "
-                  f"{min(map(float, fqn)):.1f}-{max(map(float, fqn)):.1f} packets per "
-                  f"connection, under the 6 of its target q_t = 6N because 10-packet transfers "
-                  f"never open large windows (the paper's explanation), and its drop rate stays "
-                  f"at or below {_pct(fl, 2)}. The traditional router also wastes link time at "
-                  f"large N ({_pct(Ek(a, 'utilisation'))} busy at N = {top}, FPQ "
-                  f"{_pct(Ek(b, 'utilisation'))}): many of its senders sit in timeouts at once. "
-                  f"Fig. 13's ratio rises to {ra:.1f} for traditional, while FPQ's stays at or "
-                  f"below {fr:.2f}. Values cannot be compared: the paper's plots are lost and "
-                  f"its text gives none. FPQ's own flow count (last column, averaged over "
-                  f"arrivals) reads low: at N = {top} it is {Ek(b, 'avg_flow_count'):.0f}. Each "
-                  f"flow sends only {r_top:.1f} packets/s, so a randomly cleared bit stays "
-                  f"clear until the flow's next packet: a fraction 1 / (1 + rate x t_clear) = "
-                  f"{_pct(1 - keep)} of the time, which predicts {top * keep:.0f}; hash "
-                  f"collisions of {top} flows in {v_max} bits take about "
-                  f"{top * top / (2 * v_max):.0f} more. Below N = 30 the senders cannot fill "
-                  f"the link (a 10-packet transfer spends most of its life in slow start), so "
-                  f"the two routers behave alike.", ""]
+            trends = bool(la.lo > 5 * fl.hi and max(float(x) for x in fqn) < 6
+                          and ra.lo > 2 * fr.hi)
+            L += [_prose("sweep.discussion", trends=trends,
+                         trad_queue_min=min(map(float, tq)), trad_queue_max=max(map(float, tq)),
+                         n_big=big[0], trad_loss=_pct(la), top=top,
+                         fpq_per_flow_min=min(map(float, fqn)),
+                         fpq_per_flow_max=max(map(float, fqn)), fpq_loss_max=_pct(fl, 2),
+                         trad_util=_pct(Ek(a, "utilisation")),
+                         fpq_util=_pct(Ek(b, "utilisation")), trad_spread=ra, fpq_spread_max=fr,
+                         flow_count=Ek(b, "avg_flow_count"), rate=r_top, clear=_pct(1 - keep),
+                         predicted=top * keep, v_max=v_max,
+                         collisions=top * top / (2 * v_max)), ""]
 
     loss = {(k[1], k[2]): ss for k, ss in G.items() if k[0] == "loss"}
     if loss:
-        L += ["### Figs. 1-3: 20-packet Tahoe transfers under uniform loss", "",
-              "![Fig. 1](figures/fig1_mean_transfer_vs_loss.png) "
-              "![Fig. 2](figures/fig2_transfer_cdf.png) ![Fig. 3](figures/fig3_tail_15pct.png)",
-              "", "| loss | initial RTO | transfers (all seeds) | mean | median | < 1 s | "
-              "> 10 s | P[X > 10 s] of the Pareto fit (4/x)^1.8 |",
-              "|---|---|---|---|---|---|---|---|"]
+        L.append(_prose("loss"))
         fr = {}
         for (rto, l), ss in sorted(loss.items(), key=lambda kv: (kv[0][1], kv[0][0])):
             n = sum(len(s["transfer_times"]) for s in ss)
@@ -934,110 +888,61 @@ def results_markdown(res, quick, wall, where, seeds):
                      f"{E(ss, lambda s: _times(s).mean()):.2f} s | "
                      f"{E(ss, lambda s: np.median(_times(s))):.2f} s | {_pct(f1)} | "
                      f"{_pct(f10)} | {par} |")
-        L += ["", "Paper: at 10 % loss about 40 % of transfers finish in under 1 s and 5 % take "
-              "more than 10 s; at 15 % the tail follows P[X <= x] = 1 - (4/x)^1.8 "
-              "(P[X > 10 s] = 19 %).", ""]
+        L += ["", _prose("loss.paper"), ""]
         need = [("rto6", 0.10), ("rto3", 0.10), ("rto6", 0.15), ("rto3", 0.15)]
         if all(k in fr for k in need):
             f1 = fr[("rto6", 0.10)][0]
-            match = "matches" if f1.lo - 0.05 <= 0.40 <= f1.hi + 0.05 else "does not match"
-            L += [f"Where we differ, why. The fraction of fast transfers {match} the paper's "
-                  f"({_pct(f1)} under 1 s at 10 % loss: the transfers that lose nothing or "
-                  "recover by fast retransmit). The tail depends on the initial RTO, since "
-                  "every transfer starts with fresh TCP state: with ns's old 6 s, "
-                  f"{_pct(fr[('rto6', 0.10)][1])} take over 10 s at 10 % loss and "
-                  f"{_pct(fr[('rto6', 0.15)][1])} at 15 %; with 3 s, "
-                  f"{_pct(fr[('rto3', 0.10)][1])} and {_pct(fr[('rto3', 0.15)][1])}, against "
-                  "the paper's 5 % and the Pareto fit's 19 %. The paper does not give NS-1.4's "
-                  "initial RTO. The scenario file keeps ns-2's documented pre-2006 default "
-                  "(6 s); `--set flows.0.rto_init_s=3.0` gives the other.", ""]
+            L += [_prose("loss.discussion", match=f1.lo - 0.05 <= 0.40 <= f1.hi + 0.05,
+                         fast=_pct(f1), rto6_slow_10=_pct(fr[("rto6", 0.10)][1]),
+                         rto6_slow_15=_pct(fr[("rto6", 0.15)][1]),
+                         rto3_slow_10=_pct(fr[("rto3", 0.10)][1]),
+                         rto3_slow_15=_pct(fr[("rto3", 0.15)][1])), ""]
 
     many = {k: ss for k, ss in G.items() if k[0].startswith("many")}
     if ("many", 30) in many or ("many", 1500) in many:
-        L += ["### TCP Behavior with Many Flows (1997): 30 and 1500 flows", "",
-              "| flows | quantity | paper | ours |", "|---|---|---|---|"]
-        for n, paper_loss, paper_good in ((30, "0.7 % (model 0.8 %)", "97 %"),
-                                          (1500, "~17 %", "> 97 %")):
+        L.append(_prose("many"))
+        for n in (30, 1500):
             ss = many.get(("many", n))
             if not ss:
                 continue
             span = (ss[0]["duration_s"] - ss[0]["warmup_s"]) / 100
-            L.append(f"| {n} | drop rate at the bottleneck | {paper_loss} | "
-                     f"{_pct(Ek(ss, 'loss_rate'), 2)} |")
-            L.append(f"| {n} | goodput (new data / link capacity) | {paper_good} | "
-                     f"{_pct(Ek(ss, 'goodput_fraction'))} |")
-            L.append(f"| {n} | average queue | ~81 (estimate) | "
-                     f"{Ek(ss, 'avg_queue_pkts'):.1f} pkts |")
-            L.append(f"| {n} | retransmission timeouts per flow per 100 s | - | "
-                     f"{E(ss, lambda s: s['tcp']['timeouts'] / n / span):.2f} |")
+            L.append(_prose("many.rows", n=n, n1500=n == 1500,
+                            loss=_pct(Ek(ss, "loss_rate"), 2),
+                            goodput=_pct(Ek(ss, "goodput_fraction")),
+                            queue=Ek(ss, "avg_queue_pkts"),
+                            timeouts=E(ss, lambda s: s["tcp"]["timeouts"] / n / span)))
             fs = many.get(("many_fpq", n))
             if fs:
-                L.append(f"| {n} | FPQ router instead (extension, not in the papers: P = 217, "
-                         f"no buffer limit): drop rate / queue per flow / goodput | - | "
-                         f"{_pct(Ek(fs, 'loss_rate'), 2)} / "
-                         f"{Ek(fs, 'avg_queue_pkts') / n:.1f} pkts / "
-                         f"{_pct(Ek(fs, 'goodput_fraction'))} |")
-            for tag, text in (("many_float", "drop rate with the float model of RED "
-                                             "(sensitivity)"),
-                              ("many_gentle", "drop rate with gentle RED (sensitivity)"),
-                              ("many_telnet", "drop rate with the paper's five telnet sessions "
-                                              "(1 packet/s each)")):
+                L.append(_prose("many.many_fpq", n=n, loss=_pct(Ek(fs, "loss_rate"), 2),
+                                queue_per_flow=Ek(fs, "avg_queue_pkts") / n,
+                                goodput=_pct(Ek(fs, "goodput_fraction"))))
+            for tag in ("many_float", "many_gentle", "many_telnet"):
                 xs = many.get((tag, n))
                 if xs:
-                    L.append(f"| {n} | {text} | - | {_pct(Ek(xs, 'loss_rate'), 2)} |")
-        L += ["", "Goodput counts the new data delivered in order after the warm-up, so a queue "
-              "that already held packets when the warm-up ended can push it a little over the "
-              "link's capacity (the FPQ rows: seconds of queue).", ""]
+                    L.append(_prose(f"many.{tag}", n=n, loss=_pct(Ek(xs, "loss_rate"), 2)))
+        L += ["", _prose("many.goodput"), ""]
         ss30, ss15 = many.get(("many", 30)), many.get(("many", 1500))
         if ss30 and ss15:
             sat = E(ss30, lambda s: s["saturated_drops"] / max(1, s["drops"]))
             l30, l15 = Ek(ss30, "loss_rate"), Ek(ss15, "loss_rate")
-            verdict = ("we reproduce the paper" if abs(l15.mean - 0.17) < 0.03
-                       else "we do not reproduce the paper")
             tel = many.get(("many_telnet", 30))
-            tel_text = ""
-            if tel:
-                lt = Ek(tel, "loss_rate")
-                tel_text = (f" The paper's five telnet sessions, now modelled (last row), give "
-                            f"{_pct(lt, 2)}: "
-                            + ("no difference at this precision." if _overlap(lt, l30)
-                               else "a measurable difference."))
-            L += [f"Where we differ, why. With 1500 flows {verdict} ({_pct(l15)} "
-                  "against ~17 %). With 30 flows our "
-                  f"drop rate, {_pct(l30, 2)}, is higher than the paper's 0.7 %: {_pct(sat)} of "
-                  "our drops happen while RED's average queue is above max_th (108 packets), "
-                  "where RED drops every arrival. Our reading: after each loss a Tahoe sender "
-                  "restarts in slow start, and these bursts push RED's average over max_th for "
-                  "short spells. Gentle RED, whose probability rises from max_p to 1 between "
-                  "max_th and 2 max_th, lowers it (table), but ns 1.2a2 had no gentle mode, so "
-                  "that is not the whole explanation." + tel_text + " Details of ns 1.2's RED "
-                  "and delayed ACKs remain as differences. The paper's own estimate assumes "
-                  "RED's average sits between the thresholds (about 81 packets); ours averages "
-                  "less."]
+            lt = Ek(tel, "loss_rate") if tel else None
             f15 = many.get(("many_fpq", 1500))
+            fpq_text = ""
             if f15:
                 q = Ek(f15, "avg_queue_pkts")
-                L[-1] += (f" On the same network with 1500 flows the FPQ router drops "
-                          f"{_pct(Ek(f15, 'loss_rate'))} instead of {_pct(l15)}, holding "
-                          f"{q / 1500:.1f} packets per flow "
-                          f"({float(q) * 576 * 8 / 10e6:.1f} s of queueing delay): "
-                          "the trade the FPQ paper proposes. Its flow count reads "
-                          f"{Ek(f15, 'avg_flow_count'):.0f} (hash collisions in 5000 bits and "
-                          "clears of slow flows' bits).")
-            L.append("")
+                fpq_text = _prose("many.discussion.fpq", loss=_pct(Ek(f15, "loss_rate")),
+                                  red_loss=_pct(l15), queue_per_flow=q / 1500,
+                                  delay_s=float(q) * 576 * 8 / 10e6,
+                                  flow_count=Ek(f15, "avg_flow_count"))
+            L += [_prose("many.discussion", reproduced=abs(l15.mean - 0.17) < 0.03,
+                         loss_1500=_pct(l15), loss_30=_pct(l30, 2), saturated=_pct(sat),
+                         telnet=bool(tel), telnet_loss=_pct(lt, 2) if tel else "",
+                         telnet_same=bool(tel) and _overlap(lt, l30), fpq=fpq_text), ""]
 
     mathis = {(k[1], k[2]): ss for k, ss in G.items() if k[0] == "mathis"}
     if mathis:
-        L += ["### Simulator validation: one bulk flow under uniform loss", "",
-              "Not a paper figure: a check of the TCP machinery against the Mathis et al. "
-              "formula, throughput = sqrt(3/2) / (RTT sqrt(p)) packets/s for a sender that "
-              "halves its window once per loss and never times out (RTT 0.1 s, no delayed "
-              "ACKs, 10 ms timer ticks, scenario `validation-mathis`). Reno, NewReno and SACK "
-              "should approach it from below (timeouts, which the formula leaves out, grow "
-              "with p; SACK recovers several losses of a window without one); Tahoe restarts "
-              "from a window of one after every loss and is slower.", "",
-              "| TCP | loss p | ours (pkt/s) | formula (pkt/s) | ratio | timeouts per 100 s |",
-              "|---|---|---|---|---|---|"]
+        L.append(_prose("mathis"))
         order = {"sack": 0, "newreno": 1, "reno": 2, "tahoe": 3}
         for (tcp, p), ss in sorted(mathis.items(), key=lambda kv: (order[kv[0][0]], kv[0][1])):
             f = (1.5 / p) ** 0.5 / 0.1
@@ -1059,24 +964,10 @@ def _phase_markdown(G):
     if not phase:
         return []
     ks = sorted({k for _, k in phase})
-    L = ["### Phase effects: two flows through drop-tail, with and without the remedies", "",
-         "![phase](figures/phase_share_vs_delay.png)", "",
-         "Not a paper figure: Floyd and Jacobson, \"On traffic phase effects in "
-         "packet-switched gateways\", show that a drop-tail gateway shared by a few flows with "
-         "deterministic timing locks into cycles in which which flow loses packets depends on "
-         "tiny differences of round-trip time. Scenario `phase-droptail-two-flows`: two bulk "
-         "Tahoe flows (0.1 s timer ticks) through 1 Mbit/s, 20 ms, 15 buffers; flow 1's access "
-         "delay grows in steps of half a bottleneck packet time (4.6 ms). Flow 1's share of "
-         "the goodput, per variant: deterministic (our default, as in the papers' runs); ns-2's "
-         "remedy, `flows[].send_overhead_pkt_times = 1.0` (ns `overhead_`: each window's "
-         "sending waits a uniform random delay of up to one bottleneck packet time); the 1997 "
-         "paper's remedy, five telnet sessions (`workload = \"telnet\"`, one packet per second "
-         "each) beside the two flows.", "",
-         "| extra delay (packet times) | " + " | ".join(_PHASE_LABEL[v] for v in PHASE_VARIANTS
-                                                      if (v, ks[0]) in phase) + " |",
-         "|---|" + "---|" * sum(1 for v in PHASE_VARIANTS if (v, ks[0]) in phase)]
     shares = {v: [E(phase[(v, k)], _phase_share) for k in ks] for v in PHASE_VARIANTS
               if (v, ks[0]) in phase}
+    L = [_prose("phase", variants=" | ".join(_PHASE_LABEL[v] for v in shares),
+                columns="---|" * len(shares))]
     for i, k in enumerate(ks):
         L.append(f"| {k / 2:g} | " + " | ".join(f"{shares[v][i]:.2f}" for v in shares) + " |")
     L.append("")
@@ -1088,28 +979,14 @@ def _phase_markdown(G):
     def width(v):
         return float(np.mean([e.hi - e.lo for e in shares[v]]))
 
-    parts = [f"{v}: mean step {rough(v):.2f}, mean interval width {width(v):.2f}"
-             for v in shares]
-    det = shares.get("deterministic")
-    ovh = shares.get("overhead")
-    text = ("What it shows. Roughness, the mean change of flow 1's share from one delay step to "
-            "the next, and the mean width of the 95 % intervals (spread over seeds, which only "
-            "change the start times): " + "; ".join(parts) + ". ")
-    if det and ovh:
-        text += ("With deterministic timing the share jumps between neighbouring delays " +
-                 ("more" if rough("deterministic") > rough("overhead") else "no more") +
-                 " than with the random send delay, where it falls smoothly as flow 1's "
-                 "round-trip time grows (TCP's usual bias against long round-trip times). ")
-    if "telnet" in shares:
-        text += ("Five telnet sessions at one packet per second are only 2 % of this link's "
-                 "packets; they " + ("smooth" if rough("telnet") < 0.75 * rough("deterministic")
-                                     else "do not smooth") +
-                 " the deterministic pattern here, so the 1997 paper's remedy depends on how "
-                 "much interactive traffic there is. ")
-    text += ("Defaults: no send overhead and no telnet sessions, as in the papers' runs (their "
-             "reproductions above keep them); a new few-flow experiment should set "
-             "`send_overhead_pkt_times` (1.0 here) or report the spread over delays.")
-    L += [text, ""]
+    both = "deterministic" in shares and "overhead" in shares
+    telnet = "telnet" in shares
+    L += [_prose("phase.discussion",
+                 roughness="; ".join(_prose("phase.roughness", variant=v, step=rough(v),
+                                            width=width(v)) for v in shares),
+                 overhead=both, rougher=both and rough("deterministic") > rough("overhead"),
+                 telnet=telnet,
+                 smooth=telnet and rough("telnet") < 0.75 * rough("deterministic")), ""]
     return L
 
 
@@ -1120,26 +997,9 @@ def _baselines_markdown(G):
     tcps = [t for t in BASE_TCP if any(k[0] == t for k in base)]
     ns = sorted({k[2] for k in base})
     M = {k: _base_metrics(ss) for k, ss in base.items()}
-    L = ["### Modern baselines: FPQ against RED, CoDel and PIE (FPQ paper Fig. 8 network)", "",
-         "![delay](figures/baselines_delay.png) ![loss](figures/baselines_loss.png)", "",
-         "![spread](figures/baselines_spread.png) ![jain](figures/baselines_jain.png)", "",
-         "Not in the paper: what replaced RED, on the paper's own network (scenarios "
-         "`fpq-fpq` and `fpq-traditional`: N senders of repeated 10-packet transfers, 1 Mbit/s "
-         "45 ms bottleneck, no buffer limit, 0.5 s timer ticks, delayed ACKs), N = "
-         f"{ns[0]}..{ns[-1]}. All four disciplines are float models: FPQ and RED the paper's "
-         "(`fpq.float_model`, `queue.model = \"float\"`), CoDel (RFC 8289: target 5 ms, "
-         "interval 100 ms) and PIE (RFC 8033: 15 ms reference delay, 15 ms update, 150 ms "
-         "burst allowance, alpha 0.125, beta 1.25) the reference models of sim/. Senders: the "
-         "paper's Tahoe, then SACK (RFC 6675 recovery) and CUBIC (RFC 9438 with SACK "
-         "recovery), every other TCP setting as in the paper. Columns: queueing delay "
-         "(arrival at the bottleneck to the start of sending, mean over packets), drop rate, "
-         "utilisation, p95/p5 of transfer times (the paper's unfairness measure), Jain's index "
-         "of the per-flow goodput, retransmission timeouts per completed transfer.", ""]
+    L = [_prose("baselines", n_min=ns[0], n_max=ns[-1]), ""]
     for t in tcps:
-        L += [f"#### {t} senders", "",
-              "| N | discipline | queue (pkts) | delay (ms) | drop rate | utilisation | "
-              "p95/p5 | Jain index | timeouts / transfer |",
-              "|---|---|---|---|---|---|---|---|---|"]
+        L.append(_prose("baselines.senders", tcp=t))
         for n in ns:
             for d in BASE_DISC:
                 m = M.get((t, d, n))
@@ -1169,11 +1029,10 @@ def _baselines_verdict(M, tcps, ns):
         return 1 if ((x.mean < y.mean) == better_low) else -1
 
     lines = []
-    for metric, low, name in (("loss_rate", True, "drop rate"),
-                              ("p95_over_p5", True, "transfer-time spread (p95/p5)"),
-                              ("jain", False, "Jain index"),
-                              ("avg_delay_s", True, "queueing delay"),
-                              ("utilisation", False, "utilisation")):
+    # (metric, whether lower is better); their names are the template's
+    # baselines.quantity sections
+    for metric, low in (("loss_rate", True), ("p95_over_p5", True), ("jain", False),
+                        ("avg_delay_s", True), ("utilisation", False)):
         for other in ("red", "codel", "pie"):
             wins = losses = ties = 0
             for t in tcps:
@@ -1185,41 +1044,29 @@ def _baselines_verdict(M, tcps, ns):
                     losses += r == -1
                     ties += r == 0
             if wins + losses + ties:
-                lines.append((name, other, wins, losses, ties))
+                lines.append((metric, other, wins, losses, ties))
     if not lines:
         return out
-    out += ["Where FPQ wins and where it loses, for N >= 60 over all sender types (a win or "
-            "loss only where the two 95 % intervals do not overlap):", "",
-            "| quantity | FPQ against | FPQ better | FPQ worse | no difference shown |",
-            "|---|---|---|---|---|"]
-    for name, other, w, l_, t in lines:
-        out.append(f"| {name} | {_DISC_LABEL[other]} | {w} | {l_} | {t} |")
+    out.append(_prose("baselines.verdict"))
+    for metric, other, w, l_, t in lines:
+        out.append(f"| {_prose(f'baselines.quantity.{metric}')} | {_DISC_LABEL[other]} | "
+                   f"{w} | {l_} | {t} |")
     out.append("")
     # a few numbers for the prose
     t0 = tcps[0]
     n_top = ns[-1]
     f, c, p, r = (M.get((t0, d, n_top)) for d in ("fpq", "codel", "pie", "red"))
     if f and c and p and r:
-        out += [f"Reading it. FPQ buys its low drop rate and its even transfer times with "
-                f"queueing delay: at N = {n_top} with {t0} senders it queues "
-                f"{f['avg_delay_s'] * 1e3:.0f} ms on average against CoDel's "
-                f"{c['avg_delay_s'] * 1e3:.0f} ms, PIE's {p['avg_delay_s'] * 1e3:.0f} ms and "
-                f"RED's {r['avg_delay_s'] * 1e3:.0f} ms, because its target queue grows as 6 "
-                f"packets per flow while CoDel and PIE hold a fixed delay target whatever N is. "
-                f"Holding the delay near 5-15 ms with {n_top} flows sharing 217 packets/s "
-                "leaves each flow a window well under one packet, so CoDel and PIE must drop "
-                f"({_pct(c['loss_rate'])} and {_pct(p['loss_rate'])} against FPQ's "
-                f"{_pct(f['loss_rate'])}) and flows fall into timeouts "
-                f"({c['timeouts_per_transfer']:.2f} and {p['timeouts_per_transfer']:.2f} per "
-                f"transfer against {f['timeouts_per_transfer']:.2f}), which is what spreads "
-                f"their transfer times (p95/p5 {c['p95_over_p5']:.1f} and "
-                f"{p['p95_over_p5']:.1f} against {f['p95_over_p5']:.1f}). This is the FPQ "
-                "paper's argument, now against the AQMs that replaced RED: a delay target that "
-                "does not scale with the number of flows cannot avoid timeouts once the "
-                "delay-bandwidth product per flow falls below a few packets. Where the link is "
-                "not saturated (small N) the disciplines behave alike; where delay matters more "
-                "than loss (interactive traffic beside many flows) CoDel and PIE are the better "
-                "choice, and FPQ's queue is its cost.", ""]
+        out += [_prose("baselines.reading", n=n_top, tcp=t0,
+                       fpq_delay_ms=f["avg_delay_s"] * 1e3, codel_delay_ms=c["avg_delay_s"] * 1e3,
+                       pie_delay_ms=p["avg_delay_s"] * 1e3, red_delay_ms=r["avg_delay_s"] * 1e3,
+                       codel_loss=_pct(c["loss_rate"]), pie_loss=_pct(p["loss_rate"]),
+                       fpq_loss=_pct(f["loss_rate"]),
+                       codel_timeouts=c["timeouts_per_transfer"],
+                       pie_timeouts=p["timeouts_per_transfer"],
+                       fpq_timeouts=f["timeouts_per_transfer"],
+                       codel_spread=c["p95_over_p5"], pie_spread=p["p95_over_p5"],
+                       fpq_spread=f["p95_over_p5"]), ""]
     return out
 
 
@@ -1227,33 +1074,19 @@ def _parking_markdown(G):
     park = {(k[1], k[2]): ss for k, ss in G.items() if k[0] == "park"}
     if not park:
         return []
-    L = ["### Beyond the paper: a parking lot of FPQ routers", ""]
+    L = [_prose("parking"), ""]
     for hops in sorted({h for _, h in park}):
-        L += [f"![parking lot](figures/parking_lot_{hops}hops.png)", ""]
-    L += ["The FPQ paper's Fig. 6 scales each router's target drop rate by q_a / q_t (its "
-          "measured queue against its target) so that a flow crossing several FPQ routers is "
-          "not driven into timeouts by the sum of their drop rates; the paper argues this but "
-          "shows no multi-router run. Scenario `parking-lot` (fpq_sim/parkinglot.py): routers "
-          "in a chain joined by 1 Mbit/s 15 ms links, the same discipline at every router "
-          "(float models: FPQ with P = 21.7 packets as in the paper, or the paper's "
-          "traditional RED 5/45/0.02), no buffer limit; 10 long flows cross every link, 10 "
-          "cross flows per link cross one; bulk Tahoe transfers with the paper's TCP settings. "
-          "Per flow class: throughput per flow, loss rate of its packets, queueing delay "
-          "summed over the routers crossed, retransmission timeouts per flow per 100 s, and "
-          "the mean window, throughput x (propagation RTT + that queueing delay).", ""]
+        L += [_prose("parking.figure", hops=hops), ""]
+    L += [_prose("parking.intro"), ""]
     for (d, hops), ss in sorted(park.items(), key=lambda kv: (kv[0][1], kv[0][0] != "fpq")):
         cl = _park_classes(ss)
-        L += [f"#### {_DISC_LABEL[d]}, {hops} hops", "",
-              "| flows | throughput per flow (pkt/s) | loss rate | queueing delay (ms) | "
-              "timeouts per flow per 100 s | window (pkts) |", "|---|---|---|---|---|---|"]
+        L.append(_prose("parking.flows", discipline=_DISC_LABEL[d], hops=hops))
         for cls in ["long"] + [f"cross{i}" for i in range(hops)]:
             m = cl[cls]
             L.append(f"| {cls} | {m['throughput_pkts_per_s']:.2f} | {_pct(m['loss_rate'], 2)} "
                      f"| {m['e2e_queueing_delay_s'] * 1e3:.0f} | "
                      f"{m['timeouts_per_100s'].clip(0):.2f} | {m['window_pkts']:.1f} |")
-        L += ["", "| router | queue (pkts) | drop rate | flow count | "
-              + ("target q_t | q_a / q_t | target l_t |" if d == "fpq" else ""),
-              "|---|---|---|---|" + ("---|---|---|" if d == "fpq" else "")]
+        L += ["", _prose("parking.routers", fpq=d == "fpq")]
         for i in range(hops):
             rs = [s["routers"][i] for s in ss]
             q = est([r["avg_queue_pkts"] for r in rs])
@@ -1274,38 +1107,21 @@ def _parking_markdown(G):
             rc = est([v for k, m in r.items() if k != "long"
                       for v in m["throughput_pkts_per_s"].values])
             fewer_to = fl["timeouts_per_100s"].hi < rl["timeouts_per_100s"].lo
-            ratio_f = fl["throughput_pkts_per_s"].mean / fc.mean
-            ratio_r = rl["throughput_pkts_per_s"].mean / rc.mean
-            full = fewer_to and fl["window_pkts"].lo >= 6
-            verdict = ("Yes. " if full else "Partly. " if fewer_to
-                       else "No. ")
             cross_win = est([v for k, m in f.items() if k != "long"
                              for v in m["window_pkts"].values])
-            L += [f"Does the paper's claim hold ({hops} hops)? " + verdict
-                  + "The claim has two parts: the flows stay out of timeouts, and each ends up "
-                  "with a window of about 6 packets. Under FPQ the long flows' loss rate is "
-                  f"{_pct(fl['loss_rate'], 2)}, about the sum of the routers' drop rates, "
-                  f"against {_pct(rl['loss_rate'], 2)} under RED; they time out "
-                  f"{fl['timeouts_per_100s']:.2f} times per 100 s against "
-                  f"{rl['timeouts_per_100s']:.2f} under RED"
-                  + (" (fewer: the first part holds)" if fewer_to else "") +
-                  f". Their mean window is {fl['window_pkts']:.1f} packets against "
-                  f"{rl['window_pkts']:.1f} under RED, while FPQ's cross flows get "
-                  f"{cross_win:.1f}"
-                  + (": the second part fails for the long flows. " if fl["window_pkts"].hi < 6
-                     else ". ") +
-                  "Why: each FPQ router keeps its queue below its target q_t (q_a / q_t in the "
-                  "table), so Fig. 6 does lower its drop rate below l_t, but only by that ratio "
-                  "(about a third less), not by the number of routers a flow crosses; the long "
-                  "flows still see the sum of the routers' rates, "
-                  f"{fl['loss_rate'].mean / max(1e-9, f['cross0']['loss_rate'].mean):.1f} times "
-                  "a cross flow's loss, and their window shrinks by about the square root of "
-                  "that (Equation 1). Throughput: a long flow gets "
-                  f"{ratio_f:.2f} of a cross flow's under FPQ, {ratio_r:.2f} under RED (TCP's "
-                  "usual penalty for a longer RTT and more lossy hops; FPQ does not remove it). "
-                  "The price, as on one link, is delay: "
-                  f"{fl['e2e_queueing_delay_s'] * 1e3:.0f} ms of queueing along the path against "
-                  f"{rl['e2e_queueing_delay_s'] * 1e3:.0f} ms.", ""]
+            L += [_prose("parking.discussion", hops=hops,
+                         full=fewer_to and fl["window_pkts"].lo >= 6, fewer_timeouts=fewer_to,
+                         fpq_loss=_pct(fl["loss_rate"], 2), red_loss=_pct(rl["loss_rate"], 2),
+                         fpq_timeouts=fl["timeouts_per_100s"],
+                         red_timeouts=rl["timeouts_per_100s"], fpq_window=fl["window_pkts"],
+                         red_window=rl["window_pkts"], cross_window=cross_win,
+                         small_window=fl["window_pkts"].hi < 6,
+                         loss_ratio=fl["loss_rate"].mean
+                         / max(1e-9, f["cross0"]["loss_rate"].mean),
+                         fpq_share=fl["throughput_pkts_per_s"].mean / fc.mean,
+                         red_share=rl["throughput_pkts_per_s"].mean / rc.mean,
+                         fpq_delay_ms=fl["e2e_queueing_delay_s"] * 1e3,
+                         red_delay_ms=rl["e2e_queueing_delay_s"] * 1e3), ""]
     return L
 
 

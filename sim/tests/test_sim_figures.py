@@ -1,6 +1,7 @@
 """fpq figures: the sweep machinery (local processes, Dask), outputs, and the RESULTS.md section."""
 
 import os
+import re
 
 import pytest
 
@@ -74,6 +75,8 @@ def test_figures_command_quick_sweep(tmp_path):
         m, lo, hi = map(float, r.split(",")[i:i + 3])
         assert lo <= m <= hi
     assert "mean [lo, hi]" in text and "2 seeds" in text
+    # the template's syntax is all filled in or removed: no field, continuation or marker left
+    assert not re.search(r"[{}\\]|^%%", text, re.M), text
     # print resolution: PNG at >= 150 dpi (5.5 in wide), and a PDF of every plot
     import struct
     png = (tmp_path / "f" / "fig11_loss_vs_n.png").read_bytes()
@@ -113,3 +116,37 @@ def test_figures_command_on_a_dask_cluster(tmp_path):
     assert "Figs. 1-3" in text and f"Dask {cluster.scheduler_address}" in text
     assert {"fig1_mean_transfer_vs_loss.png", "fig2_transfer_cdf.png",
             "fig2_transfer_cdf.csv"} <= set(os.listdir(tmp_path / "f"))
+
+
+def test_template_sections_continuations_and_choices(tmp_path):
+    path = tmp_path / "t.md"
+    path.write_text("a note, not a section\n%% one\nfirst line \\\ncontinued {n:.2f}\n\n"
+                    "second {flag:yes||no}{flag: only if true}\n\n\n%% two\n{x}\n")
+    sections = figures._sections(str(path))
+    assert sections == {"one": "first line continued {n:.2f}\n\nsecond {flag:yes||no}"
+                               "{flag: only if true}",
+                        "two": "{x}"}
+    fmt = figures._ProseFormatter()
+    assert fmt.vformat(sections["one"], (), {"n": 1.234, "flag": True}) == \
+        "first line continued 1.23\n\nsecond yes only if true"
+    assert fmt.vformat(sections["one"], (), {"n": 1.234, "flag": False}) == \
+        "first line continued 1.23\n\nsecond no"
+    # a choice's texts hold fields of their own, one level deep
+    assert fmt.vformat("{a:x {b:.1f} {c:p||q}||y}", (), {"a": True, "b": 2.34, "c": False}) == \
+        "x 2.3 q"
+    with pytest.raises(ValueError, match="True/False field needs its texts"):
+        fmt.vformat("{flag}", (), {"flag": True})
+    twice = tmp_path / "twice.md"
+    twice.write_text("%% one\na\n%% one\nb\n")
+    with pytest.raises(ValueError, match="section 'one' appears twice"):
+        figures._sections(str(twice))
+
+
+def test_template_names_a_missing_section_or_field():
+    with pytest.raises(KeyError, match="no section 'no-such-section'"):
+        figures._prose("no-such-section")
+    with pytest.raises(KeyError, match="section 'phase.roughness': field 'step' not given"):
+        figures._prose("phase.roughness", variant="deterministic", width=0.1)
+    # the shipped template is package data beside the module
+    assert os.path.dirname(figures.TEMPLATE) == os.path.join(os.path.dirname(figures.__file__),
+                                                             "templates")

@@ -8,7 +8,7 @@ import pytest
 from fpq_app.cli import main
 from fpq.trace import read_trace
 from fpq import Arrival, Departure, QueueManager
-from fpq_sim.scenario import load, ScenarioError, schema_markdown
+from fpq_sim.scenario import load, ScenarioError, schema_markdown, shipped_scenarios
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 SCEN = os.path.join(ROOT, "sim", "scenarios")
@@ -283,3 +283,44 @@ def test_deeply_nested_values_are_a_scenario_error(tmp_path, capsys, nesting):
     with pytest.raises(ScenarioError, match=r"^--set queue.v_max: the value is nested too "
                                             r"deeply to read$"):
         load(TRAD, [f"queue.v_max={value}"])
+
+
+@pytest.mark.parametrize("name", shipped_scenarios())
+def test_fpq_sim_runs_every_shipped_scenario_it_lists(tmp_path, capsys, name):
+    # the names are those of `fpq sim --help` and of its unknown-scenario error
+    out = tmp_path / "out.json"
+    rc = main(["sim", name, "--set", "run.duration_s=2", "--set", "run.warmup_s=0",
+               "--json", str(out)])
+    captured = capsys.readouterr()
+    assert rc == 0, captured.err
+    s = json.loads(out.read_text())
+    assert s["events"] > 100 and s["wall_seconds"] > 0
+    assert captured.out.startswith(f"{name}: ")
+
+
+def test_fpq_sim_runs_a_parking_lot_and_trace_refuses_it(tmp_path, capsys):
+    out = tmp_path / "out.json"
+    rc = main(["sim", "parking-lot", "--set", "topology.hops=2", "--set", "run.duration_s=3",
+               "--set", "run.warmup_s=1", "--json", str(out)])
+    report = capsys.readouterr().out
+    assert rc == 0
+    s = json.loads(out.read_text())
+    # the shipped file: 10 long flows, 10 cross flows at each hop
+    assert s["hops"] == 2 and len(s["routers"]) == 2 and len(s["flows"]) == 30
+    assert sorted({f["route"] for f in s["flows"]}) == ["cross0", "cross1", "long"]
+    assert 0 < s["duration_s"] <= 3.0 and s["warmup_s"] == 1.0
+    assert "parking lot, 2 hops, fpq: long (10 flows): " in report
+    assert "cross1 (10 flows): " in report and "routers: R0: queue " in report
+    assert f"wrote {out}" in report
+
+    rc = main(["sim", "parking-lot", "--transfer-times", "--json", str(tmp_path / "t.json")])
+    assert rc == 2 and not (tmp_path / "t.json").exists()
+    assert "--transfer-times: a parking-lot scenario's summary has no transfer times" in \
+        capsys.readouterr().err
+    rc = main(["trace", "parking-lot", "--out", str(tmp_path / "p.trace")])
+    assert rc == 2 and not (tmp_path / "p.trace").exists()
+    assert "topology: fpq trace records the one bottleneck of a dumbbell scenario, and this " \
+        "parking lot queues at each of its 3 hops (fpq sim runs it)" in capsys.readouterr().err
+    # a parking lot's own keys are still checked when fpq sim loads it
+    assert main(["sim", "parking-lot", "--set", "topology.hops=1"]) == 2
+    assert "topology.hops: 1 must be an integer in [2, 16]" in capsys.readouterr().err
