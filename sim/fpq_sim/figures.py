@@ -671,10 +671,6 @@ def _pct(x, digits=1):
     return f"{100 * x:.{digits}f} %"
 
 
-def _m(x, digits=2):
-    return f"{float(x):.{digits}f}"
-
-
 def _near(t):
     return ((t >= FAIR_75 / 2) & (t <= 2 * FAIR_75)).mean()
 

@@ -242,9 +242,10 @@ def validate(doc):
     """Check a parsed scenario; returns a new, complete dict (defaults filled in)."""
     if not isinstance(doc, dict):
         raise ScenarioError("scenario: must be a table")
-    sections = {"run", "bottleneck", "queue", "flows", "floods"}
+    sections = ("run", "bottleneck", "queue", "flows", "floods")
     top = {k: v for k, v in doc.items() if k not in sections}
-    out = _section("", top, SCHEMA[""])
+    # the sections are known keys too (an unknown key's message lists them)
+    out = _section("", top, SCHEMA[""], extra_ok=sections)
     for name in ("run", "bottleneck"):
         if name not in doc:
             raise ScenarioError(f"{name}: missing section [{name}]")

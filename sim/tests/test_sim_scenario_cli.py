@@ -52,6 +52,9 @@ def write(tmp_path, text):
     (("access_bw_bps = 1e7", "access_bw_bps = [2e6, 1e6]"), "hi < lo"),
     (("[[flows]]", "[flow]"), "flow: unknown key"),
     (("name = \"t\"", "name = \"t\"\n[run2]"), "run2: unknown key"),
+    # the sections are among the known keys a misspelt one is told
+    (("name = \"t\"", "name = \"t\"\n[run2]"),
+     "known keys: name, description, run, bottleneck, queue, flows, floods"),
 ])
 def test_bad_scenarios_name_the_key(tmp_path, edit, needle):
     path = write(tmp_path, GOOD.replace(*edit, 1))
