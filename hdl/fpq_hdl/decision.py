@@ -155,16 +155,15 @@ class Decision(wiring.Component):
         mode = cfg.mode
         # the slot's gates, a clock ahead and per mode (mode and ECN are stable while slots
         # pass): an arrival that an early hit drops (``drop_*``: not ECN-capable or ECN off),
-        # one that an early hit concerns (``early_*``: dropped or marked), one that no early
-        # hit concerns (``keep``)
+        # one that an early hit concerns (``early_*``: dropped or marked); and the admission
+        # candidate's code: which hit decides it, if any (``cand_code`` below)
         av_m1, ecn_m1 = slots[0][0], slots[0][2]
         no_ecn = ~(cfg.ecn & ecn_m1)
         is_fpq, is_red = mode == MODE_FPQ, mode == MODE_RED
-        drop_fpq, drop_red, early_fpq, early_red, keep = (Signal(name=n) for n in (
-            "drop_fpq", "drop_red", "early_fpq", "early_red", "keep"))
+        drop_fpq, drop_red, early_fpq, early_red = (Signal(name=n) for n in (
+            "drop_fpq", "drop_red", "early_fpq", "early_red"))
         m.d.sync += [drop_fpq.eq(av_m1 & is_fpq & no_ecn), drop_red.eq(av_m1 & is_red & no_ecn),
-                     early_fpq.eq(av_m1 & is_fpq), early_red.eq(av_m1 & is_red),
-                     keep.eq(av_m1 & ~((is_fpq | is_red) & no_ecn))]
+                     early_fpq.eq(av_m1 & is_fpq), early_red.eq(av_m1 & is_red)]
         # the random number, and what RED's register loads from it (``max(u - 1, 0)``), a
         # clock ahead
         u, u_load = Signal(RAND_BITS, name="u"), Signal(RAND_BITS, name="u_load")
@@ -195,10 +194,18 @@ class Decision(wiring.Component):
             m.d.comb += red_hit.eq(Cat(C(1, 1), e_reg) < Cat(C(1, 1), self.p))
         else:
             red_hit = over
+        # the admission candidate, ``keep | (drop_fpq & ~below) | (drop_red & ~red_hit)``
+        # (``keep``: an arrival that no early hit drops), as one LUT4 after the two chains:
+        # keep, drop_fpq and drop_red exclude each other, so they are a 2-bit code (00 no
+        # arrival, 01 keep, 10 FPQ decides, 11 RED decides) registered a clock ahead
+        cand_code = Signal(2, name="cand_code")
+        m.d.sync += cand_code.eq(Cat(av_m1 & ~(is_fpq & no_ecn),
+                                     av_m1 & (is_fpq | is_red) & no_ecn))
         early, drop_early, cand = (Signal(name=n) for n in ("early", "drop_early", "cand"))
         m.d.sync += [early.eq((early_fpq & below) | (early_red & red_hit)),
                      drop_early.eq((drop_fpq & below) | (drop_red & red_hit)),
-                     cand.eq(keep | (drop_fpq & ~below) | (drop_red & ~red_hit))]
+                     cand.eq(Mux(cand_code[1], Mux(cand_code[0], ~red_hit, ~below),
+                                 cand_code[0]))]
 
         if self.optimise == "speed":
             forced, dep_error = self._occupancy_speed(m, slots, cand)
