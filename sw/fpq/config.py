@@ -21,13 +21,13 @@ import secrets
 from .formats import (QAVG, PROB, PROB_ONE, CLEAR_PERIOD, RATE, QPKTS_BITS, QBYTES_BITS,
                       HOLD_BITS, SAMPLE_PERIOD_BITS, MIN_SAMPLE_PERIOD, WQ_SHIFT_MAX)
 from .flow_hash import HASH_INPUTS, MIX_KEY_BITS
+from .queue_averager import avg_parameters, ewma_time_constant
 
 __all__ = ["Field", "FIELDS", "RegisterSpec", "CONFIG_REGISTERS", "CONFIG_REGISTER_BY_NAME",
            "key_registers", "register_fields", "Build", "Config", "ConfigError", "MODES", "RSS_KEY",
            "SECRET_FIELDS", "SECRET_SHOWN", "KEY_WINDOW_MIN_BITS", "key_weakness", "check_key",
            "parse_key", "hardware_keys", "random_key",
-           "lt_qt_float", "expand_seed", "REKEY_HOLD_LIMIT", "parse_fixed", "AVG_DELAY",
-           "AVG_WQ_SHIFT", "avg_parameters", "ewma_time_constant", "BUILD_SIZES",
+           "expand_seed", "REKEY_HOLD_LIMIT", "parse_fixed", "AVG_DELAY", "BUILD_SIZES",
            "MIX_KEY_DEFAULT"]
 
 MODES = {"droptail": 0, "red": 1, "fpq": 2}
@@ -48,10 +48,6 @@ REKEY_HOLD_LIMIT = 1 << 47
 #: ``Build.avg_delay`` by default: the clocks the RTL needs from a sample of the queue to the
 #: average it publishes, as seen by an arrival (``fpq_hdl.queue_manager.MIN_AVG_DELAY``).
 AVG_DELAY = 14
-#: The weight per sample, ``2**-AVG_WQ_SHIFT``, that ``avg_tau_s`` is turned into wherever the
-#: sample period allows (``avg_parameters``): 512 samples per time constant, and an average
-#: that settles within 2**-7 packet of a constant queue.
-AVG_WQ_SHIFT = 9
 #: The build-time sizes the RTL supports, each a power of two in ``[lo, hi]``.
 BUILD_SIZES = {"vec_bits": (64, 65536), "table_depth": (16, 65536)}
 
@@ -595,51 +591,6 @@ def expand_seed(seed):
     return tuple(words)
 
 
-def ewma_time_constant(wq_shift, period):
-    """Time constant, in clocks, of an EWMA with weight ``2**-wq_shift`` per sample and a sample
-    every ``period`` clocks: the ``tau`` of ``(1 - w)^(t / period) = exp(-t / tau)``; 0 when
-    ``w`` is 1 (the average is the latest sample)."""
-    if wq_shift == 0:
-        return 0.0
-    return period / -math.log1p(-2.0 ** -wq_shift)
-
-
-def avg_parameters(tau_clocks):
-    """``(wq_shift, avg_sample_period)`` for a time constant of ``tau_clocks`` clocks.
-
-    The weight is ``2**-AVG_WQ_SHIFT`` and the period the whole number of clocks nearest to
-    ``tau`` (relative error below ``1 / (2 period)``). Where that period would not fit its
-    32-bit register the weight shrinks (``wq_shift`` up to 16); where it would be under
-    ``MIN_SAMPLE_PERIOD`` the weight grows, and below about 5.8 clocks it is 1 (``wq_shift``
-    0, no averaging: the average is the latest sample). Raises ``ValueError`` beyond the
-    longest time constant, ``2**-16`` every ``2**32 - 1`` clocks."""
-    longest = (1 << SAMPLE_PERIOD_BITS) - 1
-    if not (isinstance(tau_clocks, (int, float)) and math.isfinite(tau_clocks)
-            and 0 <= tau_clocks <= ewma_time_constant(WQ_SHIFT_MAX, longest)):
-        raise ValueError(f"time constant {tau_clocks!r} clocks is outside [0, "
-                         f"{ewma_time_constant(WQ_SHIFT_MAX, longest):.6g}]")
-    for k in range(AVG_WQ_SHIFT, WQ_SHIFT_MAX + 1):
-        period = round(tau_clocks / ewma_time_constant(k, 1))
-        if period <= longest:
-            break
-    if period >= MIN_SAMPLE_PERIOD:
-        return k, period
-    for k in range(AVG_WQ_SHIFT - 1, 0, -1):
-        period = round(tau_clocks / ewma_time_constant(k, 1))
-        if period >= MIN_SAMPLE_PERIOD:
-            return k, period
-    return 0, MIN_SAMPLE_PERIOD
-
-
-def lt_qt_float(n, p_pkts, plus_one=False):
-    """FPQ paper Fig. 5: ``(q_t, l_t)`` for a flow count ``n`` (``n < 1`` is treated as 1)."""
-    n = max(float(n), 1.0)
-    q_t = max(p_pkts / (2 * n - 1), 6 * n)
-    window = (q_t + p_pkts) / n + (1 if plus_one else 0)
-    l_t = min((0.87 / window) ** 2, 0.021)
-    return q_t, l_t
-
-
 def _check_number(f, value, build):
     lo, hi = f.bounds(build)
     if f.type == "bool":
@@ -773,7 +724,7 @@ class Config:
 
     def avg_parameters(self):
         """``(wq_shift, avg_sample_period)``: the averager's registers for ``avg_tau_s``
-        (``fpq.config.avg_parameters``)."""
+        (``fpq.queue_averager.avg_parameters``)."""
         v = self.values
         return avg_parameters(v["avg_tau_s"] * v["tick_hz"])
 
@@ -781,14 +732,6 @@ class Config:
         """The time constant the averager's registers give (``avg_tau_s`` rounded)."""
         k, period = self.avg_parameters()
         return ewma_time_constant(k, period) / self.values["tick_hz"]
-
-    def float_wq(self):
-        """The float model's per-arrival EWMA weight, ``1 - exp(-pkt_time_s / avg_tau_s)``
-        (Adaptive RED's rule for a time constant; 1 when ``avg_tau_s`` is 0)."""
-        v = self.values
-        if v["avg_tau_s"] == 0:
-            return 1.0
-        return -math.expm1(-v["pkt_time_s"] / v["avg_tau_s"])
 
     def n_effective(self, n):
         """The flow count the table uses for raw popcount ``n`` (correction, N < 1 -> 1)."""
@@ -800,6 +743,7 @@ class Config:
 
     def rate_table(self):
         """``r(n) = l_t / q_t`` for n = 0..table_depth-1, as packed RATE words."""
+        from .float_model import lt_qt_float
         v = self.values
         out = []
         for n in range(self.build.table_depth):
