@@ -247,12 +247,13 @@ class RegisterSpec:
     kind : str
         "config" (a shadowed configuration register, derived from the configuration: its
         access, reset and kind in a build follow from ``sources``, see ``fpq.regmap``), or the
-        kind of any other register ("control", "setting", "counter", "telemetry").
+        kind of any other register: "control", "setting" (read-write, applied at the write:
+        the traffic generator's), "counter", "telemetry".
     access : str
         Of a register not of kind "config": "rw", "ro", "wo" or "rc" (``fpq.regmap.Register``).
-    reset : int
-        Of a register not of kind "config" (a configuration register's is the default
-        configuration's value).
+    reset : int or callable
+        Of a register not of kind "config" (a callable takes the :class:`Build`); a
+        configuration register's is the default configuration's value.
     sources : tuple of str
         The configuration fields (``FIELDS``) the value is computed from: a register of a field
         declared ``secret`` is secret (write-only), one all of whose fields a build fixes
@@ -284,6 +285,10 @@ class RegisterSpec:
         lo = self.lo(build) if callable(self.lo) else self.lo
         hi = self.hi(build) if callable(self.hi) else self.hi
         return lo, hi
+
+    def reset_in(self, build):
+        """The reset value of a register not of kind "config" in ``build``."""
+        return self.reset(build) if callable(self.reset) else self.reset
 
     def in_build(self, build):
         """Whether ``build`` has this register."""

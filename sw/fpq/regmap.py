@@ -1,8 +1,10 @@
 """The register map, derived from ``fpq.config``: addresses, widths, access, ranges, resets.
 
-From ``REGISTERS`` come the RTL register file (``fpq_hdl.registers``), the JSON map, the C
-header and ``docs/REGISTERS.md`` (``write_all``; a test fails when the committed copies are
-stale). The bus is 32-bit words at byte addresses; a register wider than 32 bits takes
+Every register is declared once (``fpq.config.RegisterSpec``: the configuration registers in
+``fpq.config.CONFIG_REGISTERS``, the others in this module's ``BLOCKS``) and placed at its
+address in a build by :func:`place`. From :func:`registers` come the RTL register file
+(``fpq_hdl.registers``), the JSON map, the C header, SystemRDL and ``docs/REGISTERS.md``
+(``write_all``; a test fails when the committed copies are stale). The bus is 32-bit words at byte addresses; a register wider than 32 bits takes
 consecutive words, least significant word first.
 
 Behaviour the hardware guarantees (and the model mirrors in :func:`check_registers`):
@@ -104,14 +106,16 @@ BUILD_HASH_INPUT_SHIFT = 19
 
 @dataclass(frozen=True)
 class Register:
+    """A register of one build at its address (:func:`place` of its ``RegisterSpec``)."""
     name: str
     offset: int        # byte address of the least significant word
     width: int         # bits
-    #: "rw" (shadowed config), "ro", "wo" (strobe), "rc" (ro, write clears), "secret" (a
-    #: shadowed config register, or a fixed one, whose reads return 0: ``secret``)
+    #: "rw" (shadowed config, or a setting), "ro", "wo" (strobe), "rc" (ro, write clears),
+    #: "secret" (a shadowed config register, or a fixed one, whose reads return 0: ``secret``)
     access: str
-    kind: str          # "control", "config", "fixed", "counter", "telemetry"
-    lo: int            # allowed raw range (config registers; checked at commit)
+    kind: str          # "control", "config", "fixed", "counter", "telemetry", "setting"
+    #: allowed raw range (config registers: checked at commit; settings: at the write)
+    lo: int
     hi: int
     reset: int
     fmt: str
@@ -135,15 +139,46 @@ class Table:
     doc: str
 
 
-TELEMETRY = [
-    ("n_raw", 17, "ro", "Flow-vector popcount N."),
-    ("n", 16, "ro", "min(N, n_cap): the count decisions use."),
-    ("avg", QAVG.width, "ro", "Average queue (QAVG): the latest published, which arrivals "
-     "decide with."),
-    ("occ_pkts", QPKTS_BITS, "ro", "Queue occupancy, packets."),
-    ("occ_bytes", QBYTES_BITS, "ro", "Queue occupancy, bytes."),
-    ("max_queue", QPKTS_BITS, "rc", "Largest occupancy seen (packets); write clears."),
+def _reading(name, width, fmt, doc, kind, access="ro", reset=0):
+    """The declaration of a register the queue manager or the register file drives."""
+    return RegisterSpec(name, width, 0, 0, fmt, doc, kind=kind, access=access, reset=reset)
+
+
+#: The control registers, from 0x000.
+CONTROL_REGISTERS = [
+    _reading("id", 32, "const", "'FPQ1'.", "control", reset=ID_VALUE),
+    _reading("build", 32, "fields",
+             "[4:0] log2 vec_bits, [9:5] log2 table_depth, [16:10] avg_delay, [17] some "
+             "configuration fixed at build time, [18] no keyed non-linear hash stage, "
+             "[20:19] hash input (0 5-tuple, 1 rss, 2 descriptor).", "control",
+             reset=lambda b: build_word(b)),
+    _reading("control", 2, "strobes", "bit 0 COMMIT, bit 1 CLEAR_ERRORS.", "control",
+             access="wo"),
+    # the power-on value: the r(N) table's banks hold the defaults (TABLES_DEFAULT)
+    _reading("status", 16, "flags",
+             "bit 0 BUSY (commit or wipe under way), bit 1 COMMIT_REJECTED, bit 2 BAD_WRITE "
+             "(sticky); bit 3 TABLES_DEFAULT (the active r(N) table bank holds the "
+             "power-on defaults, no host data); [15:8] REJECT_INDEX.", "control",
+             reset=1 << STATUS_BITS["TABLES_DEFAULT"]),
 ]
+#: The statistics counters (``fpq.queue_manager.COUNTERS``), from 0x200.
+COUNTER_REGISTERS = [_reading(name, 64, "count",
+                              f"Counter: {name.replace('_', ' ')}; write clears.", "counter",
+                              access="rc") for name in COUNTERS]
+#: The telemetry, from 0x280.
+TELEMETRY = [
+    _reading("n_raw", 17, "", "Flow-vector popcount N.", "telemetry"),
+    _reading("n", 16, "", "min(N, n_cap): the count decisions use.", "telemetry"),
+    _reading("avg", QAVG.width, "", "Average queue (QAVG): the latest published, which "
+             "arrivals decide with.", "telemetry"),
+    _reading("occ_pkts", QPKTS_BITS, "", "Queue occupancy, packets.", "telemetry"),
+    _reading("occ_bytes", QBYTES_BITS, "", "Queue occupancy, bytes.", "telemetry"),
+    _reading("max_queue", QPKTS_BITS, "", "Largest occupancy seen (packets); write clears.",
+             "telemetry", access="rc"),
+]
+#: The register map's blocks: (first byte address, end, declarations).
+BLOCKS = [(0x000, 0x040, CONTROL_REGISTERS), (0x040, 0x200, CONFIG_REGISTERS),
+          (0x200, 0x280, COUNTER_REGISTERS), (0x280, 0x300, TELEMETRY)]
 
 
 def place(specs, base, build=None):
@@ -178,8 +213,8 @@ def place(specs, base, build=None):
         lo, hi = s.bounds(build)
         secret = s.secret
         if s.kind != "config":
-            out.append(Register(s.name, offset, s.width, s.access, s.kind, lo, hi, s.reset,
-                                s.fmt, s.doc, secret))
+            out.append(Register(s.name, offset, s.width, s.access, s.kind, lo, hi,
+                                s.reset_in(build), s.fmt, s.doc, secret))
         elif s.fixed_in(build):
             out.append(Register(s.name, offset, s.width, "secret" if secret else "ro", "fixed",
                                 lo, hi, defaults[s.name], s.fmt,
@@ -197,34 +232,11 @@ def place(specs, base, build=None):
 def registers(build=None):
     """All registers for ``build`` (a :class:`fpq.config.Build`), in index order."""
     build = build or Build()
-    regs = [
-        Register("id", 0x000, 32, "ro", "control", 0, 0, ID_VALUE, "const", "'FPQ1'."),
-        Register("build", 0x004, 32, "ro", "control", 0, 0, build_word(build), "fields",
-                 "[4:0] log2 vec_bits, [9:5] log2 table_depth, [16:10] avg_delay, [17] some "
-                 "configuration fixed at build time, [18] no keyed non-linear hash stage, "
-                 "[20:19] hash input (0 5-tuple, 1 rss, 2 descriptor)."),
-        Register("control", 0x008, 2, "wo", "control", 0, 0, 0, "strobes",
-                 "bit 0 COMMIT, bit 1 CLEAR_ERRORS."),
-        # the power-on value: the r(N) table's banks hold the defaults (TABLES_DEFAULT)
-        Register("status", 0x00C, 16, "ro", "control", 0, 0,
-                 1 << STATUS_BITS["TABLES_DEFAULT"], "flags",
-                 "bit 0 BUSY (commit or wipe under way), bit 1 COMMIT_REJECTED, bit 2 BAD_WRITE "
-                 "(sticky); bit 3 TABLES_DEFAULT (the active r(N) table bank holds the "
-                 "power-on defaults, no host data); [15:8] REJECT_INDEX."),
-    ]
-    config = place(CONFIG_REGISTERS, 0x040, build)
-    assert config[-1].offset + 4 * config[-1].words <= 0x200
-    regs += config
-    offset = 0x200
-    for name in COUNTERS:
-        regs.append(Register(name, offset, 64, "rc", "counter", 0, 0, 0, "count",
-                             f"Counter: {name.replace('_', ' ')}; write clears."))
-        offset += 8
-    offset = 0x280
-    for name, width, access, doc in TELEMETRY:
-        words = (width + 31) // 32
-        regs.append(Register(name, offset, width, access, "telemetry", 0, 0, 0, "", doc))
-        offset += 4 * words
+    regs = []
+    for base, end, specs in BLOCKS:
+        block = place(specs, base, build)
+        assert block[-1].offset + 4 * block[-1].words <= end
+        regs += block
     return regs
 
 
