@@ -310,20 +310,24 @@ class RegisterSpec:
         return self.kind == "config" and all(f in fixed for f in self.sources)
 
 
-def _red_raw(c):
-    """``(min_th, max_th, max_p)`` raw, of :class:`Config` ``c``."""
-    return (QAVG.to_raw(c.red_min_th, "red_min_th"), QAVG.to_raw(c.red_max_th, "red_max_th"),
-            PROB.to_raw(c.red_max_p, "red_max_p"))
+def _raw(fmt, name):
+    """The raw value of :class:`Config` field ``name`` in format ``fmt``, as a function of
+    the configuration."""
+    return lambda c: fmt.to_raw(c.values[name], name)
+
+
+_min_th, _max_th, _max_p = (_raw(QAVG, "red_min_th"), _raw(QAVG, "red_max_th"),
+                            _raw(PROB, "red_max_p"))
 
 
 def _red_slope1(c):
-    min_th, max_th, max_p = _red_raw(c)
+    min_th, max_th, max_p = _min_th(c), _max_th(c), _max_p(c)
     slope = (max_p / PROB_ONE) / ((max_th - min_th) / (1 << QAVG.frac_bits))
     return RATE.pack(*RATE.encode(slope, "red_slope1"))
 
 
 def _red_slope2(c):
-    _, max_th, max_p = _red_raw(c)
+    max_th, max_p = _max_th(c), _max_p(c)
     slope = (1 - max_p / PROB_ONE) / (max_th / (1 << QAVG.frac_bits))
     return RATE.pack(*RATE.encode(slope, "red_slope2"))
 
@@ -356,11 +360,10 @@ CONFIG_REGISTERS = [
                  (1 << SAMPLE_PERIOD_BITS) - 1, "clocks",
                  "Clocks between two samples of the queue into its average (from avg_tau_s).",
                  sources=("avg_tau_s", "tick_hz"), derive=lambda c: c.avg_parameters()[1]),
-    _field_register("red_min_th", QAVG.width, 0, QAVG.max_raw, str(QAVG),
-                    lambda c: _red_raw(c)[0]),
+    _field_register("red_min_th", QAVG.width, 0, QAVG.max_raw, str(QAVG), _min_th),
     _field_register("red_max_th", QAVG.width, 1 << QAVG.frac_bits, QAVG.max_raw, str(QAVG),
-                    lambda c: _red_raw(c)[1], " Commit also rejects max_th < min_th + 1.0."),
-    _field_register("red_max_p", PROB.width, 0, PROB_ONE, str(PROB), lambda c: _red_raw(c)[2]),
+                    _max_th, " Commit also rejects max_th < min_th + 1.0."),
+    _field_register("red_max_p", PROB.width, 0, PROB_ONE, str(PROB), _max_p),
     RegisterSpec("red_slope1", RATE.width, 0, (1 << RATE.width) - 1, "RATE m16 s6",
                  "max_p / (max_th - min_th), per packet (driver computes).",
                  sources=("red_min_th", "red_max_th", "red_max_p"), derive=_red_slope1),
