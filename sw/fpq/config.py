@@ -23,8 +23,8 @@ from .formats import (QAVG, PROB, PROB_ONE, CLEAR_PERIOD, RATE, QPKTS_BITS, QBYT
 from .flow_hash import HASH_INPUTS, MIX_KEY_BITS
 from .queue_averager import avg_parameters, ewma_time_constant
 
-__all__ = ["Field", "FIELDS", "RegisterSpec", "CONFIG_REGISTERS", "CONFIG_REGISTER_BY_NAME",
-           "key_registers", "register_fields", "Build", "Config", "ConfigError", "MODES", "RSS_KEY",
+__all__ = ["Field", "FIELDS", "RegisterSpec", "CONFIG_REGISTERS", "key_registers",
+           "register_fields", "Build", "Config", "ConfigError", "MODES", "RSS_KEY",
            "SECRET_FIELDS", "SECRET_SHOWN", "KEY_WINDOW_MIN_BITS", "key_weakness", "check_key",
            "parse_key", "hardware_keys", "random_key",
            "expand_seed", "REKEY_HOLD_LIMIT", "parse_fixed", "AVG_DELAY", "BUILD_SIZES",
@@ -397,7 +397,6 @@ CONFIG_REGISTERS = [
                  "hold).", sources=("rekey_hold_t_clear", "t_clear_s", "tick_hz"),
                  derive=lambda c: c.rekey_hold_raw()),
 ]
-CONFIG_REGISTER_BY_NAME = {r.name: r for r in CONFIG_REGISTERS}
 
 
 def key_registers(build):

@@ -4,8 +4,9 @@ Every register is declared once (``fpq.config.RegisterSpec``: the configuration 
 ``fpq.config.CONFIG_REGISTERS``, the others in this module's ``BLOCKS``) and placed at its
 address in a build by :func:`place`. From :func:`registers` come the RTL register file
 (``fpq_hdl.registers``), the JSON map, the C header, SystemRDL and ``docs/REGISTERS.md``
-(``write_all``; a test fails when the committed copies are stale). The bus is 32-bit words at byte addresses; a register wider than 32 bits takes
-consecutive words, least significant word first.
+(``write_all``; a test fails when the committed copies are stale). The bus is 32-bit words
+at byte addresses; a register wider than 32 bits takes consecutive words, least significant
+word first.
 
 Behaviour the hardware guarantees (and the model mirrors in :func:`check_registers`):
 
