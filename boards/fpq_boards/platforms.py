@@ -16,7 +16,7 @@ import functools
 from amaranth import *
 from amaranth.lib.cdc import ResetSynchronizer
 
-from fpq.config import Build, Config, FIELDS
+from fpq.config import Build, Config, register_fields
 from fpq.formats import COUNTER_BITS
 
 from .soc import SelfTestSoC
@@ -56,23 +56,24 @@ ICEBREAKER_MHZ = 15.0
 #: Fields that stay runtime on the iCEBreaker: the r(N) table's host fields (they only say
 #: what the host writes into the table, which stays runtime).
 ICEBREAKER_RUNTIME = ("p_pkts", "lt_plus_one", "lc_correction")
-#: The iCEBreaker's build fixes every other hardware field of the queue manager's
-#: configuration (``fpq.config.FIELDS`` of kind "reg" or "host"; the float model's own
-#: fields are no hardware's), so that every configuration register is a constant
-#: (``fpq.regmap.is_fixed``): ``avg_tau_s`` and ``tick_hz`` together fix ``wq_shift`` and
-#: ``avg_sample_period``, ``t_clear_s`` with them ``clear_period`` and ``rekey_hold``. Without
-#: fixing them the design does not fit the UP5K (docs/design-log.md). A board owner picks other values at build time
-#: (``fpq board build icebreaker --fix mode=red --fix ...``, repeating the others, or a
-#: BoardSpec of its own); the bus still reads them all but the key (write-only, reads 0).
+#: The iCEBreaker's build fixes every other field a configuration register of its build is
+#: computed from (``fpq.config.register_fields``: not the float model's own fields, nor
+#: ``hash_mix_key``, whose register the build lacks), so that every configuration register
+#: is a constant (``fpq.config.RegisterSpec.fixed_in``): ``avg_tau_s`` and ``tick_hz``
+#: together fix ``wq_shift`` and ``avg_sample_period``, ``t_clear_s`` with them
+#: ``clear_period`` and ``rekey_hold``. Without fixing them the design does not fit the UP5K
+#: (docs/design-log.md). A board owner picks other values at build time (``fpq board build
+#: icebreaker --fix mode=red --fix ...``, repeating the others, or a BoardSpec of its own);
+#: the bus still reads them all but the key (write-only, reads 0).
 #: The key here is ``Config``'s public default, a placeholder only: ``build_board`` fixes
 #: the key of the build command (``fpq board build icebreaker --key HEX``) or one drawn from
 #: the operating system in its place, never this one.
 #: ``tick_hz`` is the board clock (the queue manager's time base): ``BoardTop`` replaces it
 #: with the PLL's clock when the build runs at another one (``at_clock``).
-ICEBREAKER_FIXED = {f.name: Config(build=ICEBREAKER_SIZES,
-                                   tick_hz=ICEBREAKER_MHZ * 1e6).values[f.name]
-                    for f in FIELDS if f.kind in ("reg", "host")
-                    and f.name not in ICEBREAKER_RUNTIME and f.name != "hash_mix_key"}
+ICEBREAKER_FIXED = {name: Config(build=ICEBREAKER_SIZES,
+                                 tick_hz=ICEBREAKER_MHZ * 1e6).values[name]
+                    for name in register_fields(ICEBREAKER_SIZES)
+                    if name not in ICEBREAKER_RUNTIME}
 
 #: The iCE40 builds' statistics counters: 44 bits (``QueueManager``'s ``counter_bits``), 2**44
 #: events are 13.6 days at one per clock at 15 MHz (the self-test generator's default, an

@@ -1,17 +1,16 @@
 """On-chip traffic generator: many-flow arrivals and a drain, set by registers on the bus."""
 
-from dataclasses import dataclass
-
 from amaranth import *
 from amaranth.lib import wiring, stream
 from amaranth.lib.wiring import In, Out
 
 from fpq.formats import QPKTS_BITS
 from fpq.queue_manager import ENQUEUE, MARK, DROP_EARLY, DROP_FORCED
+from fpq.regmap import RegisterSpec, place
 from fpq_hdl.layouts import ARRIVAL, DEPARTURE, VERDICT, check_optimise
 from fpq_hdl.registers import BusSignature
 
-__all__ = ["TG_BASE", "TG_SIZE", "TG_ID", "TGRegister", "TG_REGISTERS", "TG_REG",
+__all__ = ["TG_BASE", "TG_SIZE", "TG_ID", "TG_SPECS", "TG_REGISTERS", "TG_REG",
            "TrafficGenerator", "flow_key"]
 
 #: Byte address range of the generator's registers on the SoC bus. It lies in the gap of
@@ -21,47 +20,46 @@ TG_SIZE = 0x100
 TG_ID = 0x5447454E  # "TGEN"
 
 
-@dataclass(frozen=True)
-class TGRegister:
-    name: str
-    offset: int      # byte address
-    width: int
-    access: str      # "rw" or "ro"
-    lo: int
-    hi: int
-    reset: int
-    doc: str
+def _setting(name, width, lo, hi, reset, doc):
+    """A setting: read-write, applied at the write (no shadow, no commit)."""
+    return RegisterSpec(name, width, lo, hi, "", doc, kind="setting", access="rw", reset=reset)
 
 
-#: The generator's registers. Writes of a value outside [lo, hi] are ignored and set
-#: ``status.BAD_WRITE`` (the host tool checks the range first and names the field).
-TG_REGISTERS = [
-    TGRegister("tg_id", TG_BASE + 0x00, 32, "ro", 0, 0, TG_ID, "'TGEN'."),
-    TGRegister("tg_enable", TG_BASE + 0x04, 1, "rw", 0, 1, 1,
-               "1: generate arrivals and departures (on out of reset: a self-test)."),
-    TGRegister("tg_arrival_period", TG_BASE + 0x08, 16, "rw", 1, 0xFFFF, 4,
-               "Clocks between two arrivals (1 = one per clock, line rate)."),
-    TGRegister("tg_flows", TG_BASE + 0x0C, 17, "rw", 1, 65536, 64,
-               "Number of distinct flows (5-tuples) the arrivals come from."),
-    TGRegister("tg_pattern", TG_BASE + 0x10, 1, "rw", 0, 1, 1,
-               "Flow order: 0 round robin, 1 pseudo-random (32-bit LFSR)."),
-    TGRegister("tg_length", TG_BASE + 0x14, 16, "rw", 1, 0xFFFF, 64,
-               "Packet length in bytes of arrivals and departures."),
-    TGRegister("tg_drain_period", TG_BASE + 0x18, 16, "rw", 0, 0xFFFF, 5,
-               "Clocks between two departures while the queue is not empty (0: no drain)."),
-    TGRegister("tg_salt", TG_BASE + 0x1C, 32, "rw", 0, 0xFFFFFFFF, 0,
-               "XORed into the source address and port: another set of flows."),
-    TGRegister("tg_backlog", TG_BASE + 0x20, QPKTS_BITS, "ro", 0, 0, 0,
-               "Packets enqueued (verdicts) and not yet departed."),
-    TGRegister("tg_sent", TG_BASE + 0x24, 32, "ro", 0, 0, 0,
-               "Arrivals accepted by the queue manager (wraps)."),
-    TGRegister("tg_stalls", TG_BASE + 0x28, 32, "ro", 0, 0, 0,
-               "Clocks an arrival waited for the queue manager's ready (wraps)."),
-    TGRegister("tg_time", TG_BASE + 0x2C, 32, "ro", 0, 0, 0,
-               "Free-running clock counter (wraps): the time base of the monitor's rates."),
-    TGRegister("tg_status", TG_BASE + 0x30, 1, "ro", 0, 0, 0,
-               "bit 0 BAD_WRITE (sticky; a write of tg_status clears it)."),
+def _reading(name, width, doc, kind="telemetry", reset=0):
+    """A read-only register the generator drives."""
+    return RegisterSpec(name, width, 0, 0, "", doc, kind=kind, access="ro", reset=reset)
+
+
+#: The generator's register declarations, in address order. A write of a setting outside
+#: [lo, hi] is ignored and sets ``status.BAD_WRITE`` (the host tool checks the range first
+#: and names the field).
+TG_SPECS = [
+    _reading("tg_id", 32, "'TGEN'.", kind="control", reset=TG_ID),
+    _setting("tg_enable", 1, 0, 1, 1,
+             "1: generate arrivals and departures (on out of reset: a self-test)."),
+    _setting("tg_arrival_period", 16, 1, 0xFFFF, 4,
+             "Clocks between two arrivals (1 = one per clock, line rate)."),
+    _setting("tg_flows", 17, 1, 65536, 64,
+             "Number of distinct flows (5-tuples) the arrivals come from."),
+    _setting("tg_pattern", 1, 0, 1, 1,
+             "Flow order: 0 round robin, 1 pseudo-random (32-bit LFSR)."),
+    _setting("tg_length", 16, 1, 0xFFFF, 64,
+             "Packet length in bytes of arrivals and departures."),
+    _setting("tg_drain_period", 16, 0, 0xFFFF, 5,
+             "Clocks between two departures while the queue is not empty (0: no drain)."),
+    _setting("tg_salt", 32, 0, 0xFFFFFFFF, 0,
+             "XORed into the source address and port: another set of flows."),
+    _reading("tg_backlog", QPKTS_BITS, "Packets enqueued (verdicts) and not yet departed."),
+    _reading("tg_sent", 32, "Arrivals accepted by the queue manager (wraps)."),
+    _reading("tg_stalls", 32, "Clocks an arrival waited for the queue manager's ready (wraps)."),
+    _reading("tg_time", 32,
+             "Free-running clock counter (wraps): the time base of the monitor's rates."),
+    _reading("tg_status", 1, "bit 0 BAD_WRITE (sticky; a write of tg_status clears it).",
+             kind="control"),
 ]
+#: The generator's registers (``fpq.regmap.Register``) at their addresses from ``TG_BASE``.
+TG_REGISTERS = place(TG_SPECS, TG_BASE)
+assert TG_REGISTERS[-1].offset + 4 <= TG_BASE + TG_SIZE
 TG_REG = {r.name: r for r in TG_REGISTERS}
 
 #: Fixed parts of the generated 5-tuples.

@@ -40,7 +40,8 @@ def test_a_fixed_tick_rate_follows_the_board_clock():
     base): a build at another clock fixes that clock instead, and the registers derived from
     it follow: the same clearing time and time constant of the average in clocks of the
     faster clock (each to the clock, as each rounds)."""
-    from fpq.config import Config, ewma_time_constant
+    from fpq.config import Config
+    from fpq.queue_averager import ewma_time_constant
     from fpq.regmap import registers
     spec = BOARDS["icebreaker"]
     assert spec.build.fixed_fields["tick_hz"] == spec.clk_mhz * 1e6

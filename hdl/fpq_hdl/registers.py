@@ -4,11 +4,11 @@ from amaranth import *
 from amaranth.lib import wiring, data, memory
 from amaranth.lib.wiring import In, Out
 
-from fpq.config import Config
+from fpq.config import Config, key_registers
 from fpq.formats import QAVG, COUNTER_BITS, RATE, QPKTS_BITS, QBYTES_BITS
 from fpq.queue_manager import COUNTERS
 from fpq.regmap import (registers, tables, CONTROL_COMMIT, CONTROL_CLEAR_ERRORS, STATUS_BITS,
-                        STATUS_REJECT_INDEX_SHIFT, KEY_REGISTERS)
+                        STATUS_REJECT_INDEX_SHIFT)
 
 from .layouts import config_layout, fixed_registers
 
@@ -46,9 +46,10 @@ class RegisterFile(wiring.Component):
     checks are generated from the map's ``lo``/``hi``, plus ``red_max_th >= red_min_th + 1``)
     and applies them all in one clock, or rejects the commit (``STATUS.COMMIT_REJECTED``,
     ``STATUS.REJECT_INDEX`` = the first bad register's index, nothing changes). A commit that
-    changes ``v_max`` wipes the vector; one that changes a key (``KEY_REGISTERS``) wipes it and
-    pulses ``rekey`` (live re-key: the queue manager holds the flow count); one that changes a ``rng_*_state`` reloads that
-    generator (one clock after the apply, so the generator sees the new seed). Table writes go
+    changes ``v_max`` wipes the vector; one that changes a key (``fpq.config.key_registers``)
+    wipes it and pulses ``rekey`` (live re-key: the queue manager holds the flow count); one
+    that changes a ``rng_*_state`` reloads that generator (one clock after the apply, so the
+    generator sees the new seed). Table writes go
     to the inactive bank; a commit after a table write swaps that table's banks. Reads of a
     table return 0 (a host read port would cost a second copy of each table RAM). Writes to
     read-only or unmapped addresses, a config value wider than its register (the shadow keeps
@@ -305,7 +306,7 @@ class RegisterFile(wiring.Component):
 
         # what a commit changes, registered too (wide compares: the key is hundreds of bits)
         changed = {}
-        keys = [name for name in KEY_REGISTERS if name in self.config.shape().members]
+        keys = key_registers(self.build)
         for name in ("v_max", "rng_decide_state", "rng_clear_state", *keys):
             changed[name] = Signal(name=f"changes_{name}")
             m.d.sync += changed[name].eq(pending_value(name) != self.config[name])

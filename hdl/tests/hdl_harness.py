@@ -19,7 +19,7 @@ from amaranth.sim import Simulator
 from fpq.queue_manager import QueueManager as Model, Arrival, Departure, ENQUEUE, MARK
 
 from fpq_hdl.queue_manager import QueueManager, N_RAW_DELAY, AVG_TELEMETRY_DELAY
-from fpq.regmap import KEY_REGISTERS
+from fpq.config import key_registers
 from fpq_hdl.layouts import ARRIVAL, DEPARTURE, VERDICT, config_layout
 
 
@@ -293,8 +293,7 @@ class Bench:
                               self.tick)
         old_r, new_r = old.registers(), new.registers()
         # a key register of the build changes: live re-key
-        rekey = any(new_r[k] != old_r[k] for k in KEY_REGISTERS
-                    if k in config_layout(new.build).members)
+        rekey = any(new_r[k] != old_r[k] for k in key_registers(new.build))
         strobes = [(dut.wipe, new_r["v_max"] != old_r["v_max"] or rekey), (dut.rekey, rekey),
                    (dut.load_rng_decide, new_r["rng_decide_state"] != old_r["rng_decide_state"]),
                    (dut.load_rng_clear, new_r["rng_clear_state"] != old_r["rng_clear_state"])]

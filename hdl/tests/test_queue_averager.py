@@ -8,7 +8,7 @@ import random
 import pytest
 
 from fpq import Build
-from fpq.config import ewma_time_constant
+from fpq.queue_averager import ewma_time_constant
 from fpq.formats import QAVG, QPKTS_BITS, MIN_SAMPLE_PERIOD
 from fpq.queue_averager import ewma_step, QueueAverager as Model
 from fpq_hdl.queue_averager import QueueAverager

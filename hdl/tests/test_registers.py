@@ -6,7 +6,7 @@ import pytest
 from amaranth.sim import Simulator
 
 from fpq import Build, Config
-from fpq.config import ewma_time_constant
+from fpq.queue_averager import ewma_time_constant
 from fpq.regmap import (registers, tables, check_registers, ID_VALUE, CONTROL_COMMIT,
                         CONTROL_CLEAR_ERRORS, STATUS_BITS, STATUS_REJECT_INDEX_SHIFT)
 from fpq.queue_manager import COUNTERS

@@ -43,7 +43,7 @@ def test_fixed_fields_are_listed_in_the_header(tmp_path):
     out = tmp_path / "core.v"
     # avg_tau_s and tick_hz fix both registers derived from them: 2**-9 per sample every
     # 100 clocks at 1e8 Hz is a time constant of 51,150 clocks
-    from fpq.config import ewma_time_constant
+    from fpq.queue_averager import ewma_time_constant
     tau = ewma_time_constant(9, 100) / 1e8
     assert main(["verilog", "-o", str(out), "--vec-bits", "64", "--table-depth", "16",
                  "--fix", f"avg_tau_s={tau!r}", "--fix", "mode=fpq", "--fix",

@@ -162,12 +162,13 @@ def test_queue_clock_keys_and_the_average_s_time_constant(tmp_path):
     576 bytes at 1 Mbit/s are 4.608 ms, so 2.359296 s."""
     import fpq
     from fpq_sim.scenario import queue_config
+    from fpq.float_model import float_wq
     path = write(tmp_path, GOOD)
     cfg = queue_config(load(path))
     assert cfg.tick_hz == 150e6 and cfg.build == fpq.Build()
     assert cfg.pkt_time_s == pytest.approx(0.004608, rel=1e-12)
     assert cfg.avg_tau_s == pytest.approx(2.359296, rel=1e-12)
-    assert cfg.float_wq() == pytest.approx(1 - 2.718281828459045 ** (-1 / 512), rel=1e-9)
+    assert float_wq(cfg) == pytest.approx(1 - 2.718281828459045 ** (-1 / 512), rel=1e-9)
     sc = load(path, ["queue.tick_hz=1e6", "queue.avg_delay=40", "queue.avg_tau_s=0.5",
                      "queue.verdict_wait=3"])
     cfg = queue_config(sc)

@@ -19,9 +19,9 @@ import os
 import random
 import time
 
-from .config import Config, Build, lt_qt_float
+from .config import Config, Build
 from .drop_probability import probability, MODE_FPQ, MODE_RED
-from .float_model import FloatQueueManager
+from .float_model import FloatQueueManager, lt_qt_float
 from .formats import QAVG, PROB_ONE
 from .queue_manager import QueueManager
 from .synthetic import flow_keys, poisson_arrivals

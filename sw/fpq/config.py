@@ -1,6 +1,8 @@
 """The one configuration source: every runtime parameter, its unit, format, range and default.
 
-``FIELDS`` is the single declaration. From it come:
+``FIELDS`` declares the fields, ``CONFIG_REGISTERS`` the configuration registers (each once:
+width, range, format, the fields it is computed from and how, whether it is a key, which
+builds have it). From them come:
 
 * :class:`Config`, the validated user-level configuration (errors name the field and range);
 * :meth:`Config.registers` and the r(N) table, i.e. the raw values the hardware holds, which the
@@ -17,14 +19,15 @@ import math
 import secrets
 
 from .formats import (QAVG, PROB, PROB_ONE, CLEAR_PERIOD, RATE, QPKTS_BITS, QBYTES_BITS,
-                      SAMPLE_PERIOD_BITS, MIN_SAMPLE_PERIOD, WQ_SHIFT_MAX)
+                      HOLD_BITS, SAMPLE_PERIOD_BITS, MIN_SAMPLE_PERIOD, WQ_SHIFT_MAX)
 from .flow_hash import HASH_INPUTS, MIX_KEY_BITS
+from .queue_averager import avg_parameters, ewma_time_constant
 
-__all__ = ["Field", "FIELDS", "Build", "Config", "ConfigError", "MODES", "RSS_KEY",
+__all__ = ["Field", "FIELDS", "RegisterSpec", "CONFIG_REGISTERS", "key_registers",
+           "register_fields", "Build", "Config", "ConfigError", "MODES", "RSS_KEY",
            "SECRET_FIELDS", "SECRET_SHOWN", "KEY_WINDOW_MIN_BITS", "key_weakness", "check_key",
            "parse_key", "hardware_keys", "random_key",
-           "lt_qt_float", "expand_seed", "REKEY_HOLD_LIMIT", "parse_fixed", "AVG_DELAY",
-           "AVG_WQ_SHIFT", "avg_parameters", "ewma_time_constant", "BUILD_SIZES",
+           "expand_seed", "REKEY_HOLD_LIMIT", "parse_fixed", "AVG_DELAY", "BUILD_SIZES",
            "MIX_KEY_DEFAULT"]
 
 MODES = {"droptail": 0, "red": 1, "fpq": 2}
@@ -45,10 +48,6 @@ REKEY_HOLD_LIMIT = 1 << 47
 #: ``Build.avg_delay`` by default: the clocks the RTL needs from a sample of the queue to the
 #: average it publishes, as seen by an arrival (``fpq_hdl.queue_manager.MIN_AVG_DELAY``).
 AVG_DELAY = 14
-#: The weight per sample, ``2**-AVG_WQ_SHIFT``, that ``avg_tau_s`` is turned into wherever the
-#: sample period allows (``avg_parameters``): 512 samples per time constant, and an average
-#: that settles within 2**-7 packet of a constant queue.
-AVG_WQ_SHIFT = 9
 #: The build-time sizes the RTL supports, each a power of two in ``[lo, hi]``.
 BUILD_SIZES = {"vec_bits": (64, 65536), "table_depth": (16, 65536)}
 
@@ -226,6 +225,192 @@ SECRET_SHOWN = "(secret)"
 #: The names of the key fields (``Field.secret``).
 SECRET_FIELDS = tuple(f.name for f in FIELDS if f.secret)
 
+
+@dataclass(frozen=True)
+class RegisterSpec:
+    """The declaration of one register, for every build: ``fpq.regmap.place`` puts the
+    registers of one build at their addresses (``fpq.regmap.Register``), and every consumer
+    (the configuration's raw values, the commit check, the generated map, the RTL register
+    file) reads them from there or from here.
+
+    Parameters
+    ----------
+    name : str
+    width : int
+        Bits; a register wider than 32 takes consecutive words (``fpq.regmap``).
+    lo, hi : int or callable
+        The allowed raw range (a callable takes the :class:`Build`): a configuration
+        register's is checked at the commit, a traffic generator setting's at the write.
+    fmt : str
+        The raw value's format, for the generated map.
+    doc : str
+    kind : str
+        "config" (a shadowed configuration register, derived from the configuration: its
+        access, reset and kind in a build follow from ``sources``, see ``fpq.regmap``), or the
+        kind of any other register: "control", "setting" (read-write, applied at the write:
+        the traffic generator's), "counter", "telemetry".
+    access : str
+        Of a register not of kind "config": "rw", "ro", "wo" or "rc" (``fpq.regmap.Register``).
+    reset : int or callable
+        Of a register not of kind "config" (a callable takes the :class:`Build`); a
+        configuration register's is the default configuration's value.
+    sources : tuple of str
+        The configuration fields (``FIELDS``) the value is computed from: a register of a field
+        declared ``secret`` is secret (write-only), one all of whose fields a build fixes
+        (``Build.fixed``) is a constant of that build.
+    derive : callable
+        The raw value (an integer) of a :class:`Config`, as the hardware holds it.
+    key : bool
+        A key of the flow hash: a commit that changes it re-keys live (wipes the vector and
+        holds the flow count, ``fpq.regmap``).
+    exists : callable or None
+        Whether a :class:`Build` has the register; None: every build has it.
+    """
+    name: str
+    width: int
+    lo: object
+    hi: object
+    fmt: str
+    doc: str
+    kind: str = "config"
+    access: str = "rw"
+    reset: int = 0
+    sources: tuple = ()
+    derive: object = None
+    key: bool = False
+    exists: object = None
+
+    def bounds(self, build):
+        """``(lo, hi)`` in ``build``."""
+        lo = self.lo(build) if callable(self.lo) else self.lo
+        hi = self.hi(build) if callable(self.hi) else self.hi
+        return lo, hi
+
+    def reset_in(self, build):
+        """The reset value of a register not of kind "config" in ``build``."""
+        return self.reset(build) if callable(self.reset) else self.reset
+
+    def in_build(self, build):
+        """Whether ``build`` has this register."""
+        return self.exists is None or self.exists(build)
+
+    @property
+    def words(self):
+        return (self.width + 31) // 32
+
+    @property
+    def secret(self):
+        """Key material (computed from a field declared ``secret``): write-only."""
+        return any(FIELD_BY_NAME[f].secret for f in self.sources)
+
+    def fixed_in(self, build):
+        """Whether this configuration register is a constant of ``build`` (all its
+        ``sources`` fixed, ``Build.fixed``)."""
+        fixed = build.fixed_fields
+        return self.kind == "config" and all(f in fixed for f in self.sources)
+
+
+def _raw(fmt, name):
+    """The raw value of :class:`Config` field ``name`` in format ``fmt``, as a function of
+    the configuration."""
+    return lambda c: fmt.to_raw(c.values[name], name)
+
+
+_min_th, _max_th, _max_p = (_raw(QAVG, "red_min_th"), _raw(QAVG, "red_max_th"),
+                            _raw(PROB, "red_max_p"))
+
+
+def _red_slope1(c):
+    min_th, max_th, max_p = _min_th(c), _max_th(c), _max_p(c)
+    slope = (max_p / PROB_ONE) / ((max_th - min_th) / (1 << QAVG.frac_bits))
+    return RATE.pack(*RATE.encode(slope, "red_slope1"))
+
+
+def _red_slope2(c):
+    max_th, max_p = _max_th(c), _max_p(c)
+    slope = (1 - max_p / PROB_ONE) / (max_th / (1 << QAVG.frac_bits))
+    return RATE.pack(*RATE.encode(slope, "red_slope2"))
+
+
+def _field_register(name, width, lo, hi, fmt, derive, doc_more="", **kw):
+    """The declaration of a register that holds field ``name`` (its doc, ``doc_more``
+    appended)."""
+    return RegisterSpec(name, width, lo, hi, fmt, FIELD_BY_NAME[name].doc + doc_more,
+                        sources=(name,), derive=derive, **kw)
+
+
+#: The configuration registers, the one declaration of each. ``Config.registers`` holds the
+#: value of every one in this order; the register map (``fpq.regmap.registers``) places those
+#: of a build in this order too, after those every build has the ones some builds lack, so
+#: that the addresses of the others are the same in every build.
+CONFIG_REGISTERS = [
+    _field_register("mode", 2, 0, 2, "0 droptail, 1 red, 2 fpq", lambda c: MODES[c.mode]),
+    _field_register("ecn", 1, 0, 1, "bool", lambda c: int(c.ecn)),
+    _field_register("v_max", 17, 1, lambda b: b.vec_bits, "bits", lambda c: c.v_max),
+    RegisterSpec("clear_period", CLEAR_PERIOD.width, 1 << CLEAR_PERIOD.frac_bits,
+                 CLEAR_PERIOD.max_raw, str(CLEAR_PERIOD),
+                 "Clocks between two clears (>= 1.0): t_clear * tick_hz / v_max.",
+                 sources=("t_clear_s", "tick_hz", "v_max"),
+                 derive=lambda c: c.clear_period_raw()),
+    _field_register("n_cap", 16, 1, lambda b: b.table_depth - 1, "flows", lambda c: c.n_cap),
+    RegisterSpec("wq_shift", 5, 0, WQ_SHIFT_MAX, "shift",
+                 "Weight of a sample in the average queue, 2^-wq_shift (from avg_tau_s).",
+                 sources=("avg_tau_s", "tick_hz"), derive=lambda c: c.avg_parameters()[0]),
+    RegisterSpec("avg_sample_period", SAMPLE_PERIOD_BITS, MIN_SAMPLE_PERIOD,
+                 (1 << SAMPLE_PERIOD_BITS) - 1, "clocks",
+                 "Clocks between two samples of the queue into its average (from avg_tau_s).",
+                 sources=("avg_tau_s", "tick_hz"), derive=lambda c: c.avg_parameters()[1]),
+    _field_register("red_min_th", QAVG.width, 0, QAVG.max_raw, str(QAVG), _min_th),
+    _field_register("red_max_th", QAVG.width, 1 << QAVG.frac_bits, QAVG.max_raw, str(QAVG),
+                    _max_th, " Commit also rejects max_th < min_th + 1.0."),
+    _field_register("red_max_p", PROB.width, 0, PROB_ONE, str(PROB), _max_p),
+    RegisterSpec("red_slope1", RATE.width, 0, (1 << RATE.width) - 1, "RATE m16 s6",
+                 "max_p / (max_th - min_th), per packet (driver computes).",
+                 sources=("red_min_th", "red_max_th", "red_max_p"), derive=_red_slope1),
+    RegisterSpec("red_slope2", RATE.width, 0, (1 << RATE.width) - 1, "RATE m16 s6",
+                 "(1 - max_p) / max_th, per packet (driver computes; gentle RED).",
+                 sources=("red_max_th", "red_max_p"), derive=_red_slope2),
+    _field_register("red_gentle", 1, 0, 1, "bool", lambda c: int(c.red_gentle)),
+    _field_register("limit_pkts", QPKTS_BITS, 1, (1 << QPKTS_BITS) - 1, "packets",
+                    lambda c: c.limit_pkts),
+    _field_register("limit_bytes", QBYTES_BITS, 1, (1 << QBYTES_BITS) - 1, "bytes",
+                    lambda c: c.limit_bytes),
+    _field_register("hash_key", 160, 0, (1 << 160) - 1,
+                    "key bits 0..159, bit 0 = MSB of byte 0 at the top",
+                    lambda c: int.from_bytes(c.hash_key, "big"), key=True),
+    _field_register("hash_mix_key", MIX_KEY_BITS, 0, (1 << MIX_KEY_BITS) - 1,
+                    "round keys k0 = bits 95..64 (byte 0 at the top), k1 = 63..32, k2 = 31..0",
+                    lambda c: int.from_bytes(c.hash_mix_key, "big"),
+                    " Only in builds with the keyed non-linear stage (Build.hash_mix).",
+                    key=True, exists=lambda b: b.hash_mix),
+    RegisterSpec("rng_decide_state", 128, 1, (1 << 128) - 1, "xorshift128 x|y|z|w (x low)",
+                 "State loaded into the per-arrival generator (not all zero: the generator's "
+                 "fixed point).", sources=("seed_decide",),
+                 derive=lambda c: _words_to_int(expand_seed(c.seed_decide))),
+    RegisterSpec("rng_clear_state", 128, 1, (1 << 128) - 1, "xorshift128 x|y|z|w (x low)",
+                 "State loaded into the clear-index generator (not all zero: the generator's "
+                 "fixed point).", sources=("seed_clear",),
+                 derive=lambda c: _words_to_int(expand_seed(c.seed_clear))),
+    RegisterSpec("rekey_hold", HOLD_BITS, 0, REKEY_HOLD_LIMIT - 1, "clocks",
+                 "After a commit that changes hash_key: clocks, from the first arrival after it, "
+                 "during which decisions use the flow count held from before the re-key (0: no "
+                 "hold).", sources=("rekey_hold_t_clear", "t_clear_s", "tick_hz"),
+                 derive=lambda c: c.rekey_hold_raw()),
+]
+
+
+def key_registers(build):
+    """The names of the key registers (``RegisterSpec.key``) ``build`` has."""
+    return [r.name for r in CONFIG_REGISTERS if r.key and r.in_build(build)]
+
+
+def register_fields(build):
+    """The names of the fields some configuration register of ``build`` is computed from,
+    in ``FIELDS`` order (the others are host-only, the table's, or the float model's, or
+    belong to a register the build does not have)."""
+    used = {f for r in CONFIG_REGISTERS if r.in_build(build) for f in r.sources}
+    return [f.name for f in FIELDS if f.name in used]
+
 #: Toeplitz key rule: fewest set bits in each 32-bit key window an input bit selects.
 KEY_WINDOW_MIN_BITS = 8
 
@@ -327,16 +512,18 @@ def hardware_keys(build, given=None, check_fixed=True):
     """The key fields (``SECRET_FIELDS``) of a configuration for hardware: the values in
     ``given`` (``{name: (value, what)}``, ``what`` the option that gave it, for errors)
     checked with :func:`check_key`, and a key from the operating system
-    (:func:`random_key`) for every other one the build does not fix. A key the build fixes
+    (:func:`random_key`) for every other one the build does not fix (a key field no register
+    of the build holds, ``register_fields``, is left out). A key the build fixes
     is checked too (``check_fixed``; off for a board's own build, whose fixed key the host
     does not know); a given value must be that key. Returns ``(keys, drawn)``: the values for
     ``Config`` and the names of those drawn."""
     given = dict(given or {})
     fixed = build.fixed_fields
     keys, drawn = {}, []
+    used = register_fields(build)
     for name in SECRET_FIELDS:
-        if name == "hash_mix_key" and not build.hash_mix:
-            continue                                  # no such register in this build
+        if name not in used:
+            continue                                  # no register of this build holds it
         if name in fixed:
             if name in given and bytes(given[name][0]) != fixed[name]:
                 raise ConfigError(f"{given[name][1]}: this build fixes {name} (Build.fixed, "
@@ -409,51 +596,6 @@ def expand_seed(seed):
     if not any(words):
         words[3] = 1
     return tuple(words)
-
-
-def ewma_time_constant(wq_shift, period):
-    """Time constant, in clocks, of an EWMA with weight ``2**-wq_shift`` per sample and a sample
-    every ``period`` clocks: the ``tau`` of ``(1 - w)^(t / period) = exp(-t / tau)``; 0 when
-    ``w`` is 1 (the average is the latest sample)."""
-    if wq_shift == 0:
-        return 0.0
-    return period / -math.log1p(-2.0 ** -wq_shift)
-
-
-def avg_parameters(tau_clocks):
-    """``(wq_shift, avg_sample_period)`` for a time constant of ``tau_clocks`` clocks.
-
-    The weight is ``2**-AVG_WQ_SHIFT`` and the period the whole number of clocks nearest to
-    ``tau`` (relative error below ``1 / (2 period)``). Where that period would not fit its
-    32-bit register the weight shrinks (``wq_shift`` up to 16); where it would be under
-    ``MIN_SAMPLE_PERIOD`` the weight grows, and below about 5.8 clocks it is 1 (``wq_shift``
-    0, no averaging: the average is the latest sample). Raises ``ValueError`` beyond the
-    longest time constant, ``2**-16`` every ``2**32 - 1`` clocks."""
-    longest = (1 << SAMPLE_PERIOD_BITS) - 1
-    if not (isinstance(tau_clocks, (int, float)) and math.isfinite(tau_clocks)
-            and 0 <= tau_clocks <= ewma_time_constant(WQ_SHIFT_MAX, longest)):
-        raise ValueError(f"time constant {tau_clocks!r} clocks is outside [0, "
-                         f"{ewma_time_constant(WQ_SHIFT_MAX, longest):.6g}]")
-    for k in range(AVG_WQ_SHIFT, WQ_SHIFT_MAX + 1):
-        period = round(tau_clocks / ewma_time_constant(k, 1))
-        if period <= longest:
-            break
-    if period >= MIN_SAMPLE_PERIOD:
-        return k, period
-    for k in range(AVG_WQ_SHIFT - 1, 0, -1):
-        period = round(tau_clocks / ewma_time_constant(k, 1))
-        if period >= MIN_SAMPLE_PERIOD:
-            return k, period
-    return 0, MIN_SAMPLE_PERIOD
-
-
-def lt_qt_float(n, p_pkts, plus_one=False):
-    """FPQ paper Fig. 5: ``(q_t, l_t)`` for a flow count ``n`` (``n < 1`` is treated as 1)."""
-    n = max(float(n), 1.0)
-    q_t = max(p_pkts / (2 * n - 1), 6 * n)
-    window = (q_t + p_pkts) / n + (1 if plus_one else 0)
-    l_t = min((0.87 / window) ** 2, 0.021)
-    return q_t, l_t
 
 
 def _check_number(f, value, build):
@@ -589,7 +731,7 @@ class Config:
 
     def avg_parameters(self):
         """``(wq_shift, avg_sample_period)``: the averager's registers for ``avg_tau_s``
-        (``fpq.config.avg_parameters``)."""
+        (``fpq.queue_averager.avg_parameters``)."""
         v = self.values
         return avg_parameters(v["avg_tau_s"] * v["tick_hz"])
 
@@ -597,14 +739,6 @@ class Config:
         """The time constant the averager's registers give (``avg_tau_s`` rounded)."""
         k, period = self.avg_parameters()
         return ewma_time_constant(k, period) / self.values["tick_hz"]
-
-    def float_wq(self):
-        """The float model's per-arrival EWMA weight, ``1 - exp(-pkt_time_s / avg_tau_s)``
-        (Adaptive RED's rule for a time constant; 1 when ``avg_tau_s`` is 0)."""
-        v = self.values
-        if v["avg_tau_s"] == 0:
-            return 1.0
-        return -math.expm1(-v["pkt_time_s"] / v["avg_tau_s"])
 
     def n_effective(self, n):
         """The flow count the table uses for raw popcount ``n`` (correction, N < 1 -> 1)."""
@@ -616,6 +750,7 @@ class Config:
 
     def rate_table(self):
         """``r(n) = l_t / q_t`` for n = 0..table_depth-1, as packed RATE words."""
+        from .float_model import lt_qt_float
         v = self.values
         out = []
         for n in range(self.build.table_depth):
@@ -624,38 +759,12 @@ class Config:
         return out
 
     def registers(self):
-        """Raw register values (integers) as the hardware holds them, derived fields included."""
-        v = self.values
-        min_th = QAVG.to_raw(v["red_min_th"], "red_min_th")
-        max_th = QAVG.to_raw(v["red_max_th"], "red_max_th")
-        max_p = PROB.to_raw(v["red_max_p"], "red_max_p")
-        slope1 = (max_p / PROB_ONE) / ((max_th - min_th) / (1 << QAVG.frac_bits))
-        slope2 = (1 - max_p / PROB_ONE) / (max_th / (1 << QAVG.frac_bits))
-        period = self.clear_period_raw()
-        wq_shift, sample_period = self.avg_parameters()
-        return {
-            "mode": MODES[v["mode"]],
-            "ecn": int(v["ecn"]),
-            "v_max": v["v_max"],
-            "clear_period": period,
-            "n_cap": v["n_cap"],
-            "wq_shift": wq_shift,
-            "avg_sample_period": sample_period,
-            "red_min_th": min_th,
-            "red_max_th": max_th,
-            "red_max_p": max_p,
-            "red_slope1": RATE.pack(*RATE.encode(slope1, "red_slope1")),
-            "red_slope2": RATE.pack(*RATE.encode(slope2, "red_slope2")),
-            "red_gentle": int(v["red_gentle"]),
-            "limit_pkts": v["limit_pkts"],
-            "limit_bytes": v["limit_bytes"],
-            "hash_key": int.from_bytes(v["hash_key"], "big"),
-            "hash_mix_key": int.from_bytes(v["hash_mix_key"], "big"),
-            "rng_decide_state": _words_to_int(expand_seed(v["seed_decide"])),
-            "rng_clear_state": _words_to_int(expand_seed(v["seed_clear"])),
-            "rekey_hold": self.rekey_hold_raw(),
-            **dict(self.raw),
-        }
+        """Raw register values (integers) as the hardware holds them, derived ones included:
+        one per ``CONFIG_REGISTERS``, in its order (a register the build does not have too,
+        which no model reads), ``override`` values in place of the derived ones."""
+        out = {r.name: r.derive(self) for r in CONFIG_REGISTERS}
+        out.update(self.raw)
+        return out
 
     def to_dict(self):
         d = dict(self.values)

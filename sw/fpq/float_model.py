@@ -10,7 +10,7 @@ Same interface as :class:`fpq.queue_manager.QueueManager` (``arrive``/``depart``
   (the rate the hardware keeps), or, with ``clear_literal``, set ``t_last = t`` as the
   paper's code does. The paper sets the arrival's bit first, then clears; so does this model;
 * the average queue is RED's per-arrival float EWMA, with the weight
-  ``w_q = 1 - exp(-pkt_time_s / avg_tau_s)`` (``Config.float_wq``) and ns-2's idle rule
+  ``w_q = 1 - exp(-pkt_time_s / avg_tau_s)`` (:func:`float_wq`) and ns-2's idle rule
   (``avg *= (1-w)^m`` for the ``m`` packet times the queue was idle), updated before the
   decision (no publication delay);
 * FPQ drops with probability ``l_a = l_t q_a / q_t`` (saturated at 1), RED with Floyd's
@@ -22,11 +22,29 @@ It shares the 5-tuple hash with the bit-exact model (so both count the same coll
 import math
 import random
 
-from .config import Config, lt_qt_float
+from .config import Config
 from .flow_hash import FlowHash
 from .queue_manager import Verdict, ENQUEUE, MARK, DROP_EARLY, DROP_FORCED, COUNTERS
 
-__all__ = ["FloatQueueManager"]
+__all__ = ["FloatQueueManager", "lt_qt_float", "float_wq"]
+
+
+def lt_qt_float(n, p_pkts, plus_one=False):
+    """FPQ paper Fig. 5: ``(q_t, l_t)`` for a flow count ``n`` (``n < 1`` is treated as 1)."""
+    n = max(float(n), 1.0)
+    q_t = max(p_pkts / (2 * n - 1), 6 * n)
+    window = (q_t + p_pkts) / n + (1 if plus_one else 0)
+    l_t = min((0.87 / window) ** 2, 0.021)
+    return q_t, l_t
+
+
+def float_wq(config):
+    """The per-arrival EWMA weight of ``config`` (a :class:`fpq.Config`),
+    ``1 - exp(-pkt_time_s / avg_tau_s)`` (Adaptive RED's rule for a time constant; 1 when
+    ``avg_tau_s`` is 0)."""
+    if config.avg_tau_s == 0:
+        return 1.0
+    return -math.expm1(-config.pkt_time_s / config.avg_tau_s)
 
 
 class FloatQueueManager:
@@ -47,7 +65,7 @@ class FloatQueueManager:
         self.max_queue = 0
         self.seq = 0
         self.counters = dict.fromkeys(COUNTERS, 0)
-        self.w = cfg.float_wq()
+        self.w = float_wq(cfg)
 
     def count_flows(self, flow, t):
         """FPQ paper Fig. 4 (connection_count)."""

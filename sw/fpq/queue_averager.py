@@ -12,19 +12,63 @@ clock ``c`` decides with the average after every sample with ``S_i + delay <= c`
 the first). Sampling on the clock makes the average a time average, as PIE and hardware AQMs
 keep theirs: RED's per-arrival EWMA needs an idle-time correction to be one, and cannot span a
 round-trip time at 100 GbE (148.8 M arrivals/s). The time constant is ``avg_sample_period /
--ln(1 - 2**-wq_shift)`` clocks (``fpq.config.avg_parameters`` chooses the two).
+-ln(1 - 2**-wq_shift)`` clocks (:func:`ewma_time_constant`; :func:`avg_parameters` chooses the
+two for a time constant).
 
 A long idle period costs the model a few steps per distinct step size (``ewma_repeat``), not a
 step per sample.
 """
 
 from collections import deque
+import math
 
-from .formats import QAVG
+from .formats import QAVG, SAMPLE_PERIOD_BITS, MIN_SAMPLE_PERIOD, WQ_SHIFT_MAX
 
-__all__ = ["QueueAverager", "ewma_step", "ewma_repeat"]
+__all__ = ["QueueAverager", "ewma_step", "ewma_repeat", "AVG_WQ_SHIFT", "ewma_time_constant",
+           "avg_parameters"]
 
 _FX = QAVG.frac_bits
+
+#: The weight per sample, ``2**-AVG_WQ_SHIFT``, that ``avg_tau_s`` is turned into wherever the
+#: sample period allows (``avg_parameters``): 512 samples per time constant, and an average
+#: that settles within 2**-7 packet of a constant queue.
+AVG_WQ_SHIFT = 9
+
+
+def ewma_time_constant(wq_shift, period):
+    """Time constant, in clocks, of an EWMA with weight ``2**-wq_shift`` per sample and a sample
+    every ``period`` clocks: the ``tau`` of ``(1 - w)^(t / period) = exp(-t / tau)``; 0 when
+    ``w`` is 1 (the average is the latest sample)."""
+    if wq_shift == 0:
+        return 0.0
+    return period / -math.log1p(-2.0 ** -wq_shift)
+
+
+def avg_parameters(tau_clocks):
+    """``(wq_shift, avg_sample_period)`` for a time constant of ``tau_clocks`` clocks.
+
+    The weight is ``2**-AVG_WQ_SHIFT`` and the period the whole number of clocks nearest to
+    ``tau`` (relative error below ``1 / (2 period)``). Where that period would not fit its
+    32-bit register the weight shrinks (``wq_shift`` up to 16); where it would be under
+    ``MIN_SAMPLE_PERIOD`` the weight grows, and below about 5.8 clocks it is 1 (``wq_shift``
+    0, no averaging: the average is the latest sample). Raises ``ValueError`` beyond the
+    longest time constant, ``2**-16`` every ``2**32 - 1`` clocks."""
+    longest = (1 << SAMPLE_PERIOD_BITS) - 1
+    if not (isinstance(tau_clocks, (int, float)) and math.isfinite(tau_clocks)
+            and 0 <= tau_clocks <= ewma_time_constant(WQ_SHIFT_MAX, longest)):
+        raise ValueError(f"time constant {tau_clocks!r} clocks is outside [0, "
+                         f"{ewma_time_constant(WQ_SHIFT_MAX, longest):.6g}]")
+    for k in range(AVG_WQ_SHIFT, WQ_SHIFT_MAX + 1):
+        period = round(tau_clocks / ewma_time_constant(k, 1))
+        if period <= longest:
+            break
+    if period >= MIN_SAMPLE_PERIOD:
+        return k, period
+    for k in range(AVG_WQ_SHIFT - 1, 0, -1):
+        period = round(tau_clocks / ewma_time_constant(k, 1))
+        if period >= MIN_SAMPLE_PERIOD:
+            return k, period
+    return 0, MIN_SAMPLE_PERIOD
 
 
 def ewma_step(a, q, shift):

@@ -23,7 +23,7 @@ a clock too.
 from collections import namedtuple
 import functools
 
-from .config import Config
+from .config import Config, key_registers
 from .formats import PROB_ONE, COUNTER_BITS, SEQ_BITS, QAVG, CLEAR_PERIOD, RATE
 from .flow_hash import FlowHash
 from .flow_counter import FlowCounter
@@ -140,9 +140,8 @@ class QueueManager:
         self._clock = max(self._clock, ts)
         regs = config.registers()
         old = self.regs
-        # the mix key is a register of (and re-keys) only the builds that mix the hash
-        if regs["hash_key"] != old["hash_key"] or (
-                self.build.hash_mix and regs["hash_mix_key"] != old["hash_mix_key"]):
+        # a key register of the build (the mix key only in builds that mix the hash)
+        if any(regs[k] != old[k] for k in key_registers(self.build)):
             if not self._hold:
                 self._n_held = self.fc.n_raw
             self._hold = 1 if regs["rekey_hold"] else 0

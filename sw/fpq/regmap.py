@@ -1,9 +1,12 @@
 """The register map, derived from ``fpq.config``: addresses, widths, access, ranges, resets.
 
-From ``REGISTERS`` come the RTL register file (``fpq_hdl.registers``), the JSON map, the C
-header and ``docs/REGISTERS.md`` (``write_all``; a test fails when the committed copies are
-stale). The bus is 32-bit words at byte addresses; a register wider than 32 bits takes
-consecutive words, least significant word first.
+Every register is declared once (``fpq.config.RegisterSpec``: the configuration registers in
+``fpq.config.CONFIG_REGISTERS``, the others in this module's ``BLOCKS``) and placed at its
+address in a build by :func:`place`. From :func:`registers` come the RTL register file
+(``fpq_hdl.registers``), the JSON map, the C header, SystemRDL and ``docs/REGISTERS.md``
+(``write_all``; a test fails when the committed copies are stale). The bus is 32-bit words
+at byte addresses; a register wider than 32 bits takes consecutive words, least significant
+word first.
 
 Behaviour the hardware guarantees (and the model mirrors in :func:`check_registers`):
 
@@ -76,16 +79,15 @@ from dataclasses import dataclass
 import json
 import os
 
-from .config import FIELDS, FIELD_BY_NAME, SECRET_SHOWN, Build, Config, REKEY_HOLD_LIMIT
-from .flow_hash import HASH_INPUTS, MIX_KEY_BITS
-from .formats import (QAVG, PROB, PROB_ONE, CLEAR_PERIOD, RATE, QPKTS_BITS, QBYTES_BITS,
-                      HOLD_BITS, SAMPLE_PERIOD_BITS, MIN_SAMPLE_PERIOD, WQ_SHIFT_MAX)
+from .config import FIELDS, SECRET_SHOWN, Build, Config, RegisterSpec, CONFIG_REGISTERS
+from .flow_hash import HASH_INPUTS
+from .formats import QAVG, RATE, QPKTS_BITS, QBYTES_BITS
 from .queue_manager import COUNTERS
 
-__all__ = ["Register", "Table", "registers", "tables", "check_registers", "write_all",
-           "FORMATS", "to_json", "to_c_header", "to_markdown", "to_systemrdl", "SOURCES",
-           "is_fixed", "is_secret", "BUILD_FIXED_BIT", "BUILD_PLAIN_HASH_BIT",
-           "BUILD_HASH_INPUT_SHIFT", "build_word", "address_constants", "KEY_REGISTERS",
+__all__ = ["Register", "RegisterSpec", "Table", "place", "registers", "tables",
+           "check_registers", "write_all", "FORMATS", "to_json", "to_c_header", "to_markdown",
+           "to_systemrdl", "BUILD_FIXED_BIT", "BUILD_PLAIN_HASH_BIT",
+           "BUILD_HASH_INPUT_SHIFT", "build_word", "address_constants",
            "ID_VALUE", "CONTROL_COMMIT", "CONTROL_CLEAR_ERRORS", "STATUS_BITS"]
 
 ID_VALUE = 0x46505131  # "FPQ1"
@@ -105,14 +107,16 @@ BUILD_HASH_INPUT_SHIFT = 19
 
 @dataclass(frozen=True)
 class Register:
+    """A register of one build at its address (:func:`place` of its ``RegisterSpec``)."""
     name: str
     offset: int        # byte address of the least significant word
     width: int         # bits
-    #: "rw" (shadowed config), "ro", "wo" (strobe), "rc" (ro, write clears), "secret" (a
-    #: shadowed config register, or a fixed one, whose reads return 0: ``secret``)
+    #: "rw" (shadowed config, or a setting), "ro", "wo" (strobe), "rc" (ro, write clears),
+    #: "secret" (a shadowed config register, or a fixed one, whose reads return 0: ``secret``)
     access: str
-    kind: str          # "control", "config", "fixed", "counter", "telemetry"
-    lo: int            # allowed raw range (config registers; checked at commit)
+    kind: str          # "control", "config", "fixed", "counter", "telemetry", "setting"
+    #: allowed raw range (config registers: checked at commit; settings: at the write)
+    lo: int
     hi: int
     reset: int
     fmt: str
@@ -136,140 +140,104 @@ class Table:
     doc: str
 
 
-# Config registers: (name, width, lo, hi, format, doc); lo/hi may depend on the build.
-def _config_specs(build):
-    fdoc = {f.name: f.doc for f in FIELDS}
-    return [
-        ("mode", 2, 0, 2, "0 droptail, 1 red, 2 fpq", fdoc["mode"]),
-        ("ecn", 1, 0, 1, "bool", fdoc["ecn"]),
-        ("v_max", 17, 1, build.vec_bits, "bits", fdoc["v_max"]),
-        ("clear_period", CLEAR_PERIOD.width, 1 << CLEAR_PERIOD.frac_bits, CLEAR_PERIOD.max_raw,
-         str(CLEAR_PERIOD), "Clocks between two clears (>= 1.0): t_clear * tick_hz / v_max."),
-        ("n_cap", 16, 1, build.table_depth - 1, "flows", fdoc["n_cap"]),
-        ("wq_shift", 5, 0, WQ_SHIFT_MAX, "shift",
-         "Weight of a sample in the average queue, 2^-wq_shift (from avg_tau_s)."),
-        ("avg_sample_period", SAMPLE_PERIOD_BITS, MIN_SAMPLE_PERIOD,
-         (1 << SAMPLE_PERIOD_BITS) - 1, "clocks",
-         "Clocks between two samples of the queue into its average (from avg_tau_s)."),
-        ("red_min_th", QAVG.width, 0, QAVG.max_raw, str(QAVG), fdoc["red_min_th"]),
-        ("red_max_th", QAVG.width, 1 << QAVG.frac_bits, QAVG.max_raw, str(QAVG),
-         fdoc["red_max_th"] + " Commit also rejects max_th < min_th + 1.0."),
-        ("red_max_p", PROB.width, 0, PROB_ONE, str(PROB), fdoc["red_max_p"]),
-        ("red_slope1", RATE.width, 0, (1 << RATE.width) - 1, "RATE m16 s6",
-         "max_p / (max_th - min_th), per packet (driver computes)."),
-        ("red_slope2", RATE.width, 0, (1 << RATE.width) - 1, "RATE m16 s6",
-         "(1 - max_p) / max_th, per packet (driver computes; gentle RED)."),
-        ("red_gentle", 1, 0, 1, "bool", fdoc["red_gentle"]),
-        ("limit_pkts", QPKTS_BITS, 1, (1 << QPKTS_BITS) - 1, "packets", fdoc["limit_pkts"]),
-        ("limit_bytes", QBYTES_BITS, 1, (1 << QBYTES_BITS) - 1, "bytes", fdoc["limit_bytes"]),
-        ("hash_key", 160, 0, (1 << 160) - 1, "key bits 0..159, bit 0 = MSB of byte 0 at the top",
-         fdoc["hash_key"]),
-        ("rng_decide_state", 128, 1, (1 << 128) - 1, "xorshift128 x|y|z|w (x low)",
-         "State loaded into the per-arrival generator (not all zero: the generator's fixed "
-         "point)."),
-        ("rng_clear_state", 128, 1, (1 << 128) - 1, "xorshift128 x|y|z|w (x low)",
-         "State loaded into the clear-index generator (not all zero: the generator's fixed "
-         "point)."),
-        ("rekey_hold", HOLD_BITS, 0, REKEY_HOLD_LIMIT - 1, "clocks",
-         "After a commit that changes hash_key: clocks, from the first arrival after it, during "
-         "which decisions use the flow count held from before the re-key (0: no hold)."),
-    ] + ([("hash_mix_key", MIX_KEY_BITS, 0, (1 << MIX_KEY_BITS) - 1,
-           "round keys k0 = bits 95..64 (byte 0 at the top), k1 = 63..32, k2 = 31..0",
-           fdoc["hash_mix_key"] + " Only in builds with the keyed non-linear stage "
-           "(Build.hash_mix).")] if build.hash_mix else [])
+def _reading(name, width, fmt, doc, kind, access="ro", reset=0):
+    """The declaration of a register the queue manager or the register file drives."""
+    return RegisterSpec(name, width, 0, 0, fmt, doc, kind=kind, access=access, reset=reset)
 
 
-#: The configuration fields (``fpq.config.FIELDS``) each config register is computed from
-#: (``Config.registers``). A register all of whose fields a build fixes (``Build.fixed``) is a
-#: constant of that build: kind "fixed", read-only, reset = its value.
-SOURCES = {
-    "mode": ("mode",), "ecn": ("ecn",), "v_max": ("v_max",),
-    "clear_period": ("t_clear_s", "tick_hz", "v_max"),
-    "n_cap": ("n_cap",), "wq_shift": ("avg_tau_s", "tick_hz"),
-    "avg_sample_period": ("avg_tau_s", "tick_hz"),
-    "red_min_th": ("red_min_th",), "red_max_th": ("red_max_th",),
-    "red_max_p": ("red_max_p",),
-    "red_slope1": ("red_min_th", "red_max_th", "red_max_p"),
-    "red_slope2": ("red_max_th", "red_max_p"),
-    "red_gentle": ("red_gentle",), "limit_pkts": ("limit_pkts",),
-    "limit_bytes": ("limit_bytes",), "hash_key": ("hash_key",),
-    "rng_decide_state": ("seed_decide",), "rng_clear_state": ("seed_clear",),
-    "rekey_hold": ("rekey_hold_t_clear", "t_clear_s", "tick_hz"),
-    "hash_mix_key": ("hash_mix_key",),
-}
-#: The key registers: a commit that changes one re-keys live (wipes the vector, holds N).
-KEY_REGISTERS = ("hash_key", "hash_mix_key")
-
-
-def is_secret(name):
-    """Whether config register ``name`` holds key material: computed from a field declared
-    ``secret`` (``fpq.config.Field.secret``), so write-only."""
-    return any(FIELD_BY_NAME[f].secret for f in SOURCES[name])
-
-
-def is_fixed(name, build):
-    """Whether config register ``name`` is a constant of ``build`` (all its fields fixed)."""
-    fixed = build.fixed_fields
-    return all(f in fixed for f in SOURCES[name])
-
-
-TELEMETRY = [
-    ("n_raw", 17, "ro", "Flow-vector popcount N."),
-    ("n", 16, "ro", "min(N, n_cap): the count decisions use."),
-    ("avg", QAVG.width, "ro", "Average queue (QAVG): the latest published, which arrivals "
-     "decide with."),
-    ("occ_pkts", QPKTS_BITS, "ro", "Queue occupancy, packets."),
-    ("occ_bytes", QBYTES_BITS, "ro", "Queue occupancy, bytes."),
-    ("max_queue", QPKTS_BITS, "rc", "Largest occupancy seen (packets); write clears."),
+#: The control registers, from 0x000.
+CONTROL_REGISTERS = [
+    _reading("id", 32, "const", "'FPQ1'.", "control", reset=ID_VALUE),
+    _reading("build", 32, "fields",
+             "[4:0] log2 vec_bits, [9:5] log2 table_depth, [16:10] avg_delay, [17] some "
+             "configuration fixed at build time, [18] no keyed non-linear hash stage, "
+             "[20:19] hash input (0 5-tuple, 1 rss, 2 descriptor).", "control",
+             reset=lambda b: build_word(b)),
+    _reading("control", 2, "strobes", "bit 0 COMMIT, bit 1 CLEAR_ERRORS.", "control",
+             access="wo"),
+    # the power-on value: the r(N) table's banks hold the defaults (TABLES_DEFAULT)
+    _reading("status", 16, "flags",
+             "bit 0 BUSY (commit or wipe under way), bit 1 COMMIT_REJECTED, bit 2 BAD_WRITE "
+             "(sticky); bit 3 TABLES_DEFAULT (the active r(N) table bank holds the "
+             "power-on defaults, no host data); [15:8] REJECT_INDEX.", "control",
+             reset=1 << STATUS_BITS["TABLES_DEFAULT"]),
 ]
+#: The statistics counters (``fpq.queue_manager.COUNTERS``), from 0x200.
+COUNTER_REGISTERS = [_reading(name, 64, "count",
+                              f"Counter: {name.replace('_', ' ')}; write clears.", "counter",
+                              access="rc") for name in COUNTERS]
+#: The telemetry, from 0x280.
+TELEMETRY = [
+    _reading("n_raw", 17, "", "Flow-vector popcount N.", "telemetry"),
+    _reading("n", 16, "", "min(N, n_cap): the count decisions use.", "telemetry"),
+    _reading("avg", QAVG.width, "", "Average queue (QAVG): the latest published, which "
+             "arrivals decide with.", "telemetry"),
+    _reading("occ_pkts", QPKTS_BITS, "", "Queue occupancy, packets.", "telemetry"),
+    _reading("occ_bytes", QBYTES_BITS, "", "Queue occupancy, bytes.", "telemetry"),
+    _reading("max_queue", QPKTS_BITS, "", "Largest occupancy seen (packets); write clears.",
+             "telemetry", access="rc"),
+]
+#: The register map's blocks: (first byte address, end, declarations).
+BLOCKS = [(0x000, 0x040, CONTROL_REGISTERS), (0x040, 0x200, CONFIG_REGISTERS),
+          (0x200, 0x280, COUNTER_REGISTERS), (0x280, 0x300, TELEMETRY)]
+
+
+def place(specs, base, build=None):
+    """The registers of declarations ``specs`` (``fpq.config.RegisterSpec``) that ``build``
+    has, at consecutive byte addresses from ``base``: first those every build has, in
+    declaration order, then those some builds lack (``RegisterSpec.exists``), so that the
+    addresses of the others do not depend on the build. A register of ``n`` > 1 words starts
+    at a multiple of ``4 n`` bytes.
+
+    A configuration register (kind "config") is a shadow, access "rw" ("secret" when
+    ``RegisterSpec.secret``), reset the default configuration's value; one that ``build``
+    fixes (``RegisterSpec.fixed_in``) is a constant instead: kind "fixed", read-only (a
+    secret one reads 0). Any other register is as declared.
+
+    Parameters
+    ----------
+    specs : list of RegisterSpec
+    base : int
+    build : Build
+        Default ``Build()``.
+
+    Returns a list of :class:`Register`."""
+    build = build or Build()
+    specs = [s for s in specs if s.in_build(build)]
+    specs = [s for s in specs if s.exists is None] + [s for s in specs if s.exists is not None]
+    defaults = Config(build=build).registers() if any(s.kind == "config" for s in specs) \
+        else {}
+    out, offset = [], base
+    for s in specs:
+        words = s.words
+        offset = (offset + 4 * words - 1) // (4 * words) * (4 * words) if words > 1 else offset
+        lo, hi = s.bounds(build)
+        secret = s.secret
+        if s.kind != "config":
+            out.append(Register(s.name, offset, s.width, s.access, s.kind, lo, hi,
+                                s.reset_in(build), s.fmt, s.doc, secret))
+        elif s.fixed_in(build):
+            out.append(Register(s.name, offset, s.width, "secret" if secret else "ro", "fixed",
+                                lo, hi, defaults[s.name], s.fmt,
+                                s.doc + (" Fixed in this build (Build.fixed): a write is "
+                                         "ignored, reads return 0." if secret else
+                                         " Fixed in this build (Build.fixed): read-only."),
+                                secret))
+        else:
+            out.append(Register(s.name, offset, s.width, "secret" if secret else "rw", "config",
+                                lo, hi, defaults[s.name], s.fmt, s.doc, secret))
+        offset += 4 * words
+    return out
 
 
 def registers(build=None):
     """All registers for ``build`` (a :class:`fpq.config.Build`), in index order."""
     build = build or Build()
-    defaults = Config(build=build).registers()
-    regs = [
-        Register("id", 0x000, 32, "ro", "control", 0, 0, ID_VALUE, "const", "'FPQ1'."),
-        Register("build", 0x004, 32, "ro", "control", 0, 0, build_word(build), "fields",
-                 "[4:0] log2 vec_bits, [9:5] log2 table_depth, [16:10] avg_delay, [17] some "
-                 "configuration fixed at build time, [18] no keyed non-linear hash stage, "
-                 "[20:19] hash input (0 5-tuple, 1 rss, 2 descriptor)."),
-        Register("control", 0x008, 2, "wo", "control", 0, 0, 0, "strobes",
-                 "bit 0 COMMIT, bit 1 CLEAR_ERRORS."),
-        # the power-on value: the r(N) table's banks hold the defaults (TABLES_DEFAULT)
-        Register("status", 0x00C, 16, "ro", "control", 0, 0,
-                 1 << STATUS_BITS["TABLES_DEFAULT"], "flags",
-                 "bit 0 BUSY (commit or wipe under way), bit 1 COMMIT_REJECTED, bit 2 BAD_WRITE "
-                 "(sticky); bit 3 TABLES_DEFAULT (the active r(N) table bank holds the "
-                 "power-on defaults, no host data); [15:8] REJECT_INDEX."),
-    ]
-    offset = 0x040
-    for name, width, lo, hi, fmt, doc in _config_specs(build):
-        words = (width + 31) // 32
-        offset = (offset + 4 * words - 1) // (4 * words) * (4 * words) if words > 1 else offset
-        secret = is_secret(name)
-        if is_fixed(name, build):
-            regs.append(Register(name, offset, width, "secret" if secret else "ro", "fixed",
-                                 lo, hi, defaults[name], fmt,
-                                 doc + (" Fixed in this build (Build.fixed): a write is "
-                                        "ignored, reads return 0." if secret else
-                                        " Fixed in this build (Build.fixed): read-only."),
-                                 secret))
-        else:
-            regs.append(Register(name, offset, width, "secret" if secret else "rw", "config",
-                                 lo, hi, defaults[name], fmt, doc, secret))
-        offset += 4 * words
-    assert offset <= 0x200
-    offset = 0x200
-    for name in COUNTERS:
-        regs.append(Register(name, offset, 64, "rc", "counter", 0, 0, 0, "count",
-                             f"Counter: {name.replace('_', ' ')}; write clears."))
-        offset += 8
-    offset = 0x280
-    for name, width, access, doc in TELEMETRY:
-        words = (width + 31) // 32
-        regs.append(Register(name, offset, width, access, "telemetry", 0, 0, 0, "", doc))
-        offset += 4 * words
+    regs = []
+    for base, end, specs in BLOCKS:
+        block = place(specs, base, build)
+        assert block[-1].offset + 4 * block[-1].words <= end
+        regs += block
     return regs
 
 

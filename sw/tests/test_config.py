@@ -2,7 +2,8 @@
 import pytest
 
 from fpq import Config, ConfigError, Build
-from fpq.config import lt_qt_float, FIELDS
+from fpq.config import FIELDS
+from fpq.float_model import lt_qt_float, float_wq
 from fpq.formats import RATE
 
 
@@ -59,7 +60,7 @@ def test_relations_are_checked():
 @pytest.mark.parametrize("tau_clocks", [0.0, 3.0, 5.0, 6.0, 15.0, 40.0, 1e3, 2047.9, 1e6, 1e9,
                                         2.2e12, 1e14, 2.8e14])
 def test_avg_tau_becomes_a_weight_and_a_sample_period(tau_clocks):
-    from fpq.config import avg_parameters, ewma_time_constant, AVG_WQ_SHIFT
+    from fpq.queue_averager import avg_parameters, ewma_time_constant, AVG_WQ_SHIFT
     from fpq.formats import MIN_SAMPLE_PERIOD
     k, period = avg_parameters(tau_clocks)
     assert 0 <= k <= 16 and MIN_SAMPLE_PERIOD <= period < 2 ** 32
@@ -77,7 +78,7 @@ def test_avg_tau_becomes_a_weight_and_a_sample_period(tau_clocks):
 
 
 def test_avg_tau_beyond_the_registers_is_refused():
-    from fpq.config import avg_parameters
+    from fpq.queue_averager import avg_parameters
     with pytest.raises(ValueError, match="outside"):
         avg_parameters(3e14)
     with pytest.raises(ValueError, match="outside"):
@@ -86,8 +87,8 @@ def test_avg_tau_beyond_the_registers_is_refused():
 
 def test_float_model_weight_is_adaptive_red_s_rule():
     c = Config(avg_tau_s=2.0, pkt_time_s=0.004)
-    assert c.float_wq() == pytest.approx(1 - 2.718281828 ** (-0.002), rel=1e-9)
-    assert Config(avg_tau_s=0.0).float_wq() == 1.0
+    assert float_wq(c) == pytest.approx(1 - 2.718281828 ** (-0.002), rel=1e-9)
+    assert float_wq(Config(avg_tau_s=0.0)) == 1.0
 
 
 def test_override_replaces_derived_registers_within_their_range():

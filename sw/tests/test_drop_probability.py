@@ -6,7 +6,7 @@ from hypothesis import given, settings, strategies as st
 import pytest
 
 from fpq import Config
-from fpq.config import lt_qt_float
+from fpq.float_model import lt_qt_float
 from fpq.drop_probability import probability, MODE_FPQ, MODE_RED, MODE_DROPTAIL
 from fpq.formats import QAVG, PROB_ONE
 

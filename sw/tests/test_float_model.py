@@ -4,7 +4,7 @@ import math
 import pytest
 
 from fpq import Config, Arrival, Departure, pack_flow, DROP_EARLY
-from fpq.config import lt_qt_float
+from fpq.float_model import lt_qt_float
 from fpq.float_model import FloatQueueManager
 
 TICK = 1e6   # 1 tick = 1 us, so seconds are easy to read below
@@ -82,7 +82,7 @@ def test_red_floyd_count_drops_at_least_every_one_over_p():
 
 
 def test_weight_is_adaptive_red_s_rule_for_the_time_constant():
-    # w_q = 1 - exp(-pkt_time_s / avg_tau_s) (Config.float_wq): a time constant of
+    # w_q = 1 - exp(-pkt_time_s / avg_tau_s) (fpq.float_model.float_wq): a time constant of
     # 1 / ln(16/15) packet times is a weight of exactly 1/16 per arrival
     m = model(avg_tau_s=0.001 / math.log(16 / 15), pkt_time_s=0.001)
     assert m.w == pytest.approx(1 / 16, rel=1e-12)

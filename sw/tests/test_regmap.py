@@ -100,17 +100,17 @@ def _alternative(field):
 
 
 def test_register_sources_are_exactly_the_fields_that_change_it():
-    """``SOURCES`` (which fields a register is computed from) decides which registers a build
-    can fix; every field changed on its own must change exactly registers listing it."""
-    from fpq.config import FIELDS
-    from fpq.regmap import SOURCES
+    """``RegisterSpec.sources`` (which fields a register is computed from) decides which
+    registers a build can fix; every field changed on its own must change exactly registers
+    listing it."""
+    from fpq.config import FIELDS, CONFIG_REGISTERS
     base = Config(tick_hz=100e6)
     raw = base.registers()
-    assert set(SOURCES) == set(raw)
+    assert [r.name for r in CONFIG_REGISTERS] == list(raw)
     for f in FIELDS:
         changed = base.replace(**{f.name: _alternative(f)}).registers()
         moved = {name for name in raw if changed[name] != raw[name]}
-        listed = {name for name, fields in SOURCES.items() if f.name in fields}
+        listed = {r.name for r in CONFIG_REGISTERS if f.name in r.sources}
         # a register may keep its value by rounding (e.g. wq_shift when avg_tau_s changes),
         # never move without listing the field
         assert moved <= listed, (f.name, moved - listed)
@@ -240,3 +240,34 @@ def test_systemrdl_export_compiles_and_describes_the_map(tmp_path, build):
             want[r.name] = (r.offset, r.width, r.reset, writable)
     assert found == want
     assert mems == {t.name: (t.offset, t.depth) for t in tables(build)}
+
+
+def test_place_puts_registers_some_builds_lack_last_and_aligns_wide_ones():
+    """``place``: declaration order, but a register some builds lack
+    (``RegisterSpec.exists``) after the others, so their addresses do not depend on it; a
+    register of n > 1 words at a multiple of 4 n bytes."""
+    from fpq.config import RegisterSpec
+    from fpq.regmap import place
+    specs = [RegisterSpec("opt", 64, 0, 1, "", "", kind="setting",
+                          exists=lambda b: b.hash_mix),
+             RegisterSpec("a", 8, 0, 1, "", "", kind="setting"),
+             RegisterSpec("wide", 96, 0, 1, "", "", kind="setting")]
+    assert [(r.name, r.offset) for r in place(specs, 0x100)] == \
+        [("a", 0x100), ("wide", 0x108), ("opt", 0x118)]
+    assert [(r.name, r.offset) for r in place(specs, 0x100, Build(hash_mix=False))] == \
+        [("a", 0x100), ("wide", 0x108)]
+
+
+def test_the_mix_key_is_a_register_and_a_key_only_of_builds_that_mix_the_hash():
+    """``hash_mix_key`` exists only with ``Build.hash_mix``: without it every other register
+    keeps its address, the model and the RTL re-key on ``hash_key`` alone and the commands
+    that configure hardware draw no mix key."""
+    from fpq.config import hardware_keys, key_registers
+    mixed = {r.name: r.offset for r in registers(Build())}
+    plain = {r.name: r.offset for r in registers(Build(hash_mix=False))}
+    assert set(mixed) - set(plain) == {"hash_mix_key"}
+    assert all(mixed[name] == offset for name, offset in plain.items())
+    assert key_registers(Build()) == ["hash_key", "hash_mix_key"]
+    assert key_registers(Build(hash_mix=False)) == ["hash_key"]
+    assert sorted(hardware_keys(Build())[0]) == ["hash_key", "hash_mix_key"]
+    assert sorted(hardware_keys(Build(hash_mix=False))[0]) == ["hash_key"]
