@@ -1,7 +1,7 @@
 """Drop/mark probability: FPQ's ``r(N) * q_a``, RED and gentle RED, in PROB fixed point."""
 
 from amaranth import *
-from amaranth.lib import wiring, memory
+from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from fpq.config import Config

@@ -1,5 +1,7 @@
 """Register file: the register map of ``fpq.regmap`` on a simple memory-mapped bus."""
 
+from types import SimpleNamespace
+
 from amaranth import *
 from amaranth.lib import wiring, data, memory
 from amaranth.lib.wiring import In, Out
@@ -130,6 +132,17 @@ class RegisterFile(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
+        # the signals one part hands to the next, by name
+        s = SimpleNamespace()
+        self._state(m, s)
+        self._words(m, s)
+        self._read(m, s)
+        self._tables(m, s)
+        self._commit(m, s)
+        return m
+
+    def _state(self, m, s):
+        """The shadows, the commit's and the errors' state, the status word."""
         bus = self.bus
         wa = bus.addr[2:]                      # word address
         pending, applying = Signal(), Signal()
@@ -166,8 +179,19 @@ class RegisterFile(wiring.Component):
                               | bad_write << STATUS_BITS["BAD_WRITE"]
                               | tables_default << STATUS_BITS["TABLES_DEFAULT"]
                               | reject_index << STATUS_REJECT_INDEX_SHIFT)
+        s.bus, s.wa, s.status, s.started = bus, wa, status, started
+        s.pending, s.applying, s.rejected, s.bad_write = pending, applying, rejected, bad_write
+        s.reject_index, s.rate_dirty = reject_index, rate_dirty
+        s.shadow, s.overflow, s.index = shadow, overflow, index
+        s.counter_pos, s.telemetry = counter_pos, telemetry
 
-        # ---- register words: reads, writes ------------------------------------------------
+    def _words(self, m, s):
+        """The register words: each word's read value, and its write (range of the top word,
+        strobes of control and counter words)."""
+        bus, wa, status, shadow, overflow = s.bus, s.wa, s.status, s.shadow, s.overflow
+        pending, rejected, bad_write, reject_index = (s.pending, s.rejected, s.bad_write,
+                                                      s.reject_index)
+        counter_pos, telemetry = s.counter_pos, s.telemetry
         r_data = Signal(32)
         r_live = Signal(32)
         read_words = {}                   # word address -> value (the read multiplexer's)
@@ -234,7 +258,14 @@ class RegisterFile(wiring.Component):
                                                      reject_index.eq(0)]
                             else:
                                 m.d.sync += bad_write.eq(1)
+        s.r_data, s.r_live, s.read_words, s.rom_words, s.is_const, s.mapped = (
+            r_data, r_live, read_words, rom_words, is_const, mapped)
 
+    def _read(self, m, s):
+        """The read multiplexer, in one or two registered stages, and the constant words'
+        ROM."""
+        bus, wa, r_data, r_live = s.bus, s.wa, s.r_data, s.r_live
+        read_words, rom_words, is_const = s.read_words, s.rom_words, s.is_const
         if self.read_latency == 1:
             # one multiplexer from the bus address, registered
             with m.Switch(wa):
@@ -282,7 +313,10 @@ class RegisterFile(wiring.Component):
         else:
             m.d.comb += bus.r_data.eq(r_live)
 
-        # ---- tables: writes into the inactive bank --------------------------------------------
+    def _tables(self, m, s):
+        """Table writes, into the inactive bank; a write to no register or table is
+        BAD_WRITE."""
+        bus, wa, mapped, rate_dirty, bad_write = s.bus, s.wa, s.mapped, s.rate_dirty, s.bad_write
         for t in tables(self.build):
             base = t.offset // 4
             in_table = (wa >= base) & (wa < base + t.depth)
@@ -297,7 +331,12 @@ class RegisterFile(wiring.Component):
         with m.If(bus.w_en & ~mapped):
             m.d.sync += bad_write.eq(1)
 
-        # ---- commit: check (registered), then apply in one clock ------------------------------
+    def _commit(self, m, s):
+        """The commit: each register's check and what the commit changes, registered; then
+        the active configuration, the bank and the strobes in one clock."""
+        bus, shadow, overflow, index, started = s.bus, s.shadow, s.overflow, s.index, s.started
+        pending, applying, rejected, reject_index, rate_dirty = (
+            s.pending, s.applying, s.rejected, s.reject_index, s.rate_dirty)
         fixed = fixed_registers(self.build)
 
         def pending_value(name):
@@ -370,4 +409,3 @@ class RegisterFile(wiring.Component):
                              self.load_rng_clear.eq(changed["rng_clear_state"])]
                 for name, sig in shadow.items():
                     m.d.sync += self.config[name].eq(sig)
-        return m

@@ -14,7 +14,6 @@ collision part.
 """
 
 from collections import Counter
-import math
 import os
 import random
 import time
@@ -22,7 +21,7 @@ import time
 from .config import Config, Build
 from .drop_probability import probability, MODE_FPQ, MODE_RED
 from .float_model import FloatQueueManager, lt_qt_float
-from .formats import QAVG, PROB_ONE
+from .formats import PROB_ONE
 from .queue_manager import QueueManager
 from .synthetic import flow_keys, poisson_arrivals
 
