@@ -4,6 +4,7 @@ fault is "caught" when one of these very scripts fails on the faulty RTL)."""
 import random
 
 from fpq import Config, Build
+from fpq.config import key_registers
 
 from fpq_hdl.queue_manager import MIN_AVG_DELAY, LATENCY
 
@@ -54,7 +55,7 @@ def room(old, new):
     clocks = 2 * LATENCY + 16
     if old.rate_table() != new.rate_table():
         clocks += old.build.table_depth
-    if r0["v_max"] != r1["v_max"] or r0["hash_key"] != r1["hash_key"]:
+    if r0["v_max"] != r1["v_max"] or any(r0[k] != r1[k] for k in key_registers(old.build)):
         clocks += old.build.vec_bits + 4
     return clocks
 
