@@ -124,7 +124,8 @@ class TrafficGenerator(wiring.Component):
         costs a logic cell per bit; on the ULX3S ``in_range`` measured 116 LUTs more).
     read_latency : int
         1 or 2: with 2 the read address is registered first, so that the word select starts
-        from a register beside it (the bus decode then stays out of that path).
+        from a register beside it (the bus decode then stays out of that path), and a write
+        takes effect a clock later (its decode and range check registered first).
 
     Attributes
     ----------
@@ -164,30 +165,48 @@ class TrafficGenerator(wiring.Component):
         if self.read_latency == 2:
             r_word, r_en = Signal(6, name="r_word"), Signal(name="r_en")
             m.d.sync += [r_word.eq(bus.addr[2:8]), r_en.eq(bus.r_en)]
-        r_data = Signal(32)
-        with m.Switch(r_word):
-            for r in TG_REGISTERS:
-                with m.Case((r.offset - TG_BASE) // 4):
-                    m.d.comb += r_data.eq(regs[r.name])
+        # the read: one select of a power-of-two array (a tree of wide multiplexers, not a
+        # chain of compares), 0 for unmapped words
+        words = [Const(0, 32)] * 16
+        for r in TG_REGISTERS:
+            words[(r.offset - TG_BASE) // 4] = regs[r.name]
+        assert TG_SIZE // 4 == 64 and all((r.offset - TG_BASE) // 4 < 16 for r in TG_REGISTERS)
+        m.d.sync += bus.r_data.eq(Mux(r_en & (r_word[4:] == 0), Array(words)[r_word[:4]], 0))
+        # With read_latency 2 a write takes effect a clock after the bus's: its word's decode
+        # and the value's range check (two compares) are registered first, so that the write
+        # itself is one enable of registers; a read in the next clock still sees it (it
+        # selects a clock later too).
+        stage = m.d.sync if self.read_latency == 2 else m.d.comb
+        w_data = Signal(32, name="w_data")
+        hit = {r.name: Signal(name=f"w_{r.name}") for r in TG_REGISTERS}
+        fits = {r.name: Signal(name=f"fits_{r.name}") for r in TG_REGISTERS if r.access == "rw"}
+        unmapped = Signal()
+        stage += [w_data.eq(bus.w_data), unmapped.eq(0)]
+        stage += [hit[name].eq(0) for name in hit]
         with m.Switch(bus.addr[2:8]):
             for r in TG_REGISTERS:
                 with m.Case((r.offset - TG_BASE) // 4):
-                    with m.If(bus.w_en):
-                        if r.access == "rw":
-                            ok = (in_range(bus.w_data, r.lo, r.hi) if self.optimise == "area"
-                                  else (bus.w_data >= r.lo) & (bus.w_data <= r.hi))
-                            with m.If(ok):
-                                m.d.sync += regs[r.name].eq(bus.w_data)
-                            with m.Else():
-                                m.d.sync += bad_write.eq(1)
-                        elif r.name == "tg_status":
-                            m.d.sync += bad_write.eq(0)
-                        else:
-                            m.d.sync += bad_write.eq(1)
+                    stage += hit[r.name].eq(bus.w_en)
             with m.Default():
-                with m.If(bus.w_en):
+                stage += unmapped.eq(bus.w_en)
+        for r in TG_REGISTERS:
+            if r.access == "rw":
+                stage += fits[r.name].eq(
+                    in_range(bus.w_data, r.lo, r.hi) if self.optimise == "area"
+                    else (bus.w_data >= r.lo) & (bus.w_data <= r.hi))
+        for r in TG_REGISTERS:
+            with m.If(hit[r.name]):
+                if r.access == "rw":
+                    with m.If(fits[r.name]):
+                        m.d.sync += regs[r.name].eq(w_data)
+                    with m.Else():
+                        m.d.sync += bad_write.eq(1)
+                elif r.name == "tg_status":
+                    m.d.sync += bad_write.eq(0)
+                else:
                     m.d.sync += bad_write.eq(1)
-        m.d.sync += bus.r_data.eq(Mux(r_en, r_data, 0))
+        with m.If(unmapped):
+            m.d.sync += bad_write.eq(1)
 
         enable = regs["tg_enable"]
         flows = regs["tg_flows"]

@@ -27,6 +27,8 @@ async def bus_read(ctx, dut, name):
     ctx.set(dut.bus.r_en, 1)
     await ctx.tick()
     ctx.set(dut.bus.r_en, 0)
+    for _ in range(dut.read_latency - 1):
+        await ctx.tick()
     return ctx.get(dut.bus.r_data)
 
 
@@ -154,8 +156,11 @@ def test_time_counts_clocks(gap):
     assert seen == [gap + 1, gap + 1]
 
 
-def test_register_range_checks():
-    dut = TrafficGenerator()
+@pytest.mark.parametrize("read_latency", [1, 2])
+def test_register_range_checks(read_latency):
+    """Each write, then a read in the next clock: the read sees it (with read_latency 2 the
+    write is registered once before it takes effect)."""
+    dut = TrafficGenerator(read_latency=read_latency)
     seen = {}
 
     async def tb(ctx):
@@ -176,12 +181,12 @@ def test_register_range_checks():
                     "flows": TG_REG["tg_flows"].reset, "flows_max": 65536, "sent_status": 1}
 
 
-@pytest.mark.parametrize("optimise", ["speed", "area"])
-def test_every_writable_register_takes_its_bounds_and_refuses_beyond(optimise):
+@pytest.mark.parametrize("optimise, read_latency", [("speed", 2), ("area", 1)])
+def test_every_writable_register_takes_its_bounds_and_refuses_beyond(optimise, read_latency):
     """Each read-write register: its ``lo`` and ``hi`` are taken, ``lo - 1`` and ``hi + 1``
     (where they fit in 32 bits, and bits above the register's width) are refused with
     ``BAD_WRITE`` and leave the value as it was; with both styles of range check."""
-    dut = TrafficGenerator(optimise)
+    dut = TrafficGenerator(optimise, read_latency=read_latency)
     bad = []
 
     async def tb(ctx):
