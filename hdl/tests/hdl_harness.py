@@ -182,7 +182,8 @@ class Bench:
         self.arrivals = 0
         self._arr = self._dep = None
         self._ready_on = None
-        self._a = {name: f.offset for name, f in ARRIVAL}
+        # the build's arrival layout (its flow is wider in an IPv6 build)
+        self._a = {name: f.offset for name, f in dut.arrivals.payload.shape()}
         self._d = {name: f.offset for name, f in DEPARTURE}
 
     @property
