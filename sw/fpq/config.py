@@ -151,7 +151,7 @@ class Field:
     kind: str          # "reg" or "host"
     type: str          # "int", "float", "bool", "enum", "bytes"
     unit: str
-    fmt: str           # storage format in hardware (or "host")
+    fmt: object        # storage format in hardware (or "host"), or callable(Build) -> it
     lo: object         # number, or callable(Build) -> number
     hi: object
     default: object
@@ -211,7 +211,9 @@ FIELDS = [
           (1 << QPKTS_BITS) - 1, "Hard queue limit in packets (forced drop above it)."),
     Field("limit_bytes", "reg", "int", "bytes", f"{QBYTES_BITS} bits", 1, (1 << QBYTES_BITS) - 1,
           (1 << QBYTES_BITS) - 1, "Hard queue limit in bytes (forced drop above it)."),
-    Field("hash_key", "reg", "bytes", "-", "160 bits (first 136 used)", _hash_key_bytes,
+    Field("hash_key", "reg", "bytes", "-",
+          lambda b: "328 bits (first 327 used)" if b.flow_key == "ipv6" else
+          "160 bits (first 136 used)", _hash_key_bytes,
           _hash_key_bytes, lambda b: RSS_KEY6 if b.flow_key == "ipv6" else RSS_KEY,
           "Toeplitz hash key. Secret in deployment. A commit that changes it re-keys live: "
           "the vector is wiped and rebuilt under the new key while decisions use the count "

@@ -377,7 +377,8 @@ def to_markdown(build=None):
         if isinstance(default, bytes):
             default = default.hex()
             lo = hi = f"{lo} bytes"
-        out.append(f"| `{f.name}` | {f.kind} | {f.type} | {f.unit} | {f.fmt} | [{lo}, {hi}] | "
+        fmt = f.fmt(build) if callable(f.fmt) else f.fmt
+        out.append(f"| `{f.name}` | {f.kind} | {f.type} | {f.unit} | {fmt} | [{lo}, {hi}] | "
                    f"{default} | {f.doc} |")
     return "\n".join(out) + "\n" + _WITHOUT_PYTHON
 
