@@ -66,7 +66,8 @@ class FPQCore(wiring.Component):
     Streams (AXI-Stream: a transfer in each clock in which ``tvalid`` and ``tready`` are both
     high; ``tready`` may depend on ``tvalid``): ``s_axis_arrival`` carries the build's
     ``arrival_layout`` (``ARRIVAL``; 320 bits of ``tdata`` in an IPv6 build, whose flow key
-    is 296 bits, ``Build.flow_key``) in the low bits of ``tdata``, ``s_axis_departure`` ``DEPARTURE``, ``m_axis_verdict`` ``VERDICT``
+    is 296 bits, ``Build.flow_key``) in the low bits of ``tdata``, ``s_axis_departure``
+    ``DEPARTURE``, ``m_axis_verdict`` ``VERDICT``
     (``tuser`` repeats the verdict's 2-bit ``action``, for a fabric that routes on ``tuser``).
     The field offsets are those of ``fpq_hdl.layouts`` (and of the SystemVerilog package,
     :func:`sv_package`).

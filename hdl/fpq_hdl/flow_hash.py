@@ -91,10 +91,10 @@ class FlowHash(wiring.Component):
     flow : In(104) or In(296)
         The flow key of ``build.flow_key``.
     config : In(config_layout(build))
-        Uses ``hash_key`` (key bit 0 = MSB of key byte 0 = bit 159, or 327 for IPv6), ``hash_mix_key`` (with
-        ``hash_mix``) and ``v_max``; they must not change while flows are in the pipeline
-        (commits happen only when it is empty), and a flow presented in the clock the key
-        changes still hashes with the old key.
+        Uses ``hash_key`` (key bit 0 = MSB of key byte 0 = bit 159, or 327 for IPv6),
+        ``hash_mix_key`` (with ``hash_mix``) and ``v_max``; they must not change while flows
+        are in the pipeline (commits happen only when it is empty), and a flow presented in
+        the clock the key changes still hashes with the old key.
     hash : Out(32)
         ``fpq.flow_hash.FlowHash``'s value, ``HASH_LATENCY`` clocks after ``flow``.
     index : Out(index_bits)

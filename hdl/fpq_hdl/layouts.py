@@ -9,8 +9,8 @@ from fpq.flow_hash import flow_bits
 from fpq.formats import FLOW_BITS, LENGTH_BITS, SEQ_BITS, QAVG, PROB
 from fpq.regmap import registers
 
-__all__ = ["ARRIVAL", "arrival_layout", "DEPARTURE", "VERDICT", "config_layout", "fixed_registers", "n_bits",
-           "OPTIMISE", "check_optimise"]
+__all__ = ["ARRIVAL", "arrival_layout", "DEPARTURE", "VERDICT", "config_layout",
+           "fixed_registers", "n_bits", "OPTIMISE", "check_optimise"]
 
 #: Speed or area, where a block has the choice of structure (the ``optimise`` parameter of
 #: ``QueueManager``, ``Decision`` and ``DropProbability``): the same outputs clock for clock

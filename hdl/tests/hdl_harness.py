@@ -20,7 +20,7 @@ from fpq.queue_manager import QueueManager as Model, Arrival, Departure, ENQUEUE
 
 from fpq_hdl.queue_manager import QueueManager, N_RAW_DELAY, AVG_TELEMETRY_DELAY
 from fpq.config import key_registers
-from fpq_hdl.layouts import ARRIVAL, DEPARTURE, VERDICT, config_layout
+from fpq_hdl.layouts import DEPARTURE, VERDICT, config_layout
 
 
 def pack(layout, values):

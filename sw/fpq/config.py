@@ -25,8 +25,8 @@ from .queue_averager import avg_parameters, ewma_time_constant
 
 __all__ = ["Field", "FIELDS", "RegisterSpec", "CONFIG_REGISTERS", "key_registers",
            "register_fields", "Build", "Config", "ConfigError", "MODES", "RSS_KEY",
-           "RSS_KEY6", "SECRET_FIELDS", "SECRET_SHOWN", "KEY_WINDOW_MIN_BITS", "key_weakness", "check_key",
-           "parse_key", "hardware_keys", "random_key",
+           "RSS_KEY6", "SECRET_FIELDS", "SECRET_SHOWN", "KEY_WINDOW_MIN_BITS", "key_weakness",
+           "check_key", "parse_key", "hardware_keys", "random_key",
            "expand_seed", "REKEY_HOLD_LIMIT", "parse_fixed", "AVG_DELAY", "BUILD_SIZES",
            "MIX_KEY_DEFAULT"]
 

@@ -27,7 +27,8 @@ The build chooses the hash (``fpq.Build``, ``FlowHash``): its input (``hash_inpu
 from .formats import FLOW_BITS, FLOW6_BITS, HASH_BITS
 
 __all__ = ["pack_flow", "unpack_flow", "pack_flow6", "unpack_flow6", "FLOW_KEYS",
-           "FLOW_KEY_BITS", "HASH_KEY_BYTES", "flow_bits", "toeplitz", "ToeplitzHash", "reduce_index",
+           "FLOW_KEY_BITS", "HASH_KEY_BYTES", "flow_bits", "toeplitz", "ToeplitzHash",
+           "reduce_index",
            "HASH_INPUTS", "RSS_PROTOCOLS", "rss_input", "MIX_KEY_BITS", "MIX_SBOX",
            "MIX_ROTATIONS", "mix", "FlowHash"]
 
