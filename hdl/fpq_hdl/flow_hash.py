@@ -1,23 +1,22 @@
-"""Flow hash: runtime-keyed Toeplitz of the 104-bit IPv4 5-tuple (or of the RSS input, or a
-hash the descriptor carries), a keyed non-linear stage, reduced to ``[0, v_max)``."""
+"""Flow hash: runtime-keyed Toeplitz of the 104-bit IPv4 5-tuple or the 296-bit IPv6 one (or
+of the RSS input, or a hash the descriptor carries), a keyed non-linear stage, reduced to
+``[0, v_max)``."""
 
 from amaranth import *
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from fpq.formats import FLOW_BITS, HASH_BITS
-from fpq.flow_hash import MIX_SBOX, MIX_ROTATIONS, RSS_PROTOCOLS
+from fpq.formats import HASH_BITS
+from fpq.flow_hash import MIX_SBOX, MIX_ROTATIONS, RSS_PROTOCOLS, flow_bits
 
 from .layouts import config_layout
 from .multiplier import Multiplier
 
 __all__ = ["FlowHash", "reduce_index"]
 
-#: Input bits XORed in the first pipeline stage (13 groups of one byte for IPv4).
+#: Input bits XORed in the first pipeline stage (13 groups of one byte for IPv4, 37 for
+#: IPv6).
 GROUP = 8
-#: The groups of the 5-tuple's ports (bits 64..95 from the MSB) and of its protocol.
-_PORT_GROUPS = range(8, 12)
-_PROTO_GROUP = 12
 
 
 def reduce_index(m, value, v_max, index_bits, style="generic", name="index"):
@@ -69,9 +68,12 @@ class FlowHash(wiring.Component):
     difference in the key's kernel collides every pair); the non-linear stage removes that
     linearity (the probes a collision set then needs: docs/RELIABILITY.md).
 
-    IPv6: the 296-bit 5-tuple (src 128 | dst 128 | ports 32 | proto 8) fits the same structure
-    with a 327-bit (40-byte RSS) key: 37 groups in clock 1, a 3-level XOR tree in clock 2
-    (one more clock at this clock rate), about 2.8 times the LUTs.
+    IPv6 (``build.flow_key`` "ipv6"): the 296-bit 5-tuple (src 128 | dst 128 | ports 32 |
+    proto 8, ``fpq.flow_hash.pack_flow6``) with the 328-bit ``hash_key`` (327 bits used): 37
+    groups in clock 1, so clock 2 XORs 37 partial sums (and ``k0``), a 3-level LUT tree
+    instead of 2, with the same latency (its timing is not characterised); about 2.8 times
+    the Toeplitz LUTs. "rss" then masks the same port and protocol groups (the low 40 bits
+    of either key), the RSS IPv6 hash.
 
     Latency: 7 clocks from ``flow`` to ``index`` whatever the build; throughput: one flow
     per clock, no stall.
@@ -86,12 +88,13 @@ class FlowHash(wiring.Component):
 
     Attributes
     ----------
-    flow : In(104)
+    flow : In(104) or In(296)
+        The flow key of ``build.flow_key``.
     config : In(config_layout(build))
-        Uses ``hash_key`` (key bit 0 = MSB of key byte 0 = bit 159), ``hash_mix_key`` (with
-        ``hash_mix``) and ``v_max``; they must not change while flows are in the pipeline
-        (commits happen only when it is empty), and a flow presented in the clock the key
-        changes still hashes with the old key.
+        Uses ``hash_key`` (key bit 0 = MSB of key byte 0 = bit 159, or 327 for IPv6),
+        ``hash_mix_key`` (with ``hash_mix``) and ``v_max``; they must not change while flows
+        are in the pipeline (commits happen only when it is empty), and a flow presented in
+        the clock the key changes still hashes with the old key.
     hash : Out(32)
         ``fpq.flow_hash.FlowHash``'s value, ``HASH_LATENCY`` clocks after ``flow``.
     index : Out(index_bits)
@@ -106,16 +109,18 @@ class FlowHash(wiring.Component):
         self.hash_input = build.hash_input
         self.hash_mix = build.hash_mix
         self.index_bits = index_bits = (build.vec_bits - 1).bit_length()
-        super().__init__({"flow": In(FLOW_BITS), "config": In(config_layout(build)),
+        self.flow_bits = flow_bits(build)
+        super().__init__({"flow": In(self.flow_bits), "config": In(config_layout(build)),
                           "hash": Out(HASH_BITS), "index": Out(index_bits)})
 
     def _toeplitz_partials(self, m):
-        """Clock 1: the 13 groups' partial sums, registered."""
+        """Clock 1: the groups' partial sums (13, or 37 for IPv6), registered."""
         key = self.config.hash_key
         key_bits = len(key)
+        n = self.flow_bits
         partials = []
-        for g in range(0, FLOW_BITS, GROUP):
-            last = min(g + GROUP, FLOW_BITS)
+        for g in range(0, n, GROUP):
+            last = min(g + GROUP, n)
             # the key bits the group's windows span, a copy per group registered beside its
             # logic (each key bit would otherwise fan out across the whole hash). The key
             # changes only with no flow in the pipeline (a commit), so the copy a clock late
@@ -126,7 +131,7 @@ class FlowHash(wiring.Component):
             acc = 0
             for i in range(g, last):
                 lsb = key_bits - HASH_BITS - i - lo
-                acc = acc ^ Mux(self.flow[FLOW_BITS - 1 - i], key_g[lsb:lsb + HASH_BITS], 0)
+                acc = acc ^ Mux(self.flow[n - 1 - i], key_g[lsb:lsb + HASH_BITS], 0)
             p = Signal(HASH_BITS, name=f"partial{g // GROUP}")
             m.d.sync += p.eq(acc)
             partials.append(p)
@@ -161,16 +166,20 @@ class FlowHash(wiring.Component):
             terms = [carried]
         else:
             partials = self._toeplitz_partials(m)
-            terms = [partials[g] for g in range(_PORT_GROUPS.start)]
+            # the groups of the ports (the 32 bits above the protocol's 8, the key's low
+            # byte: the same in the IPv4 and the IPv6 key) and of the protocol
+            proto_group = (self.flow_bits - 8) // GROUP
+            port_groups = range(proto_group - 32 // GROUP, proto_group)
+            terms = [partials[g] for g in range(port_groups.start)]
             if self.hash_input == "rss":
                 proto = self.flow[:8]
                 with_ports = Signal()
                 m.d.sync += with_ports.eq(Cat(proto == p for p in RSS_PROTOCOLS).any())
                 # in pairs, so that each first-level LUT of clock 2 has at most 4 inputs
-                for g in range(_PORT_GROUPS.start, _PORT_GROUPS.stop, 2):
+                for g in range(port_groups.start, port_groups.stop, 2):
                     terms.append(Mux(with_ports, partials[g] ^ partials[g + 1], 0))
             else:
-                terms += [partials[g] for g in _PORT_GROUPS] + [partials[_PROTO_GROUP]]
+                terms += [partials[g] for g in port_groups] + [partials[proto_group]]
         # ---- clock 2: the XOR of the terms and k0 -----------------------------------------
         if k0 is not None:
             terms.append(k0)

@@ -5,11 +5,12 @@ Every width comes from ``fpq.formats`` or ``fpq.regmap`` (the one source of trut
 from amaranth.hdl import Const
 from amaranth.lib import data
 
+from fpq.flow_hash import flow_bits
 from fpq.formats import FLOW_BITS, LENGTH_BITS, SEQ_BITS, QAVG, PROB
 from fpq.regmap import registers
 
-__all__ = ["ARRIVAL", "DEPARTURE", "VERDICT", "config_layout", "fixed_registers", "n_bits",
-           "OPTIMISE", "check_optimise"]
+__all__ = ["ARRIVAL", "arrival_layout", "DEPARTURE", "VERDICT", "config_layout",
+           "fixed_registers", "n_bits", "OPTIMISE", "check_optimise"]
 
 #: Speed or area, where a block has the choice of structure (the ``optimise`` parameter of
 #: ``QueueManager``, ``Decision`` and ``DropProbability``): the same outputs clock for clock
@@ -27,6 +28,15 @@ def check_optimise(optimise):
 #: queue manager's own): 104-bit flow key (``fpq.flow_hash.pack_flow``), length in bytes,
 #: ECN-capable transport.
 ARRIVAL = data.StructLayout({"flow": FLOW_BITS, "length": LENGTH_BITS, "ecn": 1})
+
+
+def arrival_layout(build):
+    """The arrival descriptor of ``build``: ``ARRIVAL``, its ``flow`` the build's flow key
+    (``Build.flow_key``: 104 bits, or 296 for IPv6, ``fpq.flow_hash.pack_flow6``)."""
+    if flow_bits(build) == FLOW_BITS:
+        return ARRIVAL
+    return data.StructLayout({"flow": flow_bits(build), "length": LENGTH_BITS, "ecn": 1})
+
 #: Departure descriptor (``fpq.Departure`` without its ``ts``).
 DEPARTURE = data.StructLayout({"length": LENGTH_BITS})
 

@@ -11,8 +11,8 @@ from fpq.formats import (QAVG, QPKTS_BITS, QBYTES_BITS, COUNTER_BITS, SEQ_BITS, 
                          CLEAR_PERIOD, SAMPLE_PERIOD_BITS, HOLD_BITS)
 from fpq.queue_manager import COUNTERS, ENQUEUE, MARK, DROP_EARLY, DROP_FORCED
 
-from .layouts import (ARRIVAL, DEPARTURE, VERDICT, config_layout, fixed_registers, OPTIMISE,
-                      check_optimise)
+from .layouts import (arrival_layout, DEPARTURE, VERDICT, config_layout, fixed_registers,
+                      OPTIMISE, check_optimise)
 from .flow_hash import FlowHash
 from .flow_counter import FlowCounter
 from .drop_probability import DropProbability
@@ -186,7 +186,8 @@ class QueueManager(wiring.Component):
 
     Attributes
     ----------
-    arrivals : In(stream.Signature(ARRIVAL))
+    arrivals : In(stream.Signature(arrival_layout(build)))
+        ``ARRIVAL``; its ``flow`` is 296 bits in an IPv6 build (``Build.flow_key``).
     departures : In(stream.Signature(DEPARTURE))
     verdicts : Out(stream.Signature(VERDICT))
     config : In(config_layout(build))
@@ -247,7 +248,7 @@ class QueueManager(wiring.Component):
         self._config_layout = config_layout(build)
         tbits = (build.table_depth - 1).bit_length()
         super().__init__({
-            "arrivals": In(stream.Signature(ARRIVAL)),
+            "arrivals": In(stream.Signature(arrival_layout(build))),
             "departures": In(stream.Signature(DEPARTURE)),
             "verdicts": Out(stream.Signature(VERDICT)),
             "config": In(self._config_layout),
@@ -342,11 +343,12 @@ class QueueManager(wiring.Component):
         # decision's random number and the verdict's sequence number are not carried: both
         # count arrivals in order, so they are generated where they are used.
         slot = data.StructLayout({"av": 1, "dv": 1, "smp": 1, "held": 1, "rkl": 1})
-        wide = data.StructLayout({"length": ARRIVAL.members["length"], "ecn": 1,
+        arrival = arrival_layout(self.build)
+        wide = data.StructLayout({"length": arrival.members["length"], "ecn": 1,
                                   "dlen": DEPARTURE.members["length"], "wq_shift": 5})
         hold_armed, holding = Signal(), Signal()
         stages = [None, Signal(slot, name="slot1")]
-        flow1 = Signal(ARRIVAL.members["flow"])
+        flow1 = Signal(arrival.members["flow"])
         m.d.sync += [stages[1].av.eq(s.accept), stages[1].dv.eq(dep.valid),
                      stages[1].smp.eq(s.sample_timer.fire),
                      # a re-key latches N (at stage _S_N - 1) unless a hold is armed or

@@ -20,7 +20,7 @@ from fpq.queue_manager import QueueManager as Model, Arrival, Departure, ENQUEUE
 
 from fpq_hdl.queue_manager import QueueManager, N_RAW_DELAY, AVG_TELEMETRY_DELAY
 from fpq.config import key_registers
-from fpq_hdl.layouts import ARRIVAL, DEPARTURE, VERDICT, config_layout
+from fpq_hdl.layouts import DEPARTURE, VERDICT, config_layout
 
 
 def pack(layout, values):
@@ -182,7 +182,8 @@ class Bench:
         self.arrivals = 0
         self._arr = self._dep = None
         self._ready_on = None
-        self._a = {name: f.offset for name, f in ARRIVAL}
+        # the build's arrival layout (its flow is wider in an IPv6 build)
+        self._a = {name: f.offset for name, f in dut.arrivals.payload.shape()}
         self._d = {name: f.offset for name, f in DEPARTURE}
 
     @property

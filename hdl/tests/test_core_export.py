@@ -266,3 +266,38 @@ def test_exported_core_synthesises_with_default_synth_ecp5(tmp_path, bus):
     cells = dict((name, int(n)) for n, name in
                  re.findall(r"^\s+(\d+)\s+(LUT4|TRELLIS_FF|CCU2C)\s*$", log, re.M))
     assert cells.get("LUT4", 0) > 1000 and cells.get("TRELLIS_FF", 0) > 1000, cells
+
+
+def test_ipv6_core_carries_the_296_bit_flow_in_its_arrival_tdata():
+    """An IPv6 build (``Build.flow_key``): the core's ``s_axis_arrival_tdata`` is 320 bits
+    (296-bit flow, length, ECN, padded to bytes) and feeds the queue manager's arrival; the
+    package describes that layout and the 328-bit ``hash_key`` at its address in this
+    build."""
+    from amaranth.back import rtlil
+    from fpq_hdl.axi_core import sv_package
+    from fpq_hdl.layouts import arrival_layout
+    build = Build(vec_bits=64, table_depth=16, flow_key="ipv6")
+    layout = arrival_layout(build)
+    assert [(n, f.offset, f.width) for n, f in layout] == \
+        [("flow", 0, 296), ("length", 296, 16), ("ecn", 312, 1)]
+    core = FPQCore(build)
+    assert len(core.s_axis_arrival_tdata) == 320
+    assert core.qm.arrivals.payload.shape() == layout
+    rtlil.convert(core, name="fpq_core")                 # elaborates, widths agree
+    text = sv_package(build)
+    assert "localparam int ARRIVAL_FLOW_WIDTH = 296;" in text
+    assert "localparam int ARRIVAL_TDATA_BITS = 320;" in text
+    assert "logic [6:0] pad;" in text and "logic [295:0] flow;  // tdata[295:0]" in text
+    hk = next(r for r in registers(build) if r.name == "hash_key")
+    assert f"REG_HASH_KEY = 20'h{hk.offset:05x};" in text
+    assert "REG_HASH_KEY_WIDTH = 328;" in text
+
+
+def test_verilated_queue_manager_refuses_ipv6_builds_before_building():
+    """The Verilated harness's events carry a flow in two 64-bit words: an IPv6 build is
+    refused, naming the option and where IPv6 runs, before any Verilator build."""
+    from fpq import Config, ConfigError
+    from fpq_hdl.verilated.harness import VerilatedQueueManager
+    with pytest.raises(ConfigError, match=r"flow_key: 'ipv6' is not supported by the "
+                                          r"Verilated queue manager .*fpq.QueueManager"):
+        VerilatedQueueManager(Config(build=Build(flow_key="ipv6")))

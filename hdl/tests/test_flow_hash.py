@@ -7,21 +7,24 @@ from amaranth.sim import Simulator
 
 from fpq import Build, Config
 from fpq.config import RSS_KEY
-from fpq.flow_hash import FlowHash as Model, reduce_index, pack_flow
+from fpq.flow_hash import (FlowHash as Model, reduce_index, pack_flow, pack_flow6,
+                           HASH_KEY_BYTES, FLOW_KEY_BITS)
 from fpq_hdl.flow_hash import FlowHash
 from .hdl_harness import pack
 from fpq_hdl.layouts import config_layout
 
 
-def _flows(rnd, hash_input):
+def _flows(rnd, hash_input, flow_key="ipv4"):
     if hash_input == "descriptor":
         return [rnd.getrandbits(32) for _ in range(300)] + [0, (1 << 32) - 1, 1, 1 << 31]
-    # TCP, UDP, ICMP and random protocols, so that the RSS input takes both forms
-    out = [pack_flow(rnd.getrandbits(32), rnd.getrandbits(32), rnd.getrandbits(16),
-                     rnd.getrandbits(16), rnd.choice((6, 17, 1, rnd.getrandbits(8))))
+    # TCP, UDP, ICMP (ICMPv6) and random protocols, so that the RSS input takes both forms
+    ip_bits, pack_ = (32, pack_flow) if flow_key == "ipv4" else (128, pack_flow6)
+    out = [pack_(rnd.getrandbits(ip_bits), rnd.getrandbits(ip_bits), rnd.getrandbits(16),
+                 rnd.getrandbits(16), rnd.choice((6, 17, 1, 58, rnd.getrandbits(8))))
            for _ in range(300)]
-    return out + [rnd.getrandbits(104) for _ in range(100)] + \
-        [0, (1 << 104) - 1, 1, 1 << 103, 6, 17, 0xFF]
+    n = FLOW_KEY_BITS[flow_key]
+    return out + [rnd.getrandbits(n) for _ in range(100)] + \
+        [0, (1 << n) - 1, 1, 1 << (n - 1), 6, 17, 0xFF]
 
 
 def _run(build, regs, flows):
@@ -63,22 +66,24 @@ def test_hash_and_index_match_model(v_max, vec_bits):
     assert all(i < v_max for i in got_i)
 
 
-@pytest.mark.parametrize("hash_input", ["5-tuple", "rss", "descriptor"])
+@pytest.mark.parametrize("hash_input, flow_key", [
+    ("5-tuple", "ipv4"), ("rss", "ipv4"), ("descriptor", "ipv4"), ("5-tuple", "ipv6"),
+    ("rss", "ipv6")])
 @pytest.mark.parametrize("hash_mix", [False, True])
-def test_every_hash_option_matches_model(hash_input, hash_mix):
-    rnd = random.Random(hash_input + str(hash_mix))
-    build = Build(vec_bits=8192, hash_input=hash_input, hash_mix=hash_mix)
+def test_every_hash_option_matches_model(hash_input, flow_key, hash_mix):
+    rnd = random.Random(hash_input + str(hash_mix) + ("" if flow_key == "ipv4" else flow_key))
+    build = Build(vec_bits=8192, hash_input=hash_input, hash_mix=hash_mix, flow_key=flow_key)
     config = Config(build=build, v_max=5000, t_clear_s=1.0,
-                    hash_key=bytes(rnd.getrandbits(8) for _ in range(20)),
+                    hash_key=bytes(rnd.getrandbits(8) for _ in range(HASH_KEY_BYTES[flow_key])),
                     hash_mix_key=bytes(rnd.getrandbits(8) for _ in range(12)))
-    flows = _flows(rnd, hash_input)
+    flows = _flows(rnd, hash_input, flow_key)
     got_h, got_i = _run(build, config.registers(), flows)
     model = Model.of(config)
     assert got_h == [model(f) for f in flows]
     assert got_i == [reduce_index(model(f), 5000) for f in flows]
     # the options differ: the same flows under another option's hash give other values
     other = Model.of(Config(build=Build(vec_bits=8192, hash_input=hash_input,
-                                        hash_mix=not hash_mix), **{
+                                        hash_mix=not hash_mix, flow_key=flow_key), **{
         k: config.values[k] for k in ("v_max", "t_clear_s", "hash_key", "hash_mix_key")}))
     assert sum(got_h[i] != other(f) for i, f in enumerate(flows)) > 0.99 * len(flows)
 
@@ -102,3 +107,24 @@ def test_bad_hash_options_are_refused_before_any_rtl():
     with pytest.raises(ConfigError, match=r"hash_input: 'ipv4' is not one of 5-tuple, rss, "
                                           r"descriptor"):
         FlowHash(Build(hash_input="ipv4"))
+
+
+def test_ipv6_rss_build_gives_the_published_rss_ipv6_hashes():
+    """The IPv6 RTL in the NIC-compatible mode, plain, with the default (RSS) key: the
+    spec's IPv6 vectors (``MS_VECTORS6`` of the model's tests), TCP, UDP and ICMPv6."""
+    import ipaddress
+    build = Build(hash_input="rss", hash_mix=False, flow_key="ipv6")
+    config = Config(build=build, t_clear_s=1.0)
+    vectors = [("3ffe:2501:200:3::1", 1766, "3ffe:2501:200:1fff::7", 2794, 0x40207d3d,
+                0x2cc18cd5),
+               ("ff02::1", 4739, "3ffe:501:8::260:97ff:fe40:efab", 14230, 0xdde51bbf,
+                0x0f0c461c),
+               ("fe80::200:f8ff:fe21:67cf", 38024, "3ffe:1900:4545:3:200:f8ff:fe21:67cf",
+                44251, 0x02d1feef, 0x4b61e985)]
+    flows, want = [], []
+    for dst, dport, src, sport, h_tcp, h_ip in vectors:
+        s, d = int(ipaddress.IPv6Address(src)), int(ipaddress.IPv6Address(dst))
+        flows += [pack_flow6(s, d, sport, dport, p) for p in (6, 17, 58)]
+        want += [h_tcp, h_tcp, h_ip]
+    got_h, _ = _run(build, config.registers(), flows)
+    assert got_h == want

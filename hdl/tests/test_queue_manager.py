@@ -8,6 +8,7 @@ from amaranth.sim import Simulator
 
 from fpq import Config, Build
 from fpq.config import ConfigError
+from fpq.flow_hash import flow_bits
 from fpq.queue_manager import Arrival, Departure, QueueManager as Model
 
 from fpq_hdl.queue_manager import (QueueManager, FIFO_DEPTH, LATENCY, MIN_AVG_DELAY,
@@ -408,23 +409,26 @@ def test_live_rekey_holds_the_count(key, verdict_fifo, flip, seed):
     assert ns[-1] != ns[0] and model.fc.wipes >= 1
 
 
-#: The hash options other than the default (Toeplitz of the 5-tuple, mixed; every other
-#: test): ``(hash_input, hash_mix)``.
-HASH_OPTIONS = [("5-tuple", False), ("rss", False), ("rss", True), ("descriptor", False),
-                ("descriptor", True)]
+#: The hash options other than the default (Toeplitz of the IPv4 5-tuple, mixed; every
+#: other test): ``(hash_input, hash_mix, flow_key)``.
+HASH_OPTIONS = [("5-tuple", False, "ipv4"), ("rss", False, "ipv4"), ("rss", True, "ipv4"),
+                ("descriptor", False, "ipv4"), ("descriptor", True, "ipv4"),
+                ("5-tuple", True, "ipv6"), ("5-tuple", False, "ipv6"), ("rss", False, "ipv6")]
 
 
-@pytest.mark.parametrize("hash_input, hash_mix", HASH_OPTIONS)
-def test_bit_exact_with_each_hash_option(hash_input, hash_mix):
+@pytest.mark.parametrize("hash_input, hash_mix, flow_key", HASH_OPTIONS)
+def test_bit_exact_with_each_hash_option(hash_input, hash_mix, flow_key):
     """Every verdict of each build's queue manager equals the model's for that build, with
-    flows of TCP, UDP and other protocols (the RSS input takes both of its forms), or 32-bit
+    random flow keys of the build's width (IPv4 or IPv6, ``Build.flow_key``), or 32-bit
     hashes in the descriptor; the flow counts differ from the default build's, so the
     hash the RTL used is the option's."""
-    build = Build(table_depth=1024, hash_input=hash_input, hash_mix=hash_mix)
-    config = Config(**{**MODES["fpq"].values, "build": build}).override(
-        wq_shift=3, avg_sample_period=4)
-    kw = dict(flow_bits=32) if hash_input == "descriptor" else {}
-    seed = 200 + HASH_OPTIONS.index((hash_input, hash_mix))
+    build = Build(table_depth=1024, hash_input=hash_input, hash_mix=hash_mix,
+                  flow_key=flow_key)
+    # the build's default hash_key (its length is the build's: 41 bytes for IPv6)
+    values = {k: v for k, v in MODES["fpq"].values.items() if k != "hash_key"}
+    config = Config(**{**values, "build": build}).override(wq_shift=3, avg_sample_period=4)
+    kw = dict(flow_bits=32 if hash_input == "descriptor" else flow_bits(build))
+    seed = 200 + HASH_OPTIONS.index((hash_input, hash_mix, flow_key))
     bench, model = check(config, 4000, seed=seed, flows=600, **kw)
     assert model.fc.n_raw > 100
     # the default build's hash on the same arrivals counts other flows

@@ -886,3 +886,29 @@ def test_a_register_of_any_field_declared_secret_is_write_only(monkeypatch):
         assert await host.read_reg("rng_clear_state") == 0
         assert await host.read_reg("rng_decide_state") == state ^ 1
     simulate(bench)
+
+
+def test_ipv6_build_takes_the_328_bit_key_in_its_11_words():
+    """``Build.flow_key`` "ipv6": the register file holds the 41-byte ``hash_key`` (reset
+    the build's default key), a key with its top and bottom bits set applies at the commit
+    and reads 0, a bit above bit 327 in its top word is a bad write, and the registers
+    after it (placed further on in this build) read back at their addresses."""
+    build = Build(table_depth=64, flow_key="ipv6")
+    regs = {r.name: r for r in registers(build)}
+    key = (1 << 327) | (SECRET_KEY << 100) | 1
+
+    async def bench(ctx, dut, host):
+        await ctx.tick().repeat(3)
+        assert ctx.get(dut.config.hash_key) == \
+            int.from_bytes(Config(build=build).hash_key, "big")
+        await host.write_reg("hash_key", key)
+        await host.write_reg("rekey_hold", 777)
+        await host.commit()
+        await ctx.tick().repeat(2)
+        assert ctx.get(dut.config.hash_key) == key
+        assert await host.status() == 0
+        assert [await host.read(regs["hash_key"].offset + 4 * w) for w in range(11)] == [0] * 11
+        assert await host.read_reg("rekey_hold") == 777
+        await host.write(regs["hash_key"].offset + 40, 1 << 8)      # key bit 328: too wide
+        assert await host.status() & BAD_WRITE
+    simulate(bench, build=build)

@@ -7,10 +7,11 @@
 (0, 1)
 """
 from .config import Config, Build, ConfigError
-from .flow_hash import pack_flow, unpack_flow
+from .flow_hash import pack_flow, unpack_flow, pack_flow6, unpack_flow6
 from .queue_manager import (QueueManager, Arrival, Departure, Verdict, ACTIONS,
                             ENQUEUE, MARK, DROP_EARLY, DROP_FORCED)
 
-__all__ = ["Config", "Build", "ConfigError", "pack_flow", "unpack_flow", "QueueManager",
+__all__ = ["Config", "Build", "ConfigError", "pack_flow", "unpack_flow", "pack_flow6",
+           "unpack_flow6", "QueueManager",
            "Arrival", "Departure", "Verdict", "ACTIONS", "ENQUEUE", "MARK", "DROP_EARLY",
            "DROP_FORCED"]

@@ -20,13 +20,13 @@ import secrets
 
 from .formats import (QAVG, PROB, PROB_ONE, CLEAR_PERIOD, RATE, QPKTS_BITS, QBYTES_BITS,
                       HOLD_BITS, SAMPLE_PERIOD_BITS, MIN_SAMPLE_PERIOD, WQ_SHIFT_MAX)
-from .flow_hash import HASH_INPUTS, MIX_KEY_BITS
+from .flow_hash import HASH_INPUTS, MIX_KEY_BITS, FLOW_KEYS, FLOW_KEY_BITS, HASH_KEY_BYTES
 from .queue_averager import avg_parameters, ewma_time_constant
 
 __all__ = ["Field", "FIELDS", "RegisterSpec", "CONFIG_REGISTERS", "key_registers",
            "register_fields", "Build", "Config", "ConfigError", "MODES", "RSS_KEY",
-           "SECRET_FIELDS", "SECRET_SHOWN", "KEY_WINDOW_MIN_BITS", "key_weakness", "check_key",
-           "parse_key", "hardware_keys", "random_key",
+           "RSS_KEY6", "SECRET_FIELDS", "SECRET_SHOWN", "KEY_WINDOW_MIN_BITS", "key_weakness",
+           "check_key", "parse_key", "hardware_keys", "random_key",
            "expand_seed", "REKEY_HOLD_LIMIT", "parse_fixed", "AVG_DELAY", "BUILD_SIZES",
            "MIX_KEY_DEFAULT"]
 
@@ -39,6 +39,12 @@ MODES = {"droptail": 0, "red": 1, "fpq": 2}
 #: with :func:`random_key` unless given one, and refuse this one: :func:`check_key`).
 RSS_KEY = bytes.fromhex("6d5a56da255b0ec24167253d43a38fb0d0ca2bcbae7b30b477cb2da38030f20c"
                         "6a42b73bbeac01fa")[:20]
+#: ``Config``'s default key in a build with ``Build.flow_key`` "ipv6" (41 bytes,
+#: ``fpq.flow_hash.HASH_KEY_BYTES``): the whole 40-byte Microsoft RSS verification key, whose
+#: RSS IPv6 test vectors it reproduces with ``hash_input`` "rss", and a zero byte for the
+#: windows of the protocol's bits, which RSS leaves out. Public, as ``RSS_KEY``.
+RSS_KEY6 = bytes.fromhex("6d5a56da255b0ec24167253d43a38fb0d0ca2bcbae7b30b477cb2da38030f20c"
+                         "6a42b73bbeac01fa") + bytes(1)
 #: The default key of the hash's non-linear stage (``hash_mix_key``): the first 96 bits of
 #: pi's fraction, public like ``RSS_KEY``: set a secret one in deployment.
 MIX_KEY_DEFAULT = bytes.fromhex("243f6a8885a308d313198a2e")
@@ -83,11 +89,23 @@ class Build:
     #: which makes colliding flows expensive to find (docs/RELIABILITY.md); False: the plain
     #: hash, a NIC's RSS hash with ``hash_input`` "rss".
     hash_mix: bool = True
+    #: The flow key of the arrivals, one of ``fpq.flow_hash.FLOW_KEYS``: "ipv4" (the 104-bit
+    #: IPv4 5-tuple, ``fpq.pack_flow``) or "ipv6" (the 296-bit IPv6 5-tuple,
+    #: ``fpq.pack_flow6``; ``hash_key`` is then 41 bytes, ``fpq.flow_hash.HASH_KEY_BYTES``).
+    #: Not with ``hash_input`` "descriptor", whose ``flow`` is a 32-bit hash.
+    flow_key: str = "ipv4"
 
     def __post_init__(self):
         if self.hash_input not in HASH_INPUTS:
             raise ConfigError(f"hash_input: {self.hash_input!r} is not one of "
                               f"{', '.join(HASH_INPUTS)}")
+        if self.flow_key not in FLOW_KEYS:
+            raise ConfigError(f"flow_key: {self.flow_key!r} is not one of "
+                              f"{', '.join(FLOW_KEYS)}")
+        if self.flow_key != "ipv4" and self.hash_input == "descriptor":
+            raise ConfigError(f"flow_key: {self.flow_key!r} is not allowed with hash_input "
+                              f"'descriptor' (the descriptor carries a 32-bit hash, not a "
+                              f"flow key); allowed: ipv4")
         if not isinstance(self.hash_mix, bool):
             raise ConfigError(f"hash_mix: {self.hash_mix!r} must be True or False")
         for name, (lo, hi) in BUILD_SIZES.items():
@@ -133,7 +151,7 @@ class Field:
     kind: str          # "reg" or "host"
     type: str          # "int", "float", "bool", "enum", "bytes"
     unit: str
-    fmt: str           # storage format in hardware (or "host")
+    fmt: object        # storage format in hardware (or "host"), or callable(Build) -> it
     lo: object         # number, or callable(Build) -> number
     hi: object
     default: object
@@ -147,6 +165,11 @@ class Field:
         lo = self.lo(build) if callable(self.lo) else self.lo
         hi = self.hi(build) if callable(self.hi) else self.hi
         return lo, hi
+
+
+def _hash_key_bytes(build):
+    """The bytes of ``hash_key`` in ``build`` (``fpq.flow_hash.HASH_KEY_BYTES``)."""
+    return HASH_KEY_BYTES[(build or Build()).flow_key]
 
 
 FIELDS = [
@@ -188,7 +211,10 @@ FIELDS = [
           (1 << QPKTS_BITS) - 1, "Hard queue limit in packets (forced drop above it)."),
     Field("limit_bytes", "reg", "int", "bytes", f"{QBYTES_BITS} bits", 1, (1 << QBYTES_BITS) - 1,
           (1 << QBYTES_BITS) - 1, "Hard queue limit in bytes (forced drop above it)."),
-    Field("hash_key", "reg", "bytes", "-", "160 bits (first 136 used)", 20, 20, RSS_KEY,
+    Field("hash_key", "reg", "bytes", "-",
+          lambda b: "328 bits (first 327 used)" if b.flow_key == "ipv6" else
+          "160 bits (first 136 used)", _hash_key_bytes,
+          _hash_key_bytes, lambda b: RSS_KEY6 if b.flow_key == "ipv6" else RSS_KEY,
           "Toeplitz hash key. Secret in deployment. A commit that changes it re-keys live: "
           "the vector is wiped and rebuilt under the new key while decisions use the count "
           "held from before (see rekey_hold_t_clear). Write-only: reads return 0.",
@@ -236,13 +262,14 @@ class RegisterSpec:
     Parameters
     ----------
     name : str
-    width : int
-        Bits; a register wider than 32 takes consecutive words (``fpq.regmap``).
+    width : int or callable
+        Bits (a callable takes the :class:`Build`); a register wider than 32 takes
+        consecutive words (``fpq.regmap``).
     lo, hi : int or callable
         The allowed raw range (a callable takes the :class:`Build`): a configuration
         register's is checked at the commit, a traffic generator setting's at the write.
-    fmt : str
-        The raw value's format, for the generated map.
+    fmt : str or callable
+        The raw value's format, for the generated map (a callable takes the :class:`Build`).
     doc : str
     kind : str
         "config" (a shadowed configuration register, derived from the configuration: its
@@ -286,6 +313,18 @@ class RegisterSpec:
         hi = self.hi(build) if callable(self.hi) else self.hi
         return lo, hi
 
+    def width_in(self, build):
+        """The register's bits in ``build``."""
+        return self.width(build) if callable(self.width) else self.width
+
+    def words_in(self, build):
+        """The 32-bit words the register takes in ``build``."""
+        return (self.width_in(build) + 31) // 32
+
+    def fmt_in(self, build):
+        """The raw value's format in ``build``."""
+        return self.fmt(build) if callable(self.fmt) else self.fmt
+
     def reset_in(self, build):
         """The reset value of a register not of kind "config" in ``build``."""
         return self.reset(build) if callable(self.reset) else self.reset
@@ -293,10 +332,6 @@ class RegisterSpec:
     def in_build(self, build):
         """Whether ``build`` has this register."""
         return self.exists is None or self.exists(build)
-
-    @property
-    def words(self):
-        return (self.width + 31) // 32
 
     @property
     def secret(self):
@@ -375,8 +410,10 @@ CONFIG_REGISTERS = [
                     lambda c: c.limit_pkts),
     _field_register("limit_bytes", QBYTES_BITS, 1, (1 << QBYTES_BITS) - 1, "bytes",
                     lambda c: c.limit_bytes),
-    _field_register("hash_key", 160, 0, (1 << 160) - 1,
-                    "key bits 0..159, bit 0 = MSB of byte 0 at the top",
+    _field_register("hash_key", lambda b: 8 * _hash_key_bytes(b), 0,
+                    lambda b: (1 << 8 * _hash_key_bytes(b)) - 1,
+                    lambda b: f"key bits 0..{8 * _hash_key_bytes(b) - 1}, bit 0 = MSB of byte "
+                              f"0 at the top",
                     lambda c: int.from_bytes(c.hash_key, "big"), key=True),
     _field_register("hash_mix_key", MIX_KEY_BITS, 0, (1 << MIX_KEY_BITS) - 1,
                     "round keys k0 = bits 95..64 (byte 0 at the top), k1 = 63..32, k2 = 31..0",
@@ -415,13 +452,21 @@ def register_fields(build):
 KEY_WINDOW_MIN_BITS = 8
 
 
+def _key_input_bits(key):
+    """The input bits of the flow key whose ``hash_key`` has ``key``'s length
+    (``fpq.flow_hash.HASH_KEY_BYTES``; the IPv4 key's for any other length)."""
+    return next((FLOW_KEY_BITS[k] for k, n in HASH_KEY_BYTES.items() if n == len(key)),
+                FLOW_KEY_BITS["ipv4"])
+
+
 def _toeplitz_windows(key):
-    """The 32-bit key windows the 104 input bits of the 5-tuple select (``fpq.flow_hash``):
-    window ``i`` starts at key bit ``i`` (bit 0 = the MSB of byte 0)."""
-    from .formats import FLOW_BITS, HASH_BITS
+    """The 32-bit key windows the input bits of the 5-tuple select (``fpq.flow_hash``; 104
+    for the IPv4 key, 296 for the IPv6 one): window ``i`` starts at key bit ``i`` (bit 0 =
+    the MSB of byte 0)."""
+    from .formats import HASH_BITS
     k = int.from_bytes(key, "big")
     top = 8 * len(key) - HASH_BITS
-    return [(k >> (top - i)) & ((1 << HASH_BITS) - 1) for i in range(FLOW_BITS)]
+    return [(k >> (top - i)) & ((1 << HASH_BITS) - 1) for i in range(_key_input_bits(key))]
 
 
 def _gf2_rank(rows):
@@ -438,7 +483,8 @@ def _gf2_rank(rows):
 def key_weakness(key, name="hash_key"):
     """Why ``key`` is a weak value of the key field ``name``, or None if it is not.
 
-    ``hash_key`` (the Toeplitz hash's, 20 bytes): the hash XORs, for every set input bit
+    ``hash_key`` (the Toeplitz hash's, 20 bytes, or 41 in an IPv6 build whose windows are
+    those of its 296 input bits): the hash XORs, for every set input bit
     ``i``, the 32-bit key window ``W_i`` that starts at key bit ``i``; two flows that differ
     in input bits ``S`` collide when the XOR of their windows is 0. The key is weak when
 
@@ -451,7 +497,7 @@ def key_weakness(key, name="hash_key"):
       32 over GF(2)): the hash then takes at most half of its 2**32 values, 4 for a key of
       repeated 0xAA bytes, 2 for all ones, although every window of those has 16 or more
       set bits; or
-    * it is ``RSS_KEY``, which is public.
+    * it is ``RSS_KEY`` or ``RSS_KEY6``, which are public.
 
     Any other key field: weak when all its bits are equal (all zeros or all ones)."""
     key = bytes(key)
@@ -459,18 +505,19 @@ def key_weakness(key, name="hash_key"):
         if key in (bytes(len(key)), b"\xff" * len(key)):
             return "all its bits are equal"
         return None
-    from .formats import HASH_BITS, FLOW_BITS
-    if key == RSS_KEY:
+    from .formats import HASH_BITS
+    nbits = _key_input_bits(key)
+    if key in (RSS_KEY, RSS_KEY6):
         return "it is the public Microsoft RSS key (anyone can compute colliding flows)"
     windows = _toeplitz_windows(key)
     fewest = min(range(len(windows)), key=lambda i: bin(windows[i]).count("1"))
     bits = bin(windows[fewest]).count("1")
     if bits < KEY_WINDOW_MIN_BITS:
         return (f"the 32-bit key window at key bit {fewest} has {bits} set bits; every "
-                f"window of key bits 0..{FLOW_BITS + HASH_BITS - 2} must have at least "
+                f"window of key bits 0..{nbits + HASH_BITS - 2} must have at least "
                 f"{KEY_WINDOW_MIN_BITS}")
     k = int.from_bytes(key, "big")
-    rows = [(k >> (8 * len(key) - FLOW_BITS - j)) & ((1 << FLOW_BITS) - 1)
+    rows = [(k >> (8 * len(key) - nbits - j)) & ((1 << nbits) - 1)
             for j in range(HASH_BITS)]
     rank = _gf2_rank(rows)
     if rank < HASH_BITS:
@@ -479,16 +526,17 @@ def key_weakness(key, name="hash_key"):
     return None
 
 
-def check_key(key, name="hash_key", what=None):
-    """``key`` as bytes, checked as a value of the key field ``name``: raises
+def check_key(key, name="hash_key", what=None, build=None):
+    """``key`` as bytes, checked as a value of the key field ``name`` in ``build`` (default
+    ``Build()``: the length of ``hash_key`` depends on ``Build.flow_key``): raises
     ``ConfigError`` naming ``what`` (default ``name``; a command passes its option) and the
     rule if the key has the wrong length or is weak (:func:`key_weakness`). The check of
     every key the commands that configure hardware take; ``Config`` itself takes any key of
     the right length (models and tests use structured ones)."""
     what = what or name
-    f = FIELD_BY_NAME[name]
-    if not isinstance(key, (bytes, bytearray)) or len(key) != f.lo:
-        raise ConfigError(f"{what}: must be exactly {f.lo} bytes ({2 * f.lo} hex digits), "
+    nbytes = FIELD_BY_NAME[name].bounds(build or Build())[0]
+    if not isinstance(key, (bytes, bytearray)) or len(key) != nbytes:
+        raise ConfigError(f"{what}: must be exactly {nbytes} bytes ({2 * nbytes} hex digits), "
                           f"got {key!r}")
     why = key_weakness(key, name)
     if why is not None:
@@ -497,13 +545,14 @@ def check_key(key, name="hash_key", what=None):
     return bytes(key)
 
 
-def parse_key(text, option="--key", name="hash_key"):
-    """The bytes of hex text ``text`` given as key field ``name`` (``--key HEX``); errors
-    name ``option``. Its length and strength are :func:`check_key`'s."""
+def parse_key(text, option="--key", name="hash_key", build=None):
+    """The bytes of hex text ``text`` given as key field ``name`` (``--key HEX``) of
+    ``build`` (default ``Build()``); errors name ``option``. Its length and strength are
+    :func:`check_key`'s."""
     try:
         return bytes.fromhex(text)
     except (TypeError, ValueError):
-        nbytes = FIELD_BY_NAME[name].lo
+        nbytes = FIELD_BY_NAME[name].bounds(build or Build())[0]
         raise ConfigError(f"{option}: {text!r} is not hex bytes (allowed: exactly {nbytes} "
                           f"bytes, {2 * nbytes} hex digits)") from None
 
@@ -529,20 +578,21 @@ def hardware_keys(build, given=None, check_fixed=True):
                 raise ConfigError(f"{given[name][1]}: this build fixes {name} (Build.fixed, "
                                   f"--fix) to another key")
             if check_fixed:
-                check_key(fixed[name], name, f"--fix {name}")
+                check_key(fixed[name], name, f"--fix {name}", build)
         elif name in given:
             value, what = given[name]
-            keys[name] = check_key(value, name, what)
+            keys[name] = check_key(value, name, what, build)
         else:
-            keys[name] = random_key(name)
+            keys[name] = random_key(name, build)
             drawn.append(name)
     return keys, drawn
 
 
-def random_key(name="hash_key"):
-    """A value of the key field ``name`` from the operating system's random source
-    (``secrets.token_bytes``), drawn again until :func:`key_weakness` finds nothing."""
-    nbytes = FIELD_BY_NAME[name].lo
+def random_key(name="hash_key", build=None):
+    """A value of the key field ``name`` of ``build`` (default ``Build()``) from the
+    operating system's random source (``secrets.token_bytes``), drawn again until
+    :func:`key_weakness` finds nothing."""
+    nbytes = FIELD_BY_NAME[name].bounds(build or Build())[0]
     while True:
         key = secrets.token_bytes(nbytes)
         if key_weakness(key, name) is None:
@@ -794,7 +844,7 @@ class Config:
                     values[f.name] = bytes.fromhex(key)
                 except ValueError:
                     raise ConfigError(f"{f.name}: {key!r} is not hex bytes (allowed: exactly "
-                                      f"{f.lo} bytes)") from None
+                                      f"{f.bounds(build or Build())[0]} bytes)") from None
         return cls(build=build, **values)
 
 

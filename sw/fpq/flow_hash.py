@@ -1,6 +1,11 @@
 """The flow hash: a keyed Toeplitz hash of the IPv4 5-tuple (or a NIC's RSS input, or a hash
 the descriptor carries), a keyed non-linear mix, and the reduction to a vector index.
 
+The flow key is the IPv4 5-tuple (104 bits, :func:`pack_flow`) or, in a build with
+``Build.flow_key`` "ipv6", the IPv6 5-tuple (296 bits, :func:`pack_flow6`); both end in
+``src_port(16) | dst_port(16) | proto(8)``, so the RSS input (:func:`rss_input`) masks the same
+low bits of either.
+
 The hash is the Microsoft RSS Toeplitz function: for every input bit ``i`` that is set
 (``i = 0`` is the most significant bit of the input), XOR in the 32-bit window of the key that
 starts at key bit ``i`` (key bit 0 is the MSB of key byte 0). The 104-bit input is
@@ -11,15 +16,19 @@ Why Toeplitz: it is the function NICs already use for RSS (so users can reuse ke
 vectors), the key is only 136 bits of registers, and in hardware every output bit is an AND-XOR
 tree with no carry chain, so it pipelines to any clock rate. It is linear: an attacker who
 knows the key can craft collisions, hence the key is a runtime secret (docs/RELIABILITY.md).
-IPv6 (296-bit input) fits the same structure with a 40-byte key.
+The IPv6 key (``src_ip(128) | dst_ip(128) | ports | proto``) uses 296 + 31 = 327 key bits:
+its ``hash_key`` is 41 bytes (``HASH_KEY_BYTES``), of which the first 40 are an RSS key (the
+RSS IPv6 input, 288 bits without the protocol, uses key bits 0..318).
 
 The build chooses the hash (``fpq.Build``, ``FlowHash``): its input (``hash_input``, one of
 ``HASH_INPUTS``) and whether the keyed non-linear stage ``mix`` follows (``hash_mix``).
 """
 
-from .formats import FLOW_BITS, HASH_BITS
+from .formats import FLOW_BITS, FLOW6_BITS, HASH_BITS
 
-__all__ = ["pack_flow", "unpack_flow", "toeplitz", "ToeplitzHash", "reduce_index",
+__all__ = ["pack_flow", "unpack_flow", "pack_flow6", "unpack_flow6", "FLOW_KEYS",
+           "FLOW_KEY_BITS", "HASH_KEY_BYTES", "flow_bits", "toeplitz", "ToeplitzHash",
+           "reduce_index",
            "HASH_INPUTS", "RSS_PROTOCOLS", "rss_input", "MIX_KEY_BITS", "MIX_SBOX",
            "MIX_ROTATIONS", "mix", "FlowHash"]
 
@@ -31,6 +40,13 @@ __all__ = ["pack_flow", "unpack_flow", "toeplitz", "ToeplitzHash", "reduce_index
 #: * ``"descriptor"``: no hash here: the descriptor's ``flow`` carries a 32-bit hash made
 #:   outside (a NIC's RSS hash), in its low 32 bits, the rest zero.
 HASH_INPUTS = ("5-tuple", "rss", "descriptor")
+#: The flow key a build hashes (``Build.flow_key``): the IPv4 or the IPv6 5-tuple.
+FLOW_KEYS = ("ipv4", "ipv6")
+#: Bits of each flow key (``pack_flow``, ``pack_flow6``).
+FLOW_KEY_BITS = {"ipv4": FLOW_BITS, "ipv6": FLOW6_BITS}
+#: Bytes of the ``hash_key`` register of each flow key: the Toeplitz hash of ``n`` input bits
+#: reads ``n + 31`` key bits (135 of IPv4's 160, 327 of IPv6's 328).
+HASH_KEY_BYTES = {"ipv4": 20, "ipv6": 41}
 #: The protocols whose RSS input includes the ports (IPv4 TCP and UDP).
 RSS_PROTOCOLS = (6, 17)
 #: Key bits of the non-linear stage (``hash_mix_key``): three 32-bit round keys.
@@ -47,19 +63,45 @@ _MIX_ROUNDS = 3
 _MASK32 = (1 << HASH_BITS) - 1
 
 
-def pack_flow(src_ip, dst_ip, src_port, dst_port, proto):
-    """The 104-bit flow key from its fields; each field is range-checked."""
-    for name, value, bits in (("src_ip", src_ip, 32), ("dst_ip", dst_ip, 32),
+def _pack(src_ip, dst_ip, src_port, dst_port, proto, ip_bits):
+    for name, value, bits in (("src_ip", src_ip, ip_bits), ("dst_ip", dst_ip, ip_bits),
                               ("src_port", src_port, 16), ("dst_port", dst_port, 16),
                               ("proto", proto, 8)):
         if not isinstance(value, int) or not 0 <= value < (1 << bits):
             raise ValueError(f"{name}: {value!r} is out of range [0, {(1 << bits) - 1}]")
-    return (src_ip << 72) | (dst_ip << 40) | (src_port << 24) | (dst_port << 8) | proto
+    return ((src_ip << (40 + ip_bits)) | (dst_ip << 40) | (src_port << 24) | (dst_port << 8)
+            | proto)
+
+
+def _unpack(flow, ip_bits):
+    return (flow >> (40 + ip_bits), (flow >> 40) & ((1 << ip_bits) - 1), (flow >> 24) & 0xFFFF,
+            (flow >> 8) & 0xFFFF, flow & 0xFF)
+
+
+def pack_flow(src_ip, dst_ip, src_port, dst_port, proto):
+    """The 104-bit IPv4 flow key from its fields; each field is range-checked."""
+    return _pack(src_ip, dst_ip, src_port, dst_port, proto, 32)
 
 
 def unpack_flow(flow):
-    return (flow >> 72, (flow >> 40) & 0xFFFFFFFF, (flow >> 24) & 0xFFFF,
-            (flow >> 8) & 0xFFFF, flow & 0xFF)
+    """The fields of a 104-bit IPv4 flow key, as :func:`pack_flow` takes them."""
+    return _unpack(flow, 32)
+
+
+def pack_flow6(src_ip, dst_ip, src_port, dst_port, proto):
+    """The 296-bit IPv6 flow key (``Build.flow_key`` "ipv6") from its fields, addresses as
+    128-bit integers (``int(ipaddress.IPv6Address(...))``); each field is range-checked."""
+    return _pack(src_ip, dst_ip, src_port, dst_port, proto, 128)
+
+
+def unpack_flow6(flow):
+    """The fields of a 296-bit IPv6 flow key, as :func:`pack_flow6` takes them."""
+    return _unpack(flow, 128)
+
+
+def flow_bits(build):
+    """The bits of ``build``'s flow key (``Build.flow_key``)."""
+    return FLOW_KEY_BITS[build.flow_key]
 
 
 def toeplitz(key: bytes, data: int, nbits: int) -> int:
@@ -76,22 +118,31 @@ def toeplitz(key: bytes, data: int, nbits: int) -> int:
 
 
 class ToeplitzHash:
-    """Fast table-driven form of :func:`toeplitz` for 104-bit flow keys, with a per-flow cache.
+    """Fast table-driven form of :func:`toeplitz` for the flow keys, with a per-flow cache.
 
-    ``key`` is the 160-bit register value (int) or 20 bytes.
-    """
+    Parameters
+    ----------
+    key : int or bytes
+        The ``hash_key`` register's value, or its ``HASH_KEY_BYTES[flow_key]`` bytes.
+    flow_key : str
+        One of ``FLOW_KEYS``: the input is ``FLOW_KEY_BITS[flow_key]`` bits."""
 
-    def __init__(self, key):
+    def __init__(self, key, flow_key="ipv4"):
+        self.nbits = nbits = FLOW_KEY_BITS[flow_key]
         if isinstance(key, int):
-            key = key.to_bytes(20, "big")
+            key = key.to_bytes(HASH_KEY_BYTES[flow_key], "big")
         self.key = bytes(key)
-        nbytes = FLOW_BITS // 8
+        toeplitz(self.key, 0, nbits)                     # checks the key's length
+        keyint, top = int.from_bytes(self.key, "big"), 8 * len(self.key) - HASH_BITS
+        nbytes = nbits // 8
         self._tables = []
         for j in range(nbytes):
-            table = []
-            for b in range(256):
-                table.append(toeplitz(self.key, b << (8 * (nbytes - 1 - j)), FLOW_BITS)
-                             if b else 0)
+            # entry b: the XOR of the windows of b's set bits (linear), one bit at a time
+            windows = [(keyint >> (top - (8 * j + 7 - k))) & _MASK32 for k in range(8)]
+            table = [0] * 256
+            for b in range(1, 256):
+                low = (b & -b).bit_length() - 1
+                table[b] = table[b & (b - 1)] ^ windows[low]
             self._tables.append(table)
         self._cache = {}
 
@@ -107,7 +158,7 @@ class ToeplitzHash:
     def compute(self, flow):
         """The hash without the cache (for flows seen once)."""
         h = 0
-        shift = FLOW_BITS - 8
+        shift = self.nbits - 8
         for table in self._tables:
             h ^= table[(flow >> shift) & 0xFF]
             shift -= 8
@@ -120,10 +171,11 @@ def reduce_index(h, v_max):
 
 
 def rss_input(flow):
-    """The 104-bit flow key with the bits Microsoft RSS leaves out zeroed: the protocol
-    always, the ports unless the protocol is TCP or UDP (``RSS_PROTOCOLS``). Its Toeplitz hash
-    is the RSS hash: bits that are zero add nothing, and the bits kept are the first 96
-    (4-tuple) or 64 (2-tuple) bits of the key, in RSS order."""
+    """The flow key (IPv4 or IPv6: the ports and the protocol are the same low 40 bits of
+    either) with the bits Microsoft RSS leaves out zeroed: the protocol always, the ports
+    unless the protocol is TCP or UDP (``RSS_PROTOCOLS``). Its Toeplitz hash is the RSS hash:
+    bits that are zero add nothing, and the bits kept are the first 96 (4-tuple) or 64
+    (2-tuple) bits of the IPv4 key, 288 or 256 of the IPv6 key, in RSS order."""
     if flow & 0xFF in RSS_PROTOCOLS:
         return flow & ~0xFF
     return flow & ~((1 << 40) - 1)
@@ -163,7 +215,8 @@ class FlowHash:
     ----------
     build : fpq.Build
     hash_key : int or bytes
-        The 160-bit ``hash_key`` register (Toeplitz key; unused for ``"descriptor"``).
+        The ``hash_key`` register (Toeplitz key of ``Build.flow_key``'s ``HASH_KEY_BYTES``;
+        unused for ``"descriptor"``).
     mix_key : int or bytes
         The 96-bit ``hash_mix_key`` register (used when ``build.hash_mix``)."""
 
@@ -176,7 +229,7 @@ class FlowHash:
             raise ValueError(f"hash_mix_key: {mix_key!r} must be a {MIX_KEY_BITS}-bit key "
                              f"(this build mixes the hash, Build.hash_mix)")
         self.mix_key = mix_key
-        self.toeplitz = ToeplitzHash(hash_key)
+        self.toeplitz = ToeplitzHash(hash_key, build.flow_key)
         self._cache = {}
 
     def __call__(self, flow):

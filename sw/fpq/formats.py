@@ -12,8 +12,8 @@ import math
 __all__ = [
     "UFixed", "RateFormat", "QAVG", "PROB", "CLEAR_PERIOD", "HOLD_BITS", "QPKTS_BITS",
     "QBYTES_BITS", "LENGTH_BITS", "RATE", "SAMPLE_PERIOD_BITS", "MIN_SAMPLE_PERIOD",
-    "WQ_SHIFT_MAX", "FLOW_BITS", "HASH_BITS", "PROB_ONE", "RAND_BITS", "COUNTER_BITS",
-    "SEQ_BITS",
+    "WQ_SHIFT_MAX", "FLOW_BITS", "FLOW6_BITS", "HASH_BITS", "PROB_ONE", "RAND_BITS",
+    "COUNTER_BITS", "SEQ_BITS",
 ]
 
 
@@ -128,6 +128,7 @@ SAMPLE_PERIOD_BITS = 32  # clocks between two samples of the average queue
 MIN_SAMPLE_PERIOD = 4    # the average's update takes 4 clocks in hardware (no 1-clock loop)
 WQ_SHIFT_MAX = 16        # the average's weight per sample is 2**-wq_shift, 0..16
 FLOW_BITS = 104       # IPv4 5-tuple: src 32 | dst 32 | sport 16 | dport 16 | proto 8
+FLOW6_BITS = 296      # IPv6 5-tuple: src 128 | dst 128 | sport 16 | dport 16 | proto 8
 HASH_BITS = 32        # Toeplitz hash output
 RAND_BITS = 32        # random numbers
 COUNTER_BITS = 64     # statistics counters

@@ -39,7 +39,8 @@ ACTIONS = ("enqueue", "mark", "drop_early", "drop_forced")
 
 Arrival = namedtuple("Arrival", "ts flow length ecn", defaults=(False,))
 Arrival.__doc__ = ("Arrival descriptor: the clock it is accepted in, 104-bit flow key "
-                   "(fpq.flow_hash.pack_flow; with Build.hash_input 'descriptor' a 32-bit hash "
+                   "(fpq.flow_hash.pack_flow; 296-bit, fpq.flow_hash.pack_flow6, with "
+                   "Build.flow_key 'ipv6'; with Build.hash_input 'descriptor' a 32-bit hash "
                    "made outside), length in bytes, ECN-capable.")
 Departure = namedtuple("Departure", "ts length")
 Departure.__doc__ = "Departure descriptor: the clock it is accepted in, length in bytes."

@@ -87,7 +87,7 @@ from .queue_manager import COUNTERS
 __all__ = ["Register", "RegisterSpec", "Table", "place", "registers", "tables",
            "check_registers", "write_all", "FORMATS", "to_json", "to_c_header", "to_markdown",
            "to_systemrdl", "BUILD_FIXED_BIT", "BUILD_PLAIN_HASH_BIT",
-           "BUILD_HASH_INPUT_SHIFT", "build_word", "address_constants",
+           "BUILD_HASH_INPUT_SHIFT", "BUILD_IPV6_BIT", "build_word", "address_constants",
            "ID_VALUE", "CONTROL_COMMIT", "CONTROL_CLEAR_ERRORS", "STATUS_BITS"]
 
 ID_VALUE = 0x46505131  # "FPQ1"
@@ -103,6 +103,9 @@ BUILD_FIXED_BIT = 17
 #: (its index in ``fpq.flow_hash.HASH_INPUTS``): both 0 in the default build.
 BUILD_PLAIN_HASH_BIT = 18
 BUILD_HASH_INPUT_SHIFT = 19
+#: Bit of the ``build`` register set when the flow key is the IPv6 5-tuple
+#: (``Build.flow_key`` "ipv6"): 0 in the default build.
+BUILD_IPV6_BIT = 21
 
 
 @dataclass(frozen=True)
@@ -209,23 +212,23 @@ def place(specs, base, build=None):
         else {}
     out, offset = [], base
     for s in specs:
-        words = s.words
+        words, width, fmt = s.words_in(build), s.width_in(build), s.fmt_in(build)
         offset = (offset + 4 * words - 1) // (4 * words) * (4 * words) if words > 1 else offset
         lo, hi = s.bounds(build)
         secret = s.secret
         if s.kind != "config":
-            out.append(Register(s.name, offset, s.width, s.access, s.kind, lo, hi,
-                                s.reset_in(build), s.fmt, s.doc, secret))
+            out.append(Register(s.name, offset, width, s.access, s.kind, lo, hi,
+                                s.reset_in(build), fmt, s.doc, secret))
         elif s.fixed_in(build):
-            out.append(Register(s.name, offset, s.width, "secret" if secret else "ro", "fixed",
-                                lo, hi, defaults[s.name], s.fmt,
+            out.append(Register(s.name, offset, width, "secret" if secret else "ro", "fixed",
+                                lo, hi, defaults[s.name], fmt,
                                 s.doc + (" Fixed in this build (Build.fixed): a write is "
                                          "ignored, reads return 0." if secret else
                                          " Fixed in this build (Build.fixed): read-only."),
                                 secret))
         else:
-            out.append(Register(s.name, offset, s.width, "secret" if secret else "rw", "config",
-                                lo, hi, defaults[s.name], s.fmt, s.doc, secret))
+            out.append(Register(s.name, offset, width, "secret" if secret else "rw", "config",
+                                lo, hi, defaults[s.name], fmt, s.doc, secret))
         offset += 4 * words
     return out
 
@@ -254,7 +257,8 @@ def build_word(build):
     return ((build.vec_bits.bit_length() - 1) | ((build.table_depth.bit_length() - 1) << 5)
             | (build.avg_delay << 10) | (bool(build.fixed) << BUILD_FIXED_BIT)
             | ((not build.hash_mix) << BUILD_PLAIN_HASH_BIT)
-            | (HASH_INPUTS.index(build.hash_input) << BUILD_HASH_INPUT_SHIFT))
+            | (HASH_INPUTS.index(build.hash_input) << BUILD_HASH_INPUT_SHIFT)
+            | ((build.flow_key == "ipv6") << BUILD_IPV6_BIT))
 
 
 def check_registers(values, build=None):
@@ -373,7 +377,8 @@ def to_markdown(build=None):
         if isinstance(default, bytes):
             default = default.hex()
             lo = hi = f"{lo} bytes"
-        out.append(f"| `{f.name}` | {f.kind} | {f.type} | {f.unit} | {f.fmt} | [{lo}, {hi}] | "
+        fmt = f.fmt(build) if callable(f.fmt) else f.fmt
+        out.append(f"| `{f.name}` | {f.kind} | {f.type} | {f.unit} | {fmt} | [{lo}, {hi}] | "
                    f"{default} | {f.doc} |")
     return "\n".join(out) + "\n" + _WITHOUT_PYTHON
 

@@ -37,6 +37,7 @@ import numpy as np
 
 from .atomic import atomic_path
 from .flow_hash import pack_flow, unpack_flow
+from .formats import FLOW_BITS
 from .queue_manager import Arrival, Departure
 
 __all__ = ["write_trace", "read_trace", "write_csv", "read_csv", "TraceError", "RECORD_DTYPE",
@@ -95,8 +96,11 @@ def _to_records(events):
         else:
             ts, flow, length, ecn = ev
             kind, flags = 0, int(bool(ecn))
-            if not 0 <= flow < (1 << 104):
-                raise TraceError(f"event {i}: flow {flow!r} is not a 104-bit flow key")
+            if not 0 <= flow < (1 << FLOW_BITS):
+                raise TraceError(f"event {i}: flow {flow!r} is not a 104-bit flow key (a "
+                                 f"trace record holds the IPv4 5-tuple; the flows of a "
+                                 f"build with Build.flow_key 'ipv6' run in the golden model "
+                                 f"and the RTL, not in traces)")
             fields = unpack_flow(flow)
         if not isinstance(ts, int) or not 0 <= ts < (1 << 64):
             raise TraceError(f"event {i}: ts {ts!r} is out of range [0, 2**64)")

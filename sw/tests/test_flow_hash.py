@@ -9,7 +9,7 @@ import pytest
 from fpq import Build, Config, QueueManager, Arrival
 from fpq.config import ConfigError, MIX_KEY_DEFAULT
 from fpq.flow_hash import (toeplitz, ToeplitzHash, pack_flow, unpack_flow, reduce_index,
-                           FlowHash, mix, MIX_SBOX, MIX_ROTATIONS)
+                           FlowHash, mix, MIX_SBOX, MIX_ROTATIONS, pack_flow6, unpack_flow6)
 
 MS_KEY = bytes.fromhex("6d5a56da255b0ec24167253d43a38fb0d0ca2bcbae7b30b477cb2da38030f20c"
                        "6a42b73bbeac01fa")
@@ -111,6 +111,92 @@ def test_rss_hash_fed_in_decides_as_the_rss_build():
         va = [a.arrive(Arrival(t, f, 576)) for t, f in enumerate(picks)]
         vb = [b.arrive(Arrival(t, nic[f], 576)) for t, f in enumerate(picks)]
         assert va == vb and a.n_raw == b.n_raw > 100
+
+
+# ---- IPv6 flow keys: Build(flow_key="ipv6") --------------------------------------------------
+
+# (destination, dport, source, sport, IPv6-with-TCP hash, IPv6-only hash) from the Microsoft
+# "Verifying the RSS Hash Calculation" tables.
+MS_VECTORS6 = [
+    ("3ffe:2501:200:3::1", 1766, "3ffe:2501:200:1fff::7", 2794, 0x40207d3d, 0x2cc18cd5),
+    ("ff02::1", 4739, "3ffe:501:8::260:97ff:fe40:efab", 14230, 0xdde51bbf, 0x0f0c461c),
+    ("fe80::200:f8ff:fe21:67cf", 38024, "3ffe:1900:4545:3:200:f8ff:fe21:67cf", 44251,
+     0x02d1feef, 0x4b61e985),
+]
+
+
+@pytest.mark.parametrize("dst, dport, src, sport, h_tcp, h_ip", MS_VECTORS6)
+def test_microsoft_rss_ipv6_vectors(dst, dport, src, sport, h_tcp, h_ip):
+    s, d = int(ipaddress.IPv6Address(src)), int(ipaddress.IPv6Address(dst))
+    assert toeplitz(MS_KEY, (s << 128) | d, 256) == h_ip
+    assert toeplitz(MS_KEY, (s << 160) | (d << 32) | (sport << 16) | dport, 288) == h_tcp
+
+
+@pytest.mark.parametrize("dst, dport, src, sport, h_tcp, h_ip", MS_VECTORS6)
+def test_ipv6_rss_mode_gives_the_published_rss_hashes(dst, dport, src, sport, h_tcp, h_ip):
+    """An IPv6 build in the NIC-compatible mode hashes as RSS does for IPv6: the 4-tuple for
+    TCP and UDP, the 2-tuple otherwise; its default key is the 40-byte RSS key (and a byte)."""
+    s, d = int(ipaddress.IPv6Address(src)), int(ipaddress.IPv6Address(dst))
+    config = Config(build=_rss_build(flow_key="ipv6"))
+    assert config.hash_key[:40] == MS_KEY and len(config.hash_key) == 41
+    h = FlowHash.of(config)
+    assert h(pack_flow6(s, d, sport, dport, 6)) == h(pack_flow6(s, d, sport, dport, 17)) == h_tcp
+    for proto in (58, 1, 0, 255):
+        assert h(pack_flow6(s, d, sport, dport, proto)) == h_ip
+        assert h(pack_flow6(s, d, 0, 0, proto)) == h_ip
+
+
+@given(key=st.binary(min_size=41, max_size=41), flow=st.integers(0, (1 << 296) - 1))
+def test_fast_ipv6_hash_equals_reference(key, flow):
+    assert ToeplitzHash(key, "ipv6")(flow) == toeplitz(key, flow, 296)
+    assert ToeplitzHash(int.from_bytes(key, "big"), "ipv6")(flow) == toeplitz(key, flow, 296)
+
+
+def test_ipv6_5_tuple_hash_is_toeplitz_of_all_296_bits_then_the_mix():
+    rnd = random.Random(6)
+    key = bytes(rnd.getrandbits(8) for _ in range(41))
+    mix_key = bytes(rnd.getrandbits(8) for _ in range(12))
+    plain = FlowHash.of(Config(build=Build(flow_key="ipv6", hash_mix=False), hash_key=key))
+    mixed = FlowHash.of(Config(build=Build(flow_key="ipv6"), hash_key=key,
+                               hash_mix_key=mix_key))
+    for _ in range(50):
+        f = pack_flow6(rnd.getrandbits(128), rnd.getrandbits(128), rnd.getrandbits(16),
+                       rnd.getrandbits(16), rnd.choice((6, 17, 58)))
+        assert plain(f) == toeplitz(key, f, 296)
+        assert mixed(f) == mix(toeplitz(key, f, 296), int.from_bytes(mix_key, "big"))
+    # the protocol's bits reach the key's last byte: it changes the hash of some flow
+    other = key[:40] + bytes([key[40] ^ 0xFF])
+    other_h = FlowHash.of(Config(build=Build(flow_key="ipv6", hash_mix=False), hash_key=other))
+    assert plain(pack_flow6(1, 2, 3, 4, 0xFF)) != other_h(pack_flow6(1, 2, 3, 4, 0xFF))
+
+
+def test_pack_unpack_ipv6_and_ranges():
+    s, d = int(ipaddress.IPv6Address("2001:db8::1")), int(ipaddress.IPv6Address("ff02::fb"))
+    f = pack_flow6(s, d, 5353, 443, 17)
+    assert f < 1 << 296 and unpack_flow6(f) == (s, d, 5353, 443, 17)
+    # the ports and the protocol are the low 40 bits, as in the IPv4 key
+    assert f & ((1 << 40) - 1) == pack_flow(0, 0, 5353, 443, 17)
+    with pytest.raises(ValueError, match=r"dst_ip: .* is out of range \[0, 3402823"):
+        pack_flow6(1, 1 << 128, 1, 2, 6)
+
+
+@pytest.mark.parametrize("kw, message", [
+    (dict(flow_key="ipv5"), "flow_key: 'ipv5' is not one of ipv4, ipv6"),
+    (dict(flow_key="ipv6", hash_input="descriptor"),
+     "flow_key: 'ipv6' is not allowed with hash_input 'descriptor'"),
+])
+def test_flow_key_build_option_is_checked(kw, message):
+    with pytest.raises(ConfigError, match=message):
+        Build(**kw)
+
+
+def test_ipv6_build_hash_key_is_41_bytes():
+    build = Build(flow_key="ipv6")
+    with pytest.raises(ConfigError, match="hash_key: must be exactly 41 bytes"):
+        Config(build=build, hash_key=MS_KEY[:20])
+    with pytest.raises(ConfigError, match="hash_key: must be exactly 20 bytes"):
+        Config(hash_key=MS_KEY + bytes(1))
+    assert Config().hash_key == MS_KEY[:20]
 
 
 # ---- the keyed non-linear stage -------------------------------------------------------------

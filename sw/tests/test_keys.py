@@ -145,3 +145,23 @@ def test_fpq_config_refuses_a_weak_key_from_its_files(tmp_path):
                                      1))
     code, err, _ = config_key(tmp_path, "--scenario", str(scenario), small=False)
     assert code == 2 and f"--scenario {scenario}: queue.hash_key: " in err, err
+
+
+def test_ipv6_keys_are_41_bytes_and_checked_over_the_296_bit_windows():
+    """In an IPv6 build (``Build.flow_key`` "ipv6") ``hash_key`` is 41 bytes: the commands'
+    check and the drawn keys take that length, and the window rule covers the key bits the
+    296 input bits read (0..326): a key that is good but for zeros after key bit 295, so
+    that the window only the protocol's last bit reads has one set bit, is weak; the public
+    RSS key is refused."""
+    from fpq import Build
+    from fpq.config import RSS_KEY6
+    build = Build(flow_key="ipv6")
+    good = GOOD * 2 + b"\x5b"
+    assert key_weakness(good) is None and check_key(good, build=build) == good
+    with pytest.raises(ConfigError, match=r"--key: must be exactly 41 bytes \(82 hex digits\)"):
+        check_key(GOOD, what="--key", build=build)
+    late = good[:36] + b"\xff" + bytes(4)          # key bits 288..295 set, 296..327 zero
+    assert "window at key bit 295 has 1 set bits" in key_weakness(late)
+    assert "public Microsoft RSS key" in key_weakness(RSS_KEY6)
+    keys = {random_key(build=build) for _ in range(10)}
+    assert len(keys) == 10 and all(len(k) == 41 and key_weakness(k) is None for k in keys)

@@ -90,8 +90,9 @@ def _alternative(field):
         return next(m for m in MODES if m != field.default)
     if field.type == "bool":
         return not field.default
-    if field.type == "bytes":
-        return bytes(b ^ 0x5A for b in field.default)
+    if field.type == "bytes":                 # the default build's (hash_key's is callable)
+        default = field.default(Build()) if callable(field.default) else field.default
+        return bytes(b ^ 0x5A for b in default)
     if field.name == "v_max":
         return 4096
     if field.name == "n_cap":
@@ -271,3 +272,19 @@ def test_the_mix_key_is_a_register_and_a_key_only_of_builds_that_mix_the_hash():
     assert key_registers(Build(hash_mix=False)) == ["hash_key"]
     assert sorted(hardware_keys(Build())[0]) == ["hash_key", "hash_mix_key"]
     assert sorted(hardware_keys(Build(hash_mix=False))[0]) == ["hash_key"]
+
+
+def test_ipv6_build_has_a_328_bit_hash_key_and_says_so_in_the_build_word():
+    """``Build.flow_key`` "ipv6": ``hash_key`` holds the 41-byte key (328 bits, 11 words, at
+    a multiple of 44 bytes as every wide register), the build word's bit 21 is set, and the
+    register set is the default build's."""
+    from fpq.regmap import BUILD_IPV6_BIT, build_word
+    v4 = {r.name: r for r in registers(Build())}
+    v6 = {r.name: r for r in registers(Build(flow_key="ipv6"))}
+    assert set(v4) == set(v6)
+    hk = v6["hash_key"]
+    assert (hk.width, hk.words, hk.lo, hk.hi) == (328, 11, 0, (1 << 328) - 1)
+    assert hk.offset % 44 == 0 and hk.secret and "0..327" in hk.fmt
+    assert hk.reset == int.from_bytes(Config(build=Build(flow_key="ipv6")).hash_key, "big")
+    assert v4["hash_key"].width == 160 and "0..159" in v4["hash_key"].fmt
+    assert build_word(Build(flow_key="ipv6")) == build_word(Build()) | 1 << BUILD_IPV6_BIT

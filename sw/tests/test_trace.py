@@ -287,3 +287,14 @@ def test_deeply_nested_metadata_is_a_trace_error(tmp_path):
     bad = _bad(tmp_path, bytes(head) + meta + records)
     with pytest.raises(TraceError, match=f"^{bad}: metadata is nested too deeply to read$"):
         read_trace(bad)
+
+
+def test_ipv6_flows_are_refused_naming_the_build_option(tmp_path):
+    """A trace record holds the IPv4 5-tuple: a 296-bit IPv6 flow key is refused, and the
+    error says where IPv6 builds run."""
+    from fpq import pack_flow6
+    flow = pack_flow6(1 << 127, 2, 3, 4, 6)
+    with pytest.raises(TraceError, match=r"event 0: flow .* is not a 104-bit flow key .*"
+                                         r"Build.flow_key 'ipv6'"):
+        write_trace(tmp_path / "t.fpqt", [Arrival(5, flow, 100)], 1e6)
+    assert not (tmp_path / "t.fpqt").exists()

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from fpq import Config, Verdict, Arrival, Departure
+from fpq import Config, ConfigError, Verdict, Arrival, Departure
 from fpq.queue_manager import COUNTERS
 
 __all__ = ["VerilatedQueueManager", "build_library", "replay", "encode_events"]
@@ -224,6 +224,12 @@ class VerilatedQueueManager:
                                            AVG_TELEMETRY_DELAY, COUNTER_DELAY)
         self.config = config or Config()
         self.build = self.config.build
+        if self.build.flow_key != "ipv4":
+            # the C side's events carry a flow in two 64-bit words
+            raise ConfigError(f"flow_key: {self.build.flow_key!r} is not supported by the "
+                              f"Verilated queue manager (104-bit IPv4 flow keys only); IPv6 "
+                              f"builds run in fpq.QueueManager and Amaranth's simulator "
+                              f"(fpq_hdl.queue_manager.QueueManager)")
         #: clocks from an arrival's accept to its verdict (the least ``verdict_wait``)
         self.latency = LATENCY
         # the clocks after the model's clock at which the ports hold its snapshot's fields:
