@@ -154,7 +154,8 @@ CONTROL_REGISTERS = [
     _reading("build", 32, "fields",
              "[4:0] log2 vec_bits, [9:5] log2 table_depth, [16:10] avg_delay, [17] some "
              "configuration fixed at build time, [18] no keyed non-linear hash stage, "
-             "[20:19] hash input (0 5-tuple, 1 rss, 2 descriptor).", "control",
+             "[20:19] hash input (0 5-tuple, 1 rss, 2 descriptor), [21] IPv6 flow keys.",
+             "control",
              reset=lambda b: build_word(b)),
     _reading("control", 2, "strobes", "bit 0 COMMIT, bit 1 CLEAR_ERRORS.", "control",
              access="wo"),

@@ -20,7 +20,7 @@
 #define FPQ_REG_ID 0x00000u
 #define FPQ_REG_ID_WIDTH 32u
 #define FPQ_REG_ID_INDEX 0u
-/* [4:0] log2 vec_bits, [9:5] log2 table_depth, [16:10] avg_delay, [17] some configuration fixed at build time, [18] no keyed non-linear hash stage, [20:19] hash input (0 5-tuple, 1 rss, 2 descriptor). [ro, 32 bits, fields] */
+/* [4:0] log2 vec_bits, [9:5] log2 table_depth, [16:10] avg_delay, [17] some configuration fixed at build time, [18] no keyed non-linear hash stage, [20:19] hash input (0 5-tuple, 1 rss, 2 descriptor), [21] IPv6 flow keys. [ro, 32 bits, fields] */
 #define FPQ_REG_BUILD 0x00004u
 #define FPQ_REG_BUILD_WIDTH 32u
 #define FPQ_REG_BUILD_INDEX 1u
