@@ -516,9 +516,13 @@ class QueueManager(wiring.Component):
         """``idle`` for the register file's commit, and the telemetry ports."""
         cfg, fc, dc = s.cfg, s.fc, s.dc
         # not ``~accept`` (``arr.valid`` would reach every configuration register through
-        # the commit): no arrival can enter while ``hold`` is high or none is offered
-        m.d.comb += self.idle.eq((self.hold | ~self.arrivals.valid) &
-                                 ~Cat(st.av for st in s.stages[1:_S_VERDICT + 1]).any())
+        # the commit): no arrival can enter while ``hold`` is high or none is offered. That
+        # no slot is in flight is registered a clock ahead (the slots shift by one stage per
+        # clock: stage 1 takes the accept), so the commit's enable of every configuration
+        # register follows one LUT here, not an OR of all the slots.
+        empty = Signal(init=1, name="pipeline_empty")
+        m.d.sync += empty.eq(~s.accept & ~Cat(st.av for st in s.stages[1:_S_VERDICT]).any())
+        m.d.comb += self.idle.eq((self.hold | ~self.arrivals.valid) & empty)
         # ``n`` in two registered steps: the hold's select, then the cap's compare and select
         n_tele = Signal(17)
         m.d.sync += n_tele.eq(Mux(s.hold_armed | s.running, s.n_held, fc.n_raw))

@@ -12,7 +12,7 @@ from fpq.flow_hash import flow_bits
 from fpq.queue_manager import Arrival, Departure, QueueManager as Model
 
 from fpq_hdl.queue_manager import (QueueManager, FIFO_DEPTH, LATENCY, MIN_AVG_DELAY,
-                                    MIN_COUNTER_BITS, VERDICT_FIFOS, OPTIMISE)
+                                    MIN_COUNTER_BITS, VERDICT_FIFOS, OPTIMISE, _S_VERDICT)
 from .hdl_harness import traffic, run, compare, replay, check_bench, Bench, UnderReset
 
 #: The bit-exact runs use a small r(N) table so that loading it takes few simulated clocks.
@@ -522,3 +522,40 @@ def test_idle_means_empty_and_nothing_entering():
     # the offered arrival is taken with hold low, not with hold high
     assert [ready for v, _, _, ready in seen[:4] if v] == [1, 0]
     assert seen[4] == LATENCY - 2
+
+
+def test_idle_is_no_arrival_in_flight_and_none_entering():
+    """``idle`` (what the register file's commit waits for) in every clock of random
+    arrivals and a random ``hold``: exactly "``hold`` is high or no arrival is offered, and
+    none was accepted in the last ``_S_VERDICT`` clocks" (the stages an arrival occupies
+    before its verdict is written), whatever the pipeline's register for it does."""
+    config = MODES["fpq"]
+    rng = random.Random(7)
+    seen = {"idle": 0, "busy": 0, "accepted": 0}
+
+    async def script(bench, cfg):
+        await bench.configure(cfg)
+        ctx, dut = bench.ctx, bench.dut
+        while ctx.get(dut.busy):                  # the vector's wipe out of reset
+            await bench.tick()
+        accepts = []
+        hold = 0
+        for i in range(1500):
+            if rng.random() < 0.1:
+                hold ^= 1
+            ctx.set(dut.hold, hold)
+            offer = bench._arr is not None or rng.random() < (0.6 if i % 300 < 100 else 0.02)
+            if bench._arr is None and offer:
+                bench.present(None, Arrival(0, rng.getrandbits(104), 64, False))
+            expected = int((hold or bench._arr is None)
+                           and not any(c >= bench.cycle - _S_VERDICT for c in accepts))
+            got = ctx.get(dut.idle)
+            assert got == expected, (i, got, expected)
+            seen["idle" if got else "busy"] += 1
+            if await bench.tick():
+                accepts.append(bench.cycle - 1)
+                seen["accepted"] += 1
+        ctx.set(dut.hold, 0)
+
+    run(config, [], script=script)
+    assert seen["idle"] > 300 and seen["busy"] > 300 and seen["accepted"] > 200, seen
