@@ -319,13 +319,18 @@ class RegisterFile(wiring.Component):
         bus, wa, mapped, rate_dirty, bad_write = s.bus, s.wa, s.mapped, s.rate_dirty, s.bad_write
         for t in tables(self.build):
             base = t.offset // 4
-            in_table = (wa >= base) & (wa < base + t.depth)
+            # the table's words are aligned to its power-of-two size, so the range check is
+            # the address's high bits against a constant and the index its low bits: no
+            # carry chain between the bus register and the block RAMs' ports
+            bits = t.depth.bit_length() - 1
+            assert t.depth == 1 << bits and base % t.depth == 0
+            in_table = wa[bits:] == base >> bits
             assert t.name == "rate_table"
             with m.If(in_table):
                 m.d.comb += mapped.eq(1)
                 with m.If(bus.w_en):
                     m.d.comb += [self.rate_we.eq(1),
-                                 self.rate_addr.eq((wa - base)[:len(self.rate_addr)]),
+                                 self.rate_addr.eq(wa[:len(self.rate_addr)]),
                                  self.rate_data.eq(bus.w_data)]
                     m.d.sync += rate_dirty.eq(1)
         with m.If(bus.w_en & ~mapped):
