@@ -95,7 +95,10 @@ class SelfTestSoC(wiring.Component):
         # stage was the critical path at 75 MHz): reads take 3
         # clocks. "area" (a small FPGA at a low clock): neither, reads take 1
         speed = optimise == "speed"
-        self.regs = RegisterFile(self.build, const_rom=not speed, read_latency=2 if speed else 1)
+        # the bridge sets a write's address and data clocks before it writes (UARTBridge):
+        # with "speed" the register file decodes them a clock ahead (write_setup)
+        self.regs = RegisterFile(self.build, const_rom=not speed, read_latency=2 if speed else 1,
+                                 write_setup=speed)
         self.tg = TrafficGenerator(optimise, read_latency=self.regs.read_latency)
         self.bus_register = speed
         self.bridge = UARTBridge(self.divisor, read_latency=int(self.bus_register)

@@ -36,8 +36,10 @@ class UARTBridge(wiring.Component):
 
     Latency: the bus access starts 4 clocks after the stop bit of the request's last byte
     (every decision reads flags registered a clock earlier, so the bridge keeps up with a
-    150 MHz queue manager); the reply starts 2 clocks later. Throughput: one access per request (10 bytes on the
-    line for a read round trip of 5 + 6 bytes: about 10 k reads/s at 115200 baud).
+    150 MHz queue manager); the reply starts 2 clocks later. Throughput: one access per
+    request (10 bytes on the line for a read round trip of 5 + 6 bytes: about 10 k reads/s
+    at 115200 baud). ``addr`` and ``w_data`` are set 3 clocks before ``w_en`` and held to
+    the next request, which a target may rely on (``RegisterFile(write_setup=True)``).
 
     Parameters
     ----------

@@ -24,13 +24,18 @@ class BridgeWithMemory(wiring.Component):
     def __init__(self, divisor=4):
         self.divisor = divisor
         super().__init__({"rx": In(1, init=1), "tx": Out(1, init=1), "writes": Out(8),
-                          "bridge_reset": In(1)})
+                          "setup_violations": Out(8), "bridge_reset": In(1)})
 
     def elaborate(self, platform):
         m = Module()
         m.submodules.bridge = br = ResetInserter(self.bridge_reset)(UARTBridge(self.divisor))
         m.d.comb += [br.rx.eq(self.rx), self.tx.eq(br.tx)]
         mem = Array(Signal(32, name=f"w{i}", init=0x1000 * i + 7) for i in range(16))
+        # the promise a target may rely on: a write's address and data as in the clock before
+        prev = Signal(br.bus.addr.shape().width + 32)
+        m.d.sync += prev.eq(Cat(br.bus.addr, br.bus.w_data))
+        with m.If(br.bus.w_en & (prev != Cat(br.bus.addr, br.bus.w_data))):
+            m.d.sync += self.setup_violations.eq(self.setup_violations + 1)
         idx = br.bus.addr[2:6]
         here = br.bus.addr < 64
         with m.If(br.bus.w_en):
@@ -65,6 +70,8 @@ def test_read_write_round_trip(link):
         model[i] = v
     for i in rnd.sample(range(16), 6):
         assert client.read(4 * i) == model[i]
+    # every write's address and data were on the bus the clock before its w_en
+    assert _peek(port, dut.writes) == 6 and _peek(port, dut.setup_violations) == 0
     assert _peek(port, dut.writes) == 6
 
 

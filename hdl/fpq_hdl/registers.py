@@ -87,6 +87,14 @@ class RegisterFile(wiring.Component):
         groups, then the group), ``r_data`` two clocks after ``r_en``, for a clock at which
         one multiplexer from the bus address to ``r_data`` is too slow (the ULX3S design's
         critical path was that multiplexer). Not with ``const_rom``.
+    write_setup : bool
+        The bus in front promises ``addr`` and ``w_data`` stable from the clock before
+        ``w_en`` (the boards' UART bridge sets them clocks before it writes): the write's
+        decode (the word it hits, its range check, whether it is a bad write) is then
+        registered from them every clock, and ``w_en`` only enables it, for a clock at
+        which decoding the address in ``w_en``'s clock is too slow (the ULX3S at 150 MHz).
+        Writes take effect in the same clock either way. Default off (AXI4-Lite and
+        Wishbone give no such promise).
 
     Attributes
     ----------
@@ -101,7 +109,7 @@ class RegisterFile(wiring.Component):
         From the queue manager's ports of the same names.
     """
 
-    def __init__(self, build, const_rom=False, read_latency=1):
+    def __init__(self, build, const_rom=False, read_latency=1, write_setup=False):
         if read_latency not in READ_LATENCIES:
             raise ValueError(f"read_latency: {read_latency!r} must be one of "
                              f"{', '.join(map(str, READ_LATENCIES))}")
@@ -110,6 +118,7 @@ class RegisterFile(wiring.Component):
         self.build = build
         self.const_rom = bool(const_rom)
         self.read_latency = read_latency
+        self.write_setup = bool(write_setup)
         self.regs = registers(build)
         self.defaults = Config(build=build).registers()
         layout = config_layout(build)
@@ -138,6 +147,7 @@ class RegisterFile(wiring.Component):
         self._words(m, s)
         self._read(m, s)
         self._tables(m, s)
+        self._writes(m, s)
         self._commit(m, s)
         return m
 
@@ -188,9 +198,7 @@ class RegisterFile(wiring.Component):
     def _words(self, m, s):
         """The register words: each word's read value, and its write (range of the top word,
         strobes of control and counter words)."""
-        bus, wa, status, shadow, overflow = s.bus, s.wa, s.status, s.shadow, s.overflow
-        pending, rejected, bad_write, reject_index = (s.pending, s.rejected, s.bad_write,
-                                                      s.reject_index)
+        wa, status, shadow = s.wa, s.status, s.shadow
         counter_pos, telemetry = s.counter_pos, s.telemetry
         r_data = Signal(32)
         r_live = Signal(32)
@@ -198,12 +206,17 @@ class RegisterFile(wiring.Component):
         rom_words = {}                    # word address -> constant (const_rom)
         is_const = Signal()
         mapped = Signal()
+        # per word: the bus address is that word's, and what a write of it needs (``_decode``:
+        # as is, or registered a clock ahead with ``write_setup``)
+        hits = []
         with m.Switch(wa):
             for r in self.regs:
                 for w in range(r.words):
                     lo_bit, hi_bit = 32 * w, min(32 * w + 32, r.width)
                     with m.Case(r.offset // 4 + w):
-                        m.d.comb += mapped.eq(1)
+                        hit = Signal(name=f"hit_{r.name}_{w}")
+                        m.d.comb += [mapped.eq(1), hit.eq(1)]
+                        hits.append((r, w, lo_bit, hi_bit, hit))
                         if r.secret:
                             # key material is write-only (fpq.regmap: access "secret"): no
                             # path from the shadow or the constant to r_data on any bus
@@ -226,38 +239,7 @@ class RegisterFile(wiring.Component):
                             m.d.comb += is_const.eq(1)
                         else:
                             read_words[r.offset // 4 + w] = word
-                        # bits of the written word above the register's width: must be zero
-                        excess = (bus.w_data[hi_bit - lo_bit:].any() if hi_bit - lo_bit < 32
-                                  else Const(0, 1))
-                        with m.If(bus.w_en):
-                            if r.kind == "config" and w == r.words - 1 and \
-                                    hi_bit - lo_bit < 32:
-                                # a value that does not fit: the shadow keeps its old value,
-                                # the next commit is rejected naming this register
-                                with m.If(excess):
-                                    m.d.sync += [bad_write.eq(1), overflow[r.name].eq(1)]
-                                with m.Else():
-                                    m.d.sync += [shadow[r.name][lo_bit:hi_bit].eq(
-                                        bus.w_data[:hi_bit - lo_bit]),
-                                        overflow[r.name].eq(0)]
-                            elif r.kind == "config":
-                                m.d.sync += shadow[r.name][lo_bit:hi_bit].eq(
-                                    bus.w_data[:hi_bit - lo_bit])
-                            elif r.kind == "counter":
-                                m.d.comb += self.counter_clear[counter_pos[r.name]].eq(1)
-                            elif r.name == "max_queue":
-                                m.d.comb += self.clear_max_queue.eq(1)
-                            elif r.name == "control":
-                                with m.If(excess):        # undefined bits: nothing happens
-                                    m.d.sync += bad_write.eq(1)
-                                with m.Else():
-                                    with m.If(bus.w_data & CONTROL_COMMIT):
-                                        m.d.sync += pending.eq(1)
-                                    with m.If(bus.w_data & CONTROL_CLEAR_ERRORS):
-                                        m.d.sync += [rejected.eq(0), bad_write.eq(0),
-                                                     reject_index.eq(0)]
-                            else:
-                                m.d.sync += bad_write.eq(1)
+        s.hits = hits
         s.r_data, s.r_live, s.read_words, s.rom_words, s.is_const, s.mapped = (
             r_data, r_live, read_words, rom_words, is_const, mapped)
 
@@ -314,9 +296,8 @@ class RegisterFile(wiring.Component):
             m.d.comb += bus.r_data.eq(r_live)
 
     def _tables(self, m, s):
-        """Table writes, into the inactive bank; a write to no register or table is
-        BAD_WRITE."""
-        bus, wa, mapped, rate_dirty, bad_write = s.bus, s.wa, s.mapped, s.rate_dirty, s.bad_write
+        """Table writes, into the inactive bank; a table's words are mapped."""
+        bus, wa, mapped, rate_dirty = s.bus, s.wa, s.mapped, s.rate_dirty
         for t in tables(self.build):
             base = t.offset // 4
             # the table's words are aligned to its power-of-two size, so the range check is
@@ -333,7 +314,59 @@ class RegisterFile(wiring.Component):
                                  self.rate_addr.eq(wa[:len(self.rate_addr)]),
                                  self.rate_data.eq(bus.w_data)]
                     m.d.sync += rate_dirty.eq(1)
-        with m.If(bus.w_en & ~mapped):
+    def _writes(self, m, s):
+        """The register words' writes: shadows (the top word's range), strobes of control and
+        counter words; a write to a read-only word, to no word, or of a value that does not
+        fit sets BAD_WRITE. With ``write_setup`` each word's hit, its value's fit and the
+        write's badness are registered a clock ahead (``addr`` and ``w_data`` are stable
+        then), so that ``w_en`` is the one late input of each enable."""
+        bus, shadow, overflow, bad_write = s.bus, s.shadow, s.overflow, s.bad_write
+        pending, rejected, reject_index = s.pending, s.rejected, s.reject_index
+        counter_pos = s.counter_pos
+
+        def decode(value, name):
+            if not self.write_setup:
+                return value
+            reg = Signal(name=name)
+            m.d.sync += reg.eq(value)
+            return reg
+        bad_terms = [~s.mapped]
+        for r, w, lo_bit, hi_bit, hit in s.hits:
+            # bits of the written word above the register's width: must be zero
+            excess = (bus.w_data[hi_bit - lo_bit:].any() if hi_bit - lo_bit < 32
+                      else Const(0, 1))
+            top_of_config = r.kind == "config" and w == r.words - 1 and hi_bit - lo_bit < 32
+            writable = (r.kind in ("config", "counter") or r.name in ("max_queue", "control"))
+            if top_of_config or r.name == "control":
+                bad_terms.append(hit & excess)
+            elif not writable:
+                bad_terms.append(hit)
+            sel = decode(hit, f"w_{r.name}_{w}")
+            fit = decode(~excess, f"fit_{r.name}_{w}")
+            with m.If(bus.w_en & sel):
+                if top_of_config:
+                    # a value that does not fit: the shadow keeps its old value, the next
+                    # commit is rejected naming this register
+                    with m.If(~fit):
+                        m.d.sync += overflow[r.name].eq(1)
+                    with m.Else():
+                        m.d.sync += [shadow[r.name][lo_bit:hi_bit].eq(
+                            bus.w_data[:hi_bit - lo_bit]), overflow[r.name].eq(0)]
+                elif r.kind == "config":
+                    m.d.sync += shadow[r.name][lo_bit:hi_bit].eq(bus.w_data[:hi_bit - lo_bit])
+                elif r.kind == "counter":
+                    m.d.comb += self.counter_clear[counter_pos[r.name]].eq(1)
+                elif r.name == "max_queue":
+                    m.d.comb += self.clear_max_queue.eq(1)
+                elif r.name == "control":
+                    with m.If(fit):                 # undefined bits: nothing happens
+                        with m.If(bus.w_data & CONTROL_COMMIT):
+                            m.d.sync += pending.eq(1)
+                        with m.If(bus.w_data & CONTROL_CLEAR_ERRORS):
+                            m.d.sync += [rejected.eq(0), bad_write.eq(0),
+                                         reject_index.eq(0)]
+        bad = decode(Cat(*bad_terms).any(), "write_is_bad")
+        with m.If(bus.w_en & bad):
             m.d.sync += bad_write.eq(1)
 
     def _commit(self, m, s):
