@@ -38,7 +38,7 @@ class UARTBridge(wiring.Component):
     (every decision reads flags registered a clock earlier, so the bridge keeps up with a
     150 MHz queue manager); the reply starts 2 clocks later. Throughput: one access per
     request (10 bytes on the line for a read round trip of 5 + 6 bytes: about 10 k reads/s
-    at 115200 baud). ``addr`` and ``w_data`` are set 3 clocks before ``w_en`` and held to
+    at 115200 baud). ``addr`` and ``w_data`` are set 4 clocks before ``w_en`` and held to
     the next request, which a target may rely on (``RegisterFile(write_setup=True)``).
 
     Parameters
@@ -89,8 +89,6 @@ class UARTBridge(wiring.Component):
         timeout = IDLE_TIMEOUT_BITS * self.divisor
         idle = Signal(range(timeout + 2))
         idle_expired = Signal()
-        addr = Signal(24)
-        w_data = Signal(32)
         addr_bad = Signal()              # address bits above the bus's width are set
         lock_hit = Signal()              # the word address is LOCK_ADDR's
         err_code = Signal(8)
@@ -119,12 +117,17 @@ class UARTBridge(wiring.Component):
         # set by a write to LOCK_ADDR, cleared only by reset: refuses every later write
         locked = Signal()
         m.d.comb += self.errors.eq(error | rx.framing_error)
+        # args ends with the checksum byte (args[56:64]): a write's address is args[0:24] and
+        # its data args[24:56]; a read's address is args[32:56]. args stays as it is from
+        # the request's last byte to the next request, so the bus takes them as they are
+        addr = Signal(24)
+        m.d.comb += [addr.eq(Mux(is_write, args[0:24], args[32:56])),
+                     self.bus.addr.eq(addr[:ADDR_BITS]), self.bus.w_data.eq(args[24:56])]
         m.d.sync += [self.bus.w_en.eq(0), self.bus.r_en.eq(0),
                      addr_bad.eq(addr[ADDR_BITS:] != 0),
                      # the word address against the lock's (the bits above are addr_bad's)
                      lock_hit.eq(addr[2:ADDR_BITS] == LOCK_ADDR >> 2),
                      idle_expired.eq(idle == timeout)]
-        m.d.comb += [self.bus.addr.eq(addr[:ADDR_BITS]), self.bus.w_data.eq(w_data)]
 
         with m.FSM() as fsm:
             with m.State("COMMAND"):
@@ -150,10 +153,6 @@ class UARTBridge(wiring.Component):
                 with m.Else():
                     m.d.sync += idle.eq(idle + 1)
             with m.State("SUM"):
-                # args ends with the checksum byte (args[56:64]): a write's address is
-                # args[0:24] and its data args[24:56]; a read's address is args[32:56]
-                m.d.sync += [addr.eq(Mux(is_write, args[0:24], args[32:56])),
-                             w_data.eq(args[24:56])]
                 # checksum ok iff the sum of the earlier bytes equals the last
                 with m.If(total_before != args[56:64]):
                     m.d.sync += err_code.eq(ERR_CHECKSUM)
@@ -161,7 +160,7 @@ class UARTBridge(wiring.Component):
                 with m.Else():
                     m.next = "DECODE"
             with m.State("DECODE"):
-                m.next = "CHECK"             # addr_bad and lock_hit follow addr
+                m.next = "CHECK"             # addr_bad and lock_hit follow args
             with m.State("CHECK"):
                 with m.If(addr_bad):
                     m.d.sync += err_code.eq(ERR_ADDRESS)
