@@ -96,9 +96,9 @@ class SelfTestSoC(wiring.Component):
         # clocks. "area" (a small FPGA at a low clock): neither, reads take 1
         speed = optimise == "speed"
         # the bridge sets a write's address and data clocks before it writes (UARTBridge):
-        # with "speed" the register file decodes them a clock ahead (write_setup)
+        # with "speed" the register file decodes them two clocks ahead (write_setup)
         self.regs = RegisterFile(self.build, const_rom=not speed, read_latency=2 if speed else 1,
-                                 write_setup=speed)
+                                 write_setup=2 if speed else 0)
         self.tg = TrafficGenerator(optimise, read_latency=self.regs.read_latency)
         self.bus_register = speed
         self.bridge = UARTBridge(self.divisor, read_latency=int(self.bus_register)

@@ -14,13 +14,16 @@ from fpq.regmap import (registers, tables, CONTROL_COMMIT, CONTROL_CLEAR_ERRORS,
 
 from .layouts import config_layout, fixed_registers
 
-__all__ = ["BusSignature", "RegisterFile", "ADDR_BITS", "READ_LATENCIES"]
+__all__ = ["BusSignature", "RegisterFile", "ADDR_BITS", "READ_LATENCIES", "WRITE_SETUPS"]
 
 #: Byte-address width of the bus (the r(N) table of the largest build ends below 2**20).
 ADDR_BITS = 20
 #: ``RegisterFile``'s read latencies: 1 (one multiplexer) or 2 (the multiplexer in two
 #: registered stages, for a fast clock).
 READ_LATENCIES = (1, 2)
+#: ``RegisterFile(write_setup=)`` choices: clocks ``addr`` and ``w_data`` are stable before
+#: ``w_en``.
+WRITE_SETUPS = (0, 1, 2)
 #: Word-address bits the first stage of a two-stage read selects on (16 words per group).
 _GROUP_BITS = 4
 
@@ -87,14 +90,15 @@ class RegisterFile(wiring.Component):
         groups, then the group), ``r_data`` two clocks after ``r_en``, for a clock at which
         one multiplexer from the bus address to ``r_data`` is too slow (the ULX3S design's
         critical path was that multiplexer). Not with ``const_rom``.
-    write_setup : bool
-        The bus in front promises ``addr`` and ``w_data`` stable from the clock before
-        ``w_en`` (the boards' UART bridge sets them clocks before it writes): the write's
-        decode (the word it hits, its range check, whether it is a bad write) is then
-        registered from them every clock, and ``w_en`` only enables it, for a clock at
-        which decoding the address in ``w_en``'s clock is too slow (the ULX3S at 150 MHz).
-        Writes take effect in the same clock either way. Default off (AXI4-Lite and
-        Wishbone give no such promise).
+    write_setup : int
+        One of ``WRITE_SETUPS``: the clocks before ``w_en`` from which the bus in front
+        promises ``addr`` and ``w_data`` stable (the boards' UART bridge sets them clocks
+        before it writes). With 1 the write's decode (the word it hits, its value's fit,
+        whether it is a bad write) is registered from them every clock and ``w_en`` only
+        enables it; with 2 whether the write is bad is an OR of registered terms,
+        registered again: for a clock at which decoding the address in ``w_en``'s clock is
+        too slow (the ULX3S at 150 MHz). Writes take effect in the same clock either way.
+        Default 0 (AXI4-Lite and Wishbone give no such promise).
 
     Attributes
     ----------
@@ -109,7 +113,7 @@ class RegisterFile(wiring.Component):
         From the queue manager's ports of the same names.
     """
 
-    def __init__(self, build, const_rom=False, read_latency=1, write_setup=False):
+    def __init__(self, build, const_rom=False, read_latency=1, write_setup=0):
         if read_latency not in READ_LATENCIES:
             raise ValueError(f"read_latency: {read_latency!r} must be one of "
                              f"{', '.join(map(str, READ_LATENCIES))}")
@@ -118,7 +122,10 @@ class RegisterFile(wiring.Component):
         self.build = build
         self.const_rom = bool(const_rom)
         self.read_latency = read_latency
-        self.write_setup = bool(write_setup)
+        if write_setup not in WRITE_SETUPS:
+            raise ValueError(f"write_setup: {write_setup!r} must be one of "
+                             f"{', '.join(map(str, WRITE_SETUPS))}")
+        self.write_setup = write_setup
         self.regs = registers(build)
         self.defaults = Config(build=build).registers()
         layout = config_layout(build)
@@ -330,6 +337,7 @@ class RegisterFile(wiring.Component):
             reg = Signal(name=name)
             m.d.sync += reg.eq(value)
             return reg
+
         bad_terms = [~s.mapped]
         for r, w, lo_bit, hi_bit, hit in s.hits:
             # bits of the written word above the register's width: must be zero
@@ -365,6 +373,9 @@ class RegisterFile(wiring.Component):
                         with m.If(bus.w_data & CONTROL_CLEAR_ERRORS):
                             m.d.sync += [rejected.eq(0), bad_write.eq(0),
                                          reject_index.eq(0)]
+        if self.write_setup >= 2:
+            # each term registered, then their OR: two clocks from the address and data
+            bad_terms = [decode(t, f"bad_term{i}") for i, t in enumerate(bad_terms)]
         bad = decode(Cat(*bad_terms).any(), "write_is_bad")
         with m.If(bus.w_en & bad):
             m.d.sync += bad_write.eq(1)

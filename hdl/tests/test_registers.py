@@ -10,7 +10,7 @@ from fpq.queue_averager import ewma_time_constant
 from fpq.regmap import (registers, tables, check_registers, ID_VALUE, CONTROL_COMMIT,
                         CONTROL_CLEAR_ERRORS, STATUS_BITS, STATUS_REJECT_INDEX_SHIFT)
 from fpq.queue_manager import COUNTERS
-from fpq_hdl.registers import RegisterFile
+from fpq_hdl.registers import RegisterFile, WRITE_SETUPS
 from amaranth import Module
 from amaranth.lib import wiring
 
@@ -40,9 +40,9 @@ class Host:
         c, b = self.ctx, self.dut.bus
         c.set(b.addr, addr)
         c.set(b.w_data, value & 0xFFFFFFFF)
-        if self.dut.write_setup:
-            # the promise: address and data a clock before the write (before that the bus
-            # holds the previous access's, so a decode later than promised would show)
+        # the promise: address and data write_setup clocks before the write (before that the
+        # bus holds the previous access's, so a decode later than promised would show)
+        for _ in range(self.dut.write_setup):
             await c.tick()
         c.set(b.w_en, 1)
         _, _, clear, cmq, rate_we = await c.tick().sample(self.dut.counter_clear,
@@ -87,7 +87,7 @@ class Host:
         return {name: self.ctx.get(self.dut.config[name]) for name in self.dut.config.shape().members}
 
 
-def simulate(bench, build=BUILD, const_rom=False, read_latency=1, write_setup=False):
+def simulate(bench, build=BUILD, const_rom=False, read_latency=1, write_setup=0):
     dut = RegisterFile(build, const_rom=const_rom, read_latency=read_latency,
                        write_setup=write_setup)
     sim = Simulator(dut)
@@ -161,7 +161,7 @@ def test_commit_of_a_new_hash_key_pulses_wipe_and_rekey_once():
     simulate(bench)
 
 
-@pytest.mark.parametrize("write_setup", [False, True])
+@pytest.mark.parametrize("write_setup", WRITE_SETUPS)
 def test_out_of_range_commit_is_rejected_naming_the_first_bad_register(write_setup):
     async def bench(ctx, dut, host):
         before = host.active()
@@ -205,7 +205,7 @@ def test_commit_waits_for_an_empty_pipeline():
     simulate(bench)
 
 
-@pytest.mark.parametrize("write_setup", [False, True])
+@pytest.mark.parametrize("write_setup", WRITE_SETUPS)
 def test_counters_read_64_bits_and_clear_on_write_and_bad_writes(write_setup):
     async def bench(ctx, dut, host):
         rnd = random.Random(1)
@@ -517,7 +517,7 @@ def _mapped_words(build):
     return words
 
 
-@pytest.mark.parametrize("write_setup", [False, True])
+@pytest.mark.parametrize("write_setup", WRITE_SETUPS)
 def test_value_wider_than_its_register_is_refused_and_rejects_every_commit(write_setup):
     """For every config register whose top word has unused bits: a write with a bit above the
     width keeps the old shadow, sets BAD_WRITE, and commits are rejected naming the register
@@ -557,7 +557,7 @@ def test_value_wider_than_its_register_is_refused_and_rejects_every_commit(write
     simulate(bench, write_setup=write_setup)
 
 
-@pytest.mark.parametrize("write_setup", [False, True])
+@pytest.mark.parametrize("write_setup", WRITE_SETUPS)
 def test_random_register_writes_and_commits_follow_check_registers(write_setup):
     """300 commits of 1-3 random register writes each (values at and around the range ends,
     at the width's end, random, wider than the register): the commit is accepted exactly when
@@ -607,7 +607,7 @@ def test_random_register_writes_and_commits_follow_check_registers(write_setup):
     simulate(bench, write_setup=write_setup)
 
 
-@pytest.mark.parametrize("write_setup", [False, True])
+@pytest.mark.parametrize("write_setup", WRITE_SETUPS)
 def test_read_only_undefined_and_control_writes(write_setup):
     """Every word of every read-only register, every unmapped word below the first table and a
     spread of unmapped words around and between the tables: a write sets BAD_WRITE and changes
@@ -821,6 +821,8 @@ def test_bad_read_latency_is_rejected():
         RegisterFile(BUILD, read_latency=3)
     with pytest.raises(ValueError, match="read_latency: 2 with const_rom must be 1"):
         RegisterFile(BUILD, const_rom=True, read_latency=2)
+    with pytest.raises(ValueError, match="write_setup: 3 must be one of 0, 1, 2"):
+        RegisterFile(BUILD, write_setup=3)
 
 
 def test_constant_words_from_a_rom_read_as_from_the_multiplexer():
