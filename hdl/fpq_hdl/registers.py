@@ -316,11 +316,21 @@ class RegisterFile(wiring.Component):
             assert t.name == "rate_table"
             with m.If(in_table):
                 m.d.comb += mapped.eq(1)
-                with m.If(bus.w_en):
+            if self.write_setup:
+                # the write registered on its way to the block RAMs, its word's decode a
+                # clock ahead (the table is write-only, and a commit comes clocks later)
+                in_table_r = Signal(name="w_rate_table")
+                m.d.sync += [in_table_r.eq(in_table),
+                             self.rate_we.eq(bus.w_en & in_table_r),
+                             self.rate_addr.eq(wa[:len(self.rate_addr)]),
+                             self.rate_data.eq(bus.w_data)]
+                in_table = in_table_r
+            with m.If(in_table & bus.w_en):
+                if not self.write_setup:
                     m.d.comb += [self.rate_we.eq(1),
                                  self.rate_addr.eq(wa[:len(self.rate_addr)]),
                                  self.rate_data.eq(bus.w_data)]
-                    m.d.sync += rate_dirty.eq(1)
+                m.d.sync += rate_dirty.eq(1)
     def _writes(self, m, s):
         """The register words' writes: shadows (the top word's range), strobes of control and
         counter words; a write to a read-only word, to no word, or of a value that does not
