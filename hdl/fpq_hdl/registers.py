@@ -279,12 +279,14 @@ class RegisterFile(wiring.Component):
                             m.d.sync += reg.eq(word)
                     with m.Default():
                         m.d.sync += reg.eq(0)
-            high1, r_en1 = Signal(len(wa) - _GROUP_BITS), Signal()
-            m.d.sync += [high1.eq(wa[_GROUP_BITS:]), r_en1.eq(bus.r_en)]
-            with m.Switch(high1):
-                for g, reg in group_regs.items():
-                    with m.Case(g):
-                        m.d.comb += r_data.eq(reg)
+            # the group: one select of a power-of-two array of the group registers (a tree
+            # of wide multiplexers, not a chain of compares), 0 above them
+            sel_bits = max(1, max(group_regs).bit_length())
+            high1, r_en1 = Signal(sel_bits), Signal()
+            m.d.sync += [high1.eq(wa[_GROUP_BITS:]),
+                         r_en1.eq(bus.r_en & (wa[_GROUP_BITS + sel_bits:] == 0))]
+            m.d.comb += r_data.eq(Array(group_regs.get(g, Const(0, 32))
+                                        for g in range(1 << sel_bits))[high1])
             m.d.sync += r_live.eq(Mux(r_en1, r_data, 0))
         if self.const_rom:
             # the constant words from a ROM read in the same clock as the multiplexer's
