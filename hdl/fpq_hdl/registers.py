@@ -327,6 +327,7 @@ class RegisterFile(wiring.Component):
                              self.rate_addr.eq(wa[:len(self.rate_addr)]),
                              self.rate_data.eq(bus.w_data)]
                 in_table = in_table_r
+            s.table_hit = in_table
             with m.If(in_table & bus.w_en):
                 if not self.write_setup:
                     m.d.comb += [self.rate_we.eq(1),
@@ -351,6 +352,9 @@ class RegisterFile(wiring.Component):
             return reg
 
         bad_terms = [~s.mapped]
+        # with write_setup 2 the same terms from the registered hits and fits (and "no word"
+        # from their OR, not from the address), ORed and registered in the second clock
+        late_terms, late_hits = [], [s.table_hit]
         for r, w, lo_bit, hi_bit, hit in s.hits:
             # bits of the written word above the register's width: must be zero
             excess = (bus.w_data[hi_bit - lo_bit:].any() if hi_bit - lo_bit < 32
@@ -363,6 +367,11 @@ class RegisterFile(wiring.Component):
                 bad_terms.append(hit)
             sel = decode(hit, f"w_{r.name}_{w}")
             fit = decode(~excess, f"fit_{r.name}_{w}")
+            late_hits.append(sel)
+            if top_of_config or r.name == "control":
+                late_terms.append(sel & ~fit)
+            elif not writable:
+                late_terms.append(sel)
             with m.If(bus.w_en & sel):
                 if top_of_config:
                     # a value that does not fit: the shadow keeps its old value, the next
@@ -386,8 +395,7 @@ class RegisterFile(wiring.Component):
                             m.d.sync += [rejected.eq(0), bad_write.eq(0),
                                          reject_index.eq(0)]
         if self.write_setup >= 2:
-            # each term registered, then their OR: two clocks from the address and data
-            bad_terms = [decode(t, f"bad_term{i}") for i, t in enumerate(bad_terms)]
+            bad_terms = late_terms + [~Cat(*late_hits).any()]
         bad = decode(Cat(*bad_terms).any(), "write_is_bad")
         with m.If(bus.w_en & bad):
             m.d.sync += bad_write.eq(1)
