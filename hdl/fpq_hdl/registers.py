@@ -96,9 +96,11 @@ class RegisterFile(wiring.Component):
         before it writes). With 1 the write's decode (the word it hits, its value's fit,
         whether it is a bad write) is registered from them every clock and ``w_en`` only
         enables it; with 2 whether the write is bad is an OR of registered terms,
-        registered again: for a clock at which decoding the address in ``w_en``'s clock is
-        too slow (the ULX3S at 150 MHz). Writes take effect in the same clock either way.
-        Default 0 (AXI4-Lite and Wishbone give no such promise).
+        registered again, and a commit is decided a clock before it applies (3 clocks after
+        ``idle``, at least 5 after the last write): for a clock at which decoding the
+        address in ``w_en``'s clock is too slow (the ULX3S at 150 MHz). Writes take effect
+        in the same clock either way. Default 0 (AXI4-Lite and Wishbone give no such
+        promise).
 
     Attributes
     ----------
@@ -456,14 +458,27 @@ class RegisterFile(wiring.Component):
         m.d.sync += [bad_any.eq(any_comb), bad_idx.eq(idx_comb),
                      wrote.eq(Cat(bus.w_en, wrote[0]))]
 
-        m.d.comb += self.hold.eq(pending | applying)
+        ready = pending & self.idle & ~self.busy & ~wrote.any() & ~bus.w_en
+        if self.write_setup >= 2:
+            # the decision registered, the commit a clock later: its enable of every
+            # configuration register then starts at a register, not at the queue manager's
+            # idle across the chip (the hold covers the clock between)
+            go = Signal(name="commit_go")
+            m.d.sync += go.eq(0)
+            with m.If(started & ready):
+                m.d.sync += [go.eq(1), pending.eq(0)]
+            m.d.comb += self.hold.eq(pending | go | applying)
+        else:
+            go = ready
+            m.d.comb += self.hold.eq(pending | applying)
         m.d.sync += [self.load_rng_decide.eq(0), self.load_rng_clear.eq(0), self.wipe.eq(0),
                      self.rekey.eq(0), self.restart.eq(0), applying.eq(0)]
         with m.If(~started):
             m.d.sync += [started.eq(1), self.load_rng_decide.eq(1), self.load_rng_clear.eq(1),
                          self.restart.eq(1)]
-        with m.Elif(pending & self.idle & ~self.busy & ~wrote.any() & ~bus.w_en):
-            m.d.sync += pending.eq(0)
+        with m.Elif(go):
+            if not self.write_setup >= 2:
+                m.d.sync += pending.eq(0)
             with m.If(bad_any):
                 m.d.sync += [rejected.eq(1), reject_index.eq(bad_idx)]
             with m.Else():
