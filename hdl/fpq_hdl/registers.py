@@ -275,12 +275,9 @@ class RegisterFile(wiring.Component):
             group_regs = {}
             for g, words in sorted(groups.items()):
                 reg = group_regs[g] = Signal(32, name=f"read_group_{g}")
-                with m.Switch(wa[:_GROUP_BITS]):
-                    for low, word in words.items():
-                        with m.Case(low):
-                            m.d.sync += reg.eq(word)
-                    with m.Default():
-                        m.d.sync += reg.eq(0)
+                # one select of a power-of-two array (a tree of wide multiplexers)
+                m.d.sync += reg.eq(Array(words.get(low, Const(0, 32))
+                                         for low in range(1 << _GROUP_BITS))[wa[:_GROUP_BITS]])
             # the group: one select of a power-of-two array of the group registers (a tree
             # of wide multiplexers, not a chain of compares), 0 above them
             sel_bits = max(1, max(group_regs).bit_length())
