@@ -114,9 +114,7 @@ def summarise(spec, build_dir, build, clk_mhz, elapsed=None):
     return {
         "board": spec.name, "family": spec.family,
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "build": {"vec_bits": build.vec_bits, "table_depth": build.table_depth,
-                  "avg_delay": build.avg_delay,
-                  "fixed": build.fixed_json()},
+        "build": build.to_json(),
         "clock_mhz": round(clk_mhz, 3), "goal_mhz": spec.goal_mhz, "goal": spec.goal_text,
         "fmax": fmax, "fmax_mhz": worst,
         "timing_met": worst >= clk_mhz, "goal_met": worst >= spec.goal_mhz,

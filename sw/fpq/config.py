@@ -138,6 +138,14 @@ class Build:
         """The fixed fields as a dict."""
         return dict(self.fixed)
 
+    def to_json(self):
+        """The build as a dict of JSON values, for reports and generated maps: sizes,
+        ``avg_delay``, the hash's choices and the fixed fields (``fixed_json``)."""
+        return {"vec_bits": self.vec_bits, "table_depth": self.table_depth,
+                "avg_delay": self.avg_delay, "hash_input": self.hash_input,
+                "hash_mix": self.hash_mix, "flow_key": self.flow_key,
+                "fixed": self.fixed_json()}
+
     def fixed_json(self, reveal_secrets=False):
         """The fixed fields as a dict of JSON values (bytes as hex), for reports: a key field
         (``Field.secret``) shows as ``SECRET_SHOWN`` unless ``reveal_secrets``."""

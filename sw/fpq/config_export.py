@@ -136,17 +136,12 @@ def _status_json(build):
             "reject_index_shift": STATUS_REJECT_INDEX_SHIFT, "reject_index_mask": 0xFF}
 
 
-def _build_json(build):
-    return {"vec_bits": build.vec_bits, "table_depth": build.table_depth,
-            "avg_delay": build.avg_delay, "fixed": build.fixed_json()}
-
-
 def to_json(config):
     """The JSON document of the module docstring's schema, as text."""
     contents = table_contents(config)
     doc = {
         "format": FORMAT_NAME, "version": FORMAT_VERSION,
-        "build": _build_json(config.build),
+        "build": config.build.to_json(),
         "config": config.to_dict(),
         "registers": {name: f"{value:#x}" for name, value in config.registers().items()},
         "expect": [w.to_json() for w in expected_reads(config)],

@@ -288,9 +288,7 @@ def _shown_reset(r):
 def to_json(build=None):
     build = build or Build()
     return json.dumps({
-        "build": {"vec_bits": build.vec_bits, "table_depth": build.table_depth,
-                  "avg_delay": build.avg_delay,
-                  "fixed": build.fixed_json()},
+        "build": build.to_json(),
         "bus": {"data_bits": 32, "address": "byte", "word_order": "least significant first"},
         "registers": [dict(r.__dict__, words=r.words, index=i, reset=_shown_reset(r))
                       for i, r in enumerate(registers(build))],

@@ -81,6 +81,7 @@ def test_json_document_follows_its_schema(tmp_path, capsys):
     doc = json.loads(capsys.readouterr().out)
     assert (doc["format"], doc["version"]) == ("fpq-config", 1)
     assert doc["build"] == {"vec_bits": 128, "table_depth": 32, "avg_delay": 14,
+                            "hash_input": "5-tuple", "hash_mix": True, "flow_key": "ipv4",
                             "fixed": {"seed_decide": 9}}
     assert [w["name"] for w in doc["expect"][:2]] == ["id", "build"]
     assert doc["expect"][0]["value"] == 0x46505131

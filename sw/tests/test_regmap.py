@@ -164,6 +164,7 @@ def test_regmap_writes_a_build_s_files_relative_to_the_current_folder(tmp_path, 
                                                     "regmap.json"]
     doc = json.loads((tmp_path / "map" / "regmap.json").read_text())
     assert doc["build"] == {"vec_bits": 64, "table_depth": 16, "avg_delay": 14,
+                            "hash_input": "5-tuple", "hash_mix": True, "flow_key": "ipv4",
                             "fixed": {"mode": "red"}}
     regs = {r["name"]: r for r in doc["registers"]}
     assert regs["v_max"]["hi"] == 64 and regs["mode"]["kind"] == "fixed"
