@@ -171,7 +171,7 @@ def read_build(client, build=None):
                           "register bit 17), which the register does not list: name the "
                           "board (fpq board monitor --board NAME) or pass its Build")
     from fpq.flow_hash import HASH_INPUTS
-    from fpq.regmap import BUILD_PLAIN_HASH_BIT, BUILD_HASH_INPUT_SHIFT
+    from fpq.regmap import BUILD_PLAIN_HASH_BIT, BUILD_HASH_INPUT_SHIFT, BUILD_IPV6_BIT
     hash_input = (b >> BUILD_HASH_INPUT_SHIFT) & 3
     if hash_input >= len(HASH_INPUTS):
         raise BridgeError(f"build: the board's build register {b:#x} names hash input "
@@ -179,7 +179,8 @@ def read_build(client, build=None):
                           f"{len(HASH_INPUTS) - 1})")
     return Build(vec_bits=1 << (b & 31), table_depth=1 << ((b >> 5) & 31),
                  avg_delay=(b >> 10) & 127, hash_input=HASH_INPUTS[hash_input],
-                 hash_mix=not b >> BUILD_PLAIN_HASH_BIT & 1)
+                 hash_mix=not b >> BUILD_PLAIN_HASH_BIT & 1,
+                 flow_key="ipv6" if b >> BUILD_IPV6_BIT & 1 else "ipv4")
 
 
 def configure(client, tick_hz, wait=None, tables_to_load=("rate_table",), build=None,

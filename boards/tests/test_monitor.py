@@ -193,12 +193,13 @@ def test_help_says_the_clock_is_the_time_base(capsys):
 
 def test_read_build_decodes_sizes_and_avg_delay():
     """The build register's fields, avg_delay included ([16:10], ``fpq.regmap.build_word``),
-    and the hash options ([18] no mix, [20:19] hash input)."""
+    and the hash options ([18] no mix, [20:19] hash input, [21] IPv6 flow keys)."""
     from fpq.regmap import build_word
     from fpq_boards.monitor import read_build
     for b in (Build(vec_bits=2048, table_depth=512, avg_delay=20), Build(vec_bits=64,
               table_depth=65536, avg_delay=127), Build(),
-              Build(hash_input="rss", hash_mix=False), Build(hash_input="descriptor")):
+              Build(hash_input="rss", hash_mix=False), Build(hash_input="descriptor"),
+              Build(flow_key="ipv6"), Build(flow_key="ipv6", hash_input="rss")):
         class Client:
             def read(self, addr):
                 assert addr == 0x004
