@@ -106,27 +106,27 @@ def _fifo_one_short(*args, depth, **kwargs):
 def _no_forwarding():
     # the vector's read-after-write forwarding of the bank words: the old words come straight
     # from the RAMs
-    src = inspect.getsource(fc_mod.FlowCounter.elaborate)
+    src = inspect.getsource(fc_mod.FlowCounter._vector)
     start = src.index("def forward(")
     ret = src.index("return ", start)
     line = src[ret:src.index("\n", ret)]
     if "r_data" not in line:
-        raise AssertionError(f"fault anchor: FlowCounter.elaborate's forward() no longer "
+        raise AssertionError(f"fault anchor: FlowCounter._vector's forward() no longer "
                              f"returns a RAM read ({line!r}); update tb_lib/faults.py")
-    return mutate(fc_mod.FlowCounter, "elaborate", [(line, "return rams[key].r_data")])
+    return mutate(fc_mod.FlowCounter, "_vector", [(line, "return rams[key].r_data")])
 
 
 def _no_logical_old_bit():
     # the logical forwarding of the old bit (a set or clear of the three slots before decides
     # it, not the RAMs): N from the RAMs' bits alone
-    return mutate(fc_mod.FlowCounter, "elaborate",
+    return mutate(fc_mod.FlowCounter, "_vector",
                   [('old_a = Mux(hit_a, val_a, rams["pa"].r_data ^ rams["qa"].r_data)',
                     'old_a = rams["pa"].r_data ^ rams["qa"].r_data')])
 
 
 def _same_slot_clear():
     # a clear and a set of the same index in one slot: the clear's write is no longer dropped
-    return mutate(fc_mod.FlowCounter, "elaborate", [("cw = cv2 & ~same", "cw = cv2")])
+    return mutate(fc_mod.FlowCounter, "_vector", [("cw = cv2 & ~same", "cw = cv2")])
 
 
 def _owed_fraction_dropped():
@@ -139,8 +139,8 @@ def _owed_fraction_dropped():
 def _sample_weight_at_update():
     # a sample's weight taken when the averager updates (22 clocks later), not in the
     # sample's clock: wrong for samples in flight across a commit of wq_shift
-    return mutate(qm_mod.QueueManager, "elaborate",
-                  [("qa.wq_shift.eq(wq_s)", "qa.wq_shift.eq(cfg.wq_shift)")])
+    return mutate(qm_mod.QueueManager, "_sample",
+                  [("s.qa.wq_shift.eq(wq_s)", "s.qa.wq_shift.eq(s.cfg.wq_shift)")])
 
 
 def _admission_bit_ignores_forced():
