@@ -23,7 +23,6 @@ import functools
 import importlib.util
 import json
 import os
-import re
 import signal
 import statistics
 import subprocess
