@@ -8,7 +8,8 @@ from fpq.formats import QPKTS_BITS
 from fpq.queue_manager import ENQUEUE, MARK, DROP_EARLY, DROP_FORCED
 from fpq.regmap import RegisterSpec, place
 from fpq_hdl.layouts import ARRIVAL, DEPARTURE, VERDICT, check_optimise
-from fpq_hdl.registers import BusSignature
+from fpq_hdl.flow_counter import step_counter
+from fpq_hdl.registers import BusSignature, word_select
 
 __all__ = ["TG_BASE", "TG_SIZE", "TG_ID", "TG_SPECS", "TG_REGISTERS", "TG_REG",
            "TrafficGenerator", "flow_key"]
@@ -165,13 +166,10 @@ class TrafficGenerator(wiring.Component):
         if self.read_latency == 2:
             r_word, r_en = Signal(6, name="r_word"), Signal(name="r_en")
             m.d.sync += [r_word.eq(bus.addr[2:8]), r_en.eq(bus.r_en)]
-        # the read: one select of a power-of-two array (a tree of wide multiplexers, not a
-        # chain of compares), 0 for unmapped words
-        words = [Const(0, 32)] * 16
-        for r in TG_REGISTERS:
-            words[(r.offset - TG_BASE) // 4] = regs[r.name]
-        assert all((r.offset - TG_BASE) // 4 < 16 for r in TG_REGISTERS)
-        m.d.sync += bus.r_data.eq(Mux(r_en & (r_word[4:] == 0), Array(words)[r_word[:4]], 0))
+        # the read: a select of the 16 words (0 for unmapped ones), 0 above them
+        words = {(r.offset - TG_BASE) // 4: regs[r.name] for r in TG_REGISTERS}
+        m.d.sync += bus.r_data.eq(Mux(r_en & (r_word[4:] == 0), word_select(words, r_word[:4]),
+                                      0))
         # With read_latency 2 a write takes effect a clock after the bus's: its word's decode
         # and the value's range check (two compares) are registered first, so that the write
         # itself is one enable of registers; a read in the next clock still sees it (it
@@ -282,8 +280,6 @@ class TrafficGenerator(wiring.Component):
         enq = Signal()
         m.d.sync += enq.eq(v.valid & ((act == ENQUEUE) | (act == MARK)))
         backlog = regs["tg_backlog"]
-        b_p1 = Signal.like(backlog, init=1, name="backlog_p1")
-        b_m1 = Signal.like(backlog, init=(1 << len(backlog)) - 1, name="backlog_m1")
         nonzero = Signal()
         dep = self.departures
         drain_timer = Signal(16)
@@ -303,9 +299,7 @@ class TrafficGenerator(wiring.Component):
         # the live register, not a register of its own
         m.d.sync += dep.valid.eq(dep_go)
         m.d.comb += dep.payload.length.eq(regs["tg_length"])
-        backlog_next = Signal.like(backlog)
-        m.d.comb += backlog_next.eq(Mux(enq == dep_go, backlog, Mux(enq, b_p1, b_m1)))
-        m.d.sync += [backlog.eq(backlog_next), b_p1.eq(backlog_next + 1),
-                     b_m1.eq(backlog_next - 1), nonzero.eq(backlog_next != 0)]
+        backlog_next, _, _ = step_counter(m, backlog, enq, dep_go)
+        m.d.sync += nonzero.eq(backlog_next != 0)
         m.d.comb += self.backlog_nonzero.eq(nonzero)
         return m

@@ -9,7 +9,25 @@ from .block_ram import BlockRAM
 from .layouts import config_layout
 from .random_source import RandomSource
 
-__all__ = ["FlowCounter"]
+__all__ = ["FlowCounter", "step_counter"]
+
+
+def step_counter(m, value, up, down, clear=None, next=None):
+    """Update ``value``, a counter that moves by one (``up``, ``down``, both or neither) and
+    to 0 on ``clear``, and return ``(next, value + 1, value - 1)``. Its next value is a
+    select of registers (``value`` and ``value`` +- 1, kept beside it), so no adder lies
+    between the events and the next value, nor between it and what the user computes of
+    it; the +- 1 registers serve compares that must follow the select. ``next``: a signal
+    to drive with the next value (default: a new one)."""
+    name, width = value.name, len(value)
+    p1 = Signal(width, init=1, name=f"{name}_p1")
+    m1 = Signal(width, init=(1 << width) - 1, name=f"{name}_m1")
+    if next is None:
+        next = Signal(width, name=f"{name}_next")
+    step = Mux(up == down, value, Mux(up, p1, m1))
+    m.d.comb += next.eq(step if clear is None else Mux(clear, 0, step))
+    m.d.sync += [p1.eq(next + 1), m1.eq(next - 1), value.eq(next)]
+    return next, p1, m1
 
 
 class FlowCounter(wiring.Component):
@@ -287,12 +305,9 @@ class FlowCounter(wiring.Component):
         inc, dec, wipe3 = Signal(), Signal(), Signal()
         m.d.sync += [inc.eq(set_w), dec.eq(clr_w), wipe3.eq(wipe2)]
         n = Signal(17)
-        # n + 1 and n - 1 in registers beside n: n_next is then a select, without an adder in
-        # front of the user's function of it (DropProbability's cap compare)
-        n_p1, n_m1 = Signal(17, init=1, name="n_p1"), Signal(17, init=(1 << 17) - 1,
-                                                             name="n_m1")
-        m.d.comb += self.n_next.eq(Mux(wipe3, 0, Mux(inc == dec, n, Mux(inc, n_p1, n_m1))))
-        m.d.sync += [n_p1.eq(self.n_next + 1), n_m1.eq(self.n_next - 1), n.eq(self.n_next)]
+        # n_next a select of registers, without an adder in front of the user's function of
+        # it (DropProbability's cap compare)
+        _, n_p1, n_m1 = step_counter(m, n, inc, dec, clear=wipe3, next=self.n_next)
         m.d.comb += self.n_raw.eq(n)
         # ``n > n_cap`` as a register beside n: each candidate's compare (n, n + 1, n - 1, all
         # registers) selected as n_next is, so no compare follows the select

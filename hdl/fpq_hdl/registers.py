@@ -14,7 +14,8 @@ from fpq.regmap import (registers, tables, CONTROL_COMMIT, CONTROL_CLEAR_ERRORS,
 
 from .layouts import config_layout, fixed_registers
 
-__all__ = ["BusSignature", "RegisterFile", "ADDR_BITS", "READ_LATENCIES", "WRITE_SETUPS"]
+__all__ = ["BusSignature", "RegisterFile", "ADDR_BITS", "READ_LATENCIES", "WRITE_SETUPS",
+           "word_select"]
 
 #: Byte-address width of the bus (the r(N) table of the largest build ends below 2**20).
 ADDR_BITS = 20
@@ -26,6 +27,15 @@ READ_LATENCIES = (1, 2)
 WRITE_SETUPS = (0, 1, 2)
 #: Word-address bits the first stage of a two-stage read selects on (16 words per group).
 _GROUP_BITS = 4
+
+
+def word_select(words, sel):
+    """``words[sel]``, 0 where ``words`` (a dict: index -> 32-bit value) has none, for every
+    value of ``sel``: one select of a power-of-two array, which Yosys makes a tree of wide
+    multiplexers on ``sel``'s bits (a chain of compares, one per word, is what a ``Switch``
+    over sparse addresses becomes)."""
+    assert all(0 <= i < 1 << len(sel) for i in words), "a word's index beyond the select"
+    return Array(words.get(i, Const(0, 32)) for i in range(1 << len(sel)))[sel]
 
 
 class BusSignature(wiring.Signature):
@@ -275,17 +285,13 @@ class RegisterFile(wiring.Component):
             group_regs = {}
             for g, words in sorted(groups.items()):
                 reg = group_regs[g] = Signal(32, name=f"read_group_{g}")
-                # one select of a power-of-two array (a tree of wide multiplexers)
-                m.d.sync += reg.eq(Array(words.get(low, Const(0, 32))
-                                         for low in range(1 << _GROUP_BITS))[wa[:_GROUP_BITS]])
-            # the group: one select of a power-of-two array of the group registers (a tree
-            # of wide multiplexers, not a chain of compares), 0 above them
+                m.d.sync += reg.eq(word_select(words, wa[:_GROUP_BITS]))
+            # the group: a select of the group registers, 0 above them
             sel_bits = max(1, max(group_regs).bit_length())
             high1, r_en1 = Signal(sel_bits), Signal()
             m.d.sync += [high1.eq(wa[_GROUP_BITS:]),
                          r_en1.eq(bus.r_en & (wa[_GROUP_BITS + sel_bits:] == 0))]
-            m.d.comb += r_data.eq(Array(group_regs.get(g, Const(0, 32))
-                                        for g in range(1 << sel_bits))[high1])
+            m.d.comb += r_data.eq(word_select(group_regs, high1))
             m.d.sync += r_live.eq(Mux(r_en1, r_data, 0))
         if self.const_rom:
             # the constant words from a ROM read in the same clock as the multiplexer's
