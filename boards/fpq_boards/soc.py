@@ -10,7 +10,7 @@ from fpq_hdl.layouts import ARRIVAL
 from fpq.config import Build
 from fpq.formats import COUNTER_BITS
 from fpq_hdl.queue_manager import QueueManager
-from fpq_hdl.registers import RegisterFile
+from fpq_hdl.registers import RegisterFile, WRITE_SETUPS, READ_SETUPS
 
 from .traffic_generator import TrafficGenerator, TG_BASE, TG_SIZE
 from .uart_bridge import UARTBridge
@@ -96,9 +96,12 @@ class SelfTestSoC(wiring.Component):
         # clocks. "area" (a small FPGA at a low clock): neither, reads take 1
         speed = optimise == "speed"
         # the bridge sets a write's address and data clocks before it writes (UARTBridge):
-        # with "speed" the register file decodes them two clocks ahead (write_setup)
-        self.regs = RegisterFile(self.build, const_rom=not speed, read_latency=2 if speed else 1,
-                                 write_setup=2 if speed else 0)
+        # (SETUP): with "speed" the register file decodes them as many clocks ahead as it
+        # can (write_setup, read_setup; the bus register delays w_en and r_en with them)
+        self.regs = RegisterFile(
+            self.build, const_rom=not speed, read_latency=2 if speed else 1,
+            write_setup=min(UARTBridge.SETUP, max(WRITE_SETUPS)) if speed else 0,
+            read_setup=min(UARTBridge.SETUP, max(READ_SETUPS)) if speed else 0)
         self.tg = TrafficGenerator(optimise, read_latency=self.regs.read_latency)
         self.bus_register = speed
         self.bridge = UARTBridge(self.divisor, read_latency=int(self.bus_register)

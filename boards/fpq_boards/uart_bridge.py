@@ -38,8 +38,9 @@ class UARTBridge(wiring.Component):
     (every decision reads flags registered a clock earlier, so the bridge keeps up with a
     150 MHz queue manager); the reply starts 2 clocks later. Throughput: one access per
     request (10 bytes on the line for a read round trip of 5 + 6 bytes: about 10 k reads/s
-    at 115200 baud). ``addr`` and ``w_data`` are set 4 clocks before ``w_en`` and held to
-    the next request, which a target may rely on (``RegisterFile(write_setup=True)``).
+    at 115200 baud). ``addr`` (and ``w_data``) are set ``SETUP`` (4) clocks before ``w_en``
+    or ``r_en`` and held to the next request, which a target may rely on
+    (``RegisterFile(write_setup=, read_setup=)``).
 
     Parameters
     ----------
@@ -59,6 +60,10 @@ class UARTBridge(wiring.Component):
     errors : Out(1)
         Pulses on a protocol error (checksum, command, address, framing, timeout).
     """
+
+    #: clocks ``addr`` (and ``w_data``) are stable before ``w_en`` or ``r_en`` (the bridge's
+    #: promise)
+    SETUP = 4
 
     def __init__(self, divisor, read_latency=1):
         if not isinstance(read_latency, int) or read_latency < 1:

@@ -31,10 +31,17 @@ class BridgeWithMemory(wiring.Component):
         m.submodules.bridge = br = ResetInserter(self.bridge_reset)(UARTBridge(self.divisor))
         m.d.comb += [br.rx.eq(self.rx), self.tx.eq(br.tx)]
         mem = Array(Signal(32, name=f"w{i}", init=0x1000 * i + 7) for i in range(16))
-        # the promise a target may rely on: a write's address and data as in the clock before
-        prev = Signal(br.bus.addr.shape().width + 32)
-        m.d.sync += prev.eq(Cat(br.bus.addr, br.bus.w_data))
-        with m.If(br.bus.w_en & (prev != Cat(br.bus.addr, br.bus.w_data))):
+        # the promise a target may rely on: a write's address and data, a read's address, as
+        # in each of the SETUP clocks before
+        now = Cat(br.bus.addr, br.bus.w_data)
+        before, changed = now, []
+        for k in range(UARTBridge.SETUP):
+            prev = Signal(len(now), name=f"prev{k}")
+            m.d.sync += prev.eq(before)
+            changed.append(Mux(br.bus.w_en, prev != now,
+                               prev[:len(br.bus.addr)] != br.bus.addr))
+            before = prev
+        with m.If((br.bus.w_en | br.bus.r_en) & Cat(*changed).any()):
             m.d.sync += self.setup_violations.eq(self.setup_violations + 1)
         idx = br.bus.addr[2:6]
         here = br.bus.addr < 64
@@ -70,7 +77,7 @@ def test_read_write_round_trip(link):
         model[i] = v
     for i in rnd.sample(range(16), 6):
         assert client.read(4 * i) == model[i]
-    # every write's address and data were on the bus the clock before its w_en
+    # every access's address (and a write's data) was on the bus SETUP clocks before it
     assert _peek(port, dut.writes) == 6 and _peek(port, dut.setup_violations) == 0
     assert _peek(port, dut.writes) == 6
 

@@ -15,7 +15,7 @@ from fpq.regmap import (registers, tables, CONTROL_COMMIT, CONTROL_CLEAR_ERRORS,
 from .layouts import config_layout, fixed_registers
 
 __all__ = ["BusSignature", "RegisterFile", "ADDR_BITS", "READ_LATENCIES", "WRITE_SETUPS",
-           "word_select"]
+           "READ_SETUPS", "word_select", "onehot_select"]
 
 #: Byte-address width of the bus (the r(N) table of the largest build ends below 2**20).
 ADDR_BITS = 20
@@ -24,7 +24,10 @@ ADDR_BITS = 20
 READ_LATENCIES = (1, 2)
 #: ``RegisterFile(write_setup=)`` choices: clocks ``addr`` and ``w_data`` are stable before
 #: ``w_en``.
-WRITE_SETUPS = (0, 1, 2)
+WRITE_SETUPS = (0, 1, 2, 3)
+#: ``RegisterFile(read_setup=)`` choices: clocks ``addr`` is stable before ``r_en`` (and held
+#: in its clock).
+READ_SETUPS = (0, 1)
 #: Word-address bits the first stage of a two-stage read selects on (16 words per group).
 _GROUP_BITS = 4
 
@@ -36,6 +39,18 @@ def word_select(words, sel):
     over sparse addresses becomes)."""
     assert all(0 <= i < 1 << len(sel) for i in words), "a word's index beyond the select"
     return Array(words.get(i, Const(0, 32)) for i in range(1 << len(sel)))[sel]
+
+
+def onehot_select(words, onehot):
+    """``words[i]`` for the one bit ``i`` set in ``onehot`` (0 where ``words``, a dict: index
+    -> 32-bit value, has none): an OR of ANDs with the one-hot lines, which, registered, keep
+    a decode of the index out of the select (``word_select`` decodes it in the select's
+    clock, and Yosys shares that decode between every select on the same index)."""
+    out = Const(0, 32)
+    for i, word in sorted(words.items()):
+        assert 0 <= i < len(onehot), "a word's index beyond the one-hot lines"
+        out = out | Mux(onehot[i], word, 0)
+    return out
 
 
 class BusSignature(wiring.Signature):
@@ -109,8 +124,18 @@ class RegisterFile(wiring.Component):
         registered again, and a commit is decided a clock before it applies (3 clocks after
         ``idle``, at least 5 after the last write): for a clock at which decoding the
         address in ``w_en``'s clock is too slow (the ULX3S at 150 MHz). Writes take effect
-        in the same clock either way. Default 0 (AXI4-Lite and Wishbone give no such
-        promise).
+        in the same clock either way. 3: as 2, and whether each byte of ``w_data`` has a
+        bit set is registered a clock before the fits, so that each fit (no bit of the
+        value above the register's width) is an OR of at most 7 bits and 3 registered
+        flags, not a tree over the value that shares its branches with every other
+        register's (the ULX3S at 150 MHz: the fits chained through each other). Default 0
+        (AXI4-Lite and Wishbone give no such promise).
+    read_setup : int
+        One of ``READ_SETUPS``; 1 only with ``read_latency`` 2: the bus in front promises
+        ``addr`` a clock before ``r_en`` and in its clock (the UART bridge does), so the
+        first read stage's decode of the address's low bits is registered a clock ahead
+        and each group's select is an OR of ANDs with one-hot lines (the ULX3S at 150
+        MHz: the groups' selects shared one decode, six LUTs deep). Default 0.
 
     Attributes
     ----------
@@ -125,7 +150,7 @@ class RegisterFile(wiring.Component):
         From the queue manager's ports of the same names.
     """
 
-    def __init__(self, build, const_rom=False, read_latency=1, write_setup=0):
+    def __init__(self, build, const_rom=False, read_latency=1, write_setup=0, read_setup=0):
         if read_latency not in READ_LATENCIES:
             raise ValueError(f"read_latency: {read_latency!r} must be one of "
                              f"{', '.join(map(str, READ_LATENCIES))}")
@@ -138,6 +163,12 @@ class RegisterFile(wiring.Component):
             raise ValueError(f"write_setup: {write_setup!r} must be one of "
                              f"{', '.join(map(str, WRITE_SETUPS))}")
         self.write_setup = write_setup
+        if read_setup not in READ_SETUPS:
+            raise ValueError(f"read_setup: {read_setup!r} must be one of "
+                             f"{', '.join(map(str, READ_SETUPS))}")
+        if read_setup and read_latency != 2:
+            raise ValueError(f"read_setup: {read_setup} needs read_latency 2")
+        self.read_setup = read_setup
         self.regs = registers(build)
         self.defaults = Config(build=build).registers()
         layout = config_layout(build)
@@ -282,10 +313,14 @@ class RegisterFile(wiring.Component):
             groups = {}
             for a, word in read_words.items():
                 groups.setdefault(a >> _GROUP_BITS, {})[a & ((1 << _GROUP_BITS) - 1)] = word
+            if self.read_setup:
+                onehot = Signal(1 << _GROUP_BITS, name="read_onehot")
+                m.d.sync += onehot.eq(Const(1, 1 << _GROUP_BITS) << wa[:_GROUP_BITS])
             group_regs = {}
             for g, words in sorted(groups.items()):
                 reg = group_regs[g] = Signal(32, name=f"read_group_{g}")
-                m.d.sync += reg.eq(word_select(words, wa[:_GROUP_BITS]))
+                m.d.sync += reg.eq(onehot_select(words, onehot) if self.read_setup
+                                   else word_select(words, wa[:_GROUP_BITS]))
             # the group: a select of the group registers, 0 above them
             sel_bits = max(1, max(group_regs).bit_length())
             high1, r_en1 = Signal(sel_bits), Signal()
@@ -356,22 +391,34 @@ class RegisterFile(wiring.Component):
             m.d.sync += reg.eq(value)
             return reg
 
+        if self.write_setup >= 3:
+            byte_any = Signal(4, name="w_data_byte_any")
+            m.d.sync += byte_any.eq(Cat(bus.w_data[8 * i:8 * i + 8].any() for i in range(4)))
+
+        def excess(k):
+            """Whether the written value has a bit at or above bit ``k``."""
+            if k >= 32:
+                return Const(0, 1)
+            if self.write_setup < 3:
+                return bus.w_data[k:].any()
+            whole = -(-k // 8)                     # the first whole byte at or above k
+            return bus.w_data[k:8 * whole].any() | byte_any[whole:].any()
+
         bad_terms = [~s.mapped]
         # with write_setup 2 the same terms from the registered hits and fits (and "no word"
         # from their OR, not from the address), ORed and registered in the second clock
         late_terms, late_hits = [], [s.table_hit]
         for r, w, lo_bit, hi_bit, hit in s.hits:
             # bits of the written word above the register's width: must be zero
-            excess = (bus.w_data[hi_bit - lo_bit:].any() if hi_bit - lo_bit < 32
-                      else Const(0, 1))
+            above = excess(hi_bit - lo_bit)
             top_of_config = r.kind == "config" and w == r.words - 1 and hi_bit - lo_bit < 32
             writable = (r.kind in ("config", "counter") or r.name in ("max_queue", "control"))
             if top_of_config or r.name == "control":
-                bad_terms.append(hit & excess)
+                bad_terms.append(hit & above)
             elif not writable:
                 bad_terms.append(hit)
             sel = decode(hit, f"w_{r.name}_{w}")
-            fit = decode(~excess, f"fit_{r.name}_{w}")
+            fit = decode(~above, f"fit_{r.name}_{w}")
             late_hits.append(sel)
             if top_of_config or r.name == "control":
                 late_terms.append(sel & ~fit)
@@ -422,7 +469,16 @@ class RegisterFile(wiring.Component):
         keys = key_registers(self.build)
         for name in ("v_max", "rng_decide_state", "rng_clear_state", *keys):
             changed[name] = Signal(name=f"changes_{name}")
-            m.d.sync += changed[name].eq(pending_value(name) != self.config[name])
+            new, old = pending_value(name), self.config[name]
+            if self.write_setup >= 2:
+                # in two registered stages, whether each byte differs and then their OR: the
+                # commit applies at least 4 clocks after the last write
+                differs = Signal((len(old) + 7) // 8, name=f"differs_{name}")
+                m.d.sync += [differs.eq(Cat(new[i:i + 8] != old[i:i + 8]
+                                            for i in range(0, len(old), 8))),
+                             changed[name].eq(differs.any())]
+            else:
+                m.d.sync += changed[name].eq(new != old)
         rekey = Cat(changed[name] for name in keys).any()
 
         # The checks in two registered stages: each register's own check (a compare), then the

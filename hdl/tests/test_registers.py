@@ -10,7 +10,7 @@ from fpq.queue_averager import ewma_time_constant
 from fpq.regmap import (registers, tables, check_registers, ID_VALUE, CONTROL_COMMIT,
                         CONTROL_CLEAR_ERRORS, STATUS_BITS, STATUS_REJECT_INDEX_SHIFT)
 from fpq.queue_manager import COUNTERS
-from fpq_hdl.registers import RegisterFile, WRITE_SETUPS
+from fpq_hdl.registers import RegisterFile, WRITE_SETUPS, READ_SETUPS
 from amaranth import Module
 from amaranth.lib import wiring
 
@@ -54,6 +54,9 @@ class Host:
     async def read(self, addr):
         c, b = self.ctx, self.dut.bus
         c.set(b.addr, addr)
+        # the promise: the address read_setup clocks before the read
+        for _ in range(self.dut.read_setup):
+            await c.tick()
         c.set(b.r_en, 1)
         await c.tick()
         c.set(b.r_en, 0)
@@ -87,9 +90,10 @@ class Host:
         return {name: self.ctx.get(self.dut.config[name]) for name in self.dut.config.shape().members}
 
 
-def simulate(bench, build=BUILD, const_rom=False, read_latency=1, write_setup=0):
+def simulate(bench, build=BUILD, const_rom=False, read_latency=1, write_setup=0,
+             read_setup=0):
     dut = RegisterFile(build, const_rom=const_rom, read_latency=read_latency,
-                       write_setup=write_setup)
+                       write_setup=write_setup, read_setup=read_setup)
     sim = Simulator(dut)
     sim.add_clock(1e-8)
 
@@ -133,7 +137,8 @@ def test_reset_values_identity_and_commit_of_a_new_configuration():
     simulate(bench)
 
 
-def test_commit_of_a_new_hash_key_pulses_wipe_and_rekey_once():
+@pytest.mark.parametrize("write_setup", WRITE_SETUPS)
+def test_commit_of_a_new_hash_key_pulses_wipe_and_rekey_once(write_setup):
     """Live re-key: a commit that changes only ``hash_key`` wipes the vector and pulses
     ``rekey`` (with the new key already active); a commit that changes something else pulses
     neither."""
@@ -158,7 +163,7 @@ def test_commit_of_a_new_hash_key_pulses_wipe_and_rekey_once():
         seen = await commit_and_watch()
         assert not any(w or r for w, r, _ in seen)
         assert host.active()["wq_shift"] == 3
-    simulate(bench)
+    simulate(bench, write_setup=write_setup)
 
 
 @pytest.mark.parametrize("write_setup", WRITE_SETUPS)
@@ -307,7 +312,8 @@ def test_tables_default_until_a_commit_swaps_in_host_data_and_after_reset_of_ban
                     ("bank 0 active", 0, False, 0), ("reset after both", 0, False, 0)]
 
 
-def test_a_commit_s_registers_bank_swap_and_strobes_come_in_one_clock():
+@pytest.mark.parametrize("write_setup", WRITE_SETUPS)
+def test_a_commit_s_registers_bank_swap_and_strobes_come_in_one_clock(write_setup):
     """Commits of each kind, watched clock by clock: the active configuration changes in one
     clock ``ts`` (every register at once), and in that same clock, and in no other, the
     table's bank swaps (if the table was written since the last commit) and the strobes the
@@ -315,8 +321,8 @@ def test_a_commit_s_registers_bank_swap_and_strobes_come_in_one_clock():
     ``load_rng_decide`` / ``load_rng_clear`` for a seed (``fpq.QueueManager.configure(config,
     ts)``). ``ts`` is the clock after the first one in which the queue manager is idle and
     not busy with no bus write in it or the two clocks before (the checks are registered in
-    two stages); ``hold``
-    is high from the clock after the COMMIT write through ``ts``."""
+    two stages), a clock later with ``write_setup`` 2 or more (the decision registered);
+    ``hold`` is high from the clock after the COMMIT write through ``ts``."""
     rate = {t.name: t for t in tables(BUILD)}["rate_table"]
     base = Config(build=BUILD)
     cases = [  # (changes, table written, strobes expected)
@@ -355,7 +361,7 @@ def test_a_commit_s_registers_bank_swap_and_strobes_come_in_one_clock():
             changed = [c for c in range(1, len(seen)) if seen[c][0] != seen[c - 1][0]]
             swapped = [c for c in range(1, len(seen)) if seen[c][1] != seen[c - 1][1]]
             strobed = [c for c in range(len(seen)) if seen[c][3]]
-            ts = idle_at + 1
+            ts = idle_at + 1 + (write_setup >= 2)
             if changes:
                 assert changed == [ts], (k, changed)
             assert swapped == ([ts] if table else []), (k, swapped)
@@ -363,7 +369,7 @@ def test_a_commit_s_registers_bank_swap_and_strobes_come_in_one_clock():
             assert seen[ts][3] == want_strobes, k
             assert [h for _, _, h, _ in seen] == [1] * (ts + 1) + [0] * (len(seen) - ts - 1)
             assert host.active() == cfg.registers()
-    simulate(bench)
+    simulate(bench, write_setup=write_setup)
 
 
 class SystemBench(Bench):
@@ -754,7 +760,7 @@ def test_fixed_registers_read_their_value_refuse_writes_and_stay_out_of_commits(
     simulate(bench, build)
 
 
-def read_every_word(build, const_rom, counters, read_latency=1):
+def read_every_word(build, const_rom, counters, read_latency=1, read_setup=0):
     """Every word of the register block and the first words of each table, read back to
     back after a write of a few shadows, with the counter inputs at ``counters``."""
     regs = registers(build)
@@ -771,18 +777,21 @@ def read_every_word(build, const_rom, counters, read_latency=1):
                 await host.write_reg(r.name, r.lo + (r.hi > r.lo))
         for a in addrs:
             got[a] = await host.read(a)
-    simulate(bench, build, const_rom, read_latency)
+    simulate(bench, build, const_rom, read_latency, read_setup=read_setup)
     return got
 
 
-def test_two_stage_read_reads_every_word_as_one_stage():
+@pytest.mark.parametrize("read_setup", READ_SETUPS)
+def test_two_stage_read_reads_every_word_as_one_stage(read_setup):
     """``read_latency=2``: every word (shadows, counters, telemetry, status, constants,
-    unmapped and table addresses) reads the same as with one stage, a clock later."""
+    unmapped and table addresses) reads the same as with one stage, a clock later (with
+    ``read_setup``, the address a clock before the read: the previous read's address is on
+    the bus until then, so a decode from a later address would show)."""
     build = Build(vec_bits=1024, table_depth=64, fixed=AVG_FIXED)
     rng = random.Random(6)
     counters = [rng.getrandbits(64) for _ in range(7)]
     want = read_every_word(build, False, counters)
-    got = read_every_word(build, False, counters, read_latency=2)
+    got = read_every_word(build, False, counters, read_latency=2, read_setup=read_setup)
     assert got == want
     assert sum(1 for v in got.values() if v) > 30        # not a block of zeros (37 words)
 
@@ -821,8 +830,12 @@ def test_bad_read_latency_is_rejected():
         RegisterFile(BUILD, read_latency=3)
     with pytest.raises(ValueError, match="read_latency: 2 with const_rom must be 1"):
         RegisterFile(BUILD, const_rom=True, read_latency=2)
-    with pytest.raises(ValueError, match="write_setup: 3 must be one of 0, 1, 2"):
-        RegisterFile(BUILD, write_setup=3)
+    with pytest.raises(ValueError, match="read_setup: 2 must be one of 0, 1"):
+        RegisterFile(BUILD, read_latency=2, read_setup=2)
+    with pytest.raises(ValueError, match="read_setup: 1 needs read_latency 2"):
+        RegisterFile(BUILD, read_setup=1)
+    with pytest.raises(ValueError, match="write_setup: 4 must be one of 0, 1, 2, 3"):
+        RegisterFile(BUILD, write_setup=4)
 
 
 def test_constant_words_from_a_rom_read_as_from_the_multiplexer():
