@@ -490,10 +490,14 @@ class RegisterFile(wiring.Component):
                 continue
             v = shadow[r.name]
             bad = overflow[r.name]
+            # a bound that is a power of two is a test of the bits above it (an OR tree), not
+            # a compare (a carry chain as long as the register: 128 bits for a seed's state)
             if r.lo > 0:
-                bad = bad | (v < r.lo)
+                bad = bad | (~v[r.lo.bit_length() - 1:].any() if r.lo & (r.lo - 1) == 0
+                             else v < r.lo)
             if r.hi < (1 << r.width) - 1:
-                bad = bad | (v > r.hi)
+                bad = bad | (v[r.hi.bit_length():].any() if r.hi & (r.hi + 1) == 0
+                             else v > r.hi)
             if r.name == "red_max_th":
                 bad = bad | (v < pending_value("red_min_th") + (1 << QAVG.frac_bits))
             bad_r = Signal(name=f"bad_{r.name}")
