@@ -120,15 +120,21 @@ class UARTTx(wiring.Component):
         timer = Signal(range(self.divisor))
         bits_left = Signal(range(11))
         frame = Signal(10, init=0x3FF)
+        # ``ready`` from flags registered beside the counters (timer == 0, bits_left == 0,
+        # bits_left == 1), one LUT: the sender's load of its next byte follows it in the
+        # same clock (the bridge's reply register)
+        timer_zero, idle, last = Signal(init=1), Signal(init=1), Signal()
         m.d.comb += [self.tx.eq(frame[0]),
-                     self.bytes.ready.eq((bits_left == 0) | ((bits_left == 1) & (timer == 0)))]
+                     self.bytes.ready.eq(idle | (last & timer_zero))]
         with m.If(self.bytes.valid & self.bytes.ready):
             m.d.sync += [frame.eq(Cat(C(0, 1), self.bytes.payload, C(1, 1))),
-                         bits_left.eq(10), timer.eq(self.divisor - 1)]
-        with m.Elif(bits_left != 0):
-            with m.If(timer == 0):
+                         bits_left.eq(10), timer.eq(self.divisor - 1),
+                         timer_zero.eq(0), idle.eq(0), last.eq(0)]
+        with m.Elif(~idle):
+            with m.If(timer_zero):
                 m.d.sync += [frame.eq(Cat(frame[1:], C(1, 1))), bits_left.eq(bits_left - 1),
-                             timer.eq(self.divisor - 1)]
+                             timer.eq(self.divisor - 1), timer_zero.eq(0),
+                             idle.eq(bits_left == 1), last.eq(bits_left == 2)]
             with m.Else():
-                m.d.sync += timer.eq(timer - 1)
+                m.d.sync += [timer.eq(timer - 1), timer_zero.eq(timer == 1)]
         return m
