@@ -51,7 +51,12 @@ class ActivityLEDs(wiring.Component):
         prescaler = Signal(max(p, 1))
         tick = Signal()
         m.d.sync += prescaler.eq(prescaler + 1)
-        m.d.comb += tick.eq(prescaler == (1 << p) - 1 if p else 1)
+        # the tick (prescaler at its top) registered from the clock before, so that every
+        # counter's enable follows a register, not the prescaler's compare
+        if p:
+            m.d.sync += tick.eq(prescaler == (1 << p) - 2)
+        else:
+            m.d.comb += tick.eq(1)
         # the first tick comes 1 to 2**p clocks after the event: ticks - 1 whole periods more
         # must cover stretch - 1 clocks
         ticks = -(-(self.stretch - 1) // (1 << p)) + 1

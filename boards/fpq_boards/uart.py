@@ -52,6 +52,9 @@ class UARTRx(wiring.Component):
         sync1, line = Signal(init=1), Signal(init=1)
         m.d.sync += [sync1.eq(self.rx), line.eq(sync1)]
         timer = Signal(range(self.divisor))
+        # timer == 0, registered beside it (every load is of a value above 0): the state
+        # machine's decisions follow a register, not an equality tree
+        timer_zero = Signal()
         bit = Signal(range(10))
         shreg = Signal(8)
         m.d.sync += [self.bytes.valid.eq(0), self.framing_error.eq(0), self.overrun.eq(0)]
@@ -60,20 +63,20 @@ class UARTRx(wiring.Component):
         with m.FSM():
             with m.State("IDLE"):
                 with m.If(~line):
-                    m.d.sync += timer.eq(self.divisor // 2 - 1)
+                    m.d.sync += [timer.eq(self.divisor // 2 - 1), timer_zero.eq(0)]
                     m.next = "START"
             with m.State("START"):
-                with m.If(timer == 0):
+                with m.If(timer_zero):
                     with m.If(line):             # a glitch, not a start bit
                         m.next = "IDLE"
                     with m.Else():
-                        m.d.sync += [timer.eq(self.divisor - 1), bit.eq(0)]
+                        m.d.sync += [timer.eq(self.divisor - 1), timer_zero.eq(0), bit.eq(0)]
                         m.next = "DATA"
                 with m.Else():
-                    m.d.sync += timer.eq(timer - 1)
+                    m.d.sync += [timer.eq(timer - 1), timer_zero.eq(timer == 1)]
             with m.State("DATA"):
-                with m.If(timer == 0):
-                    m.d.sync += [timer.eq(self.divisor - 1), bit.eq(bit + 1)]
+                with m.If(timer_zero):
+                    m.d.sync += [timer.eq(self.divisor - 1), timer_zero.eq(0), bit.eq(bit + 1)]
                     with m.If(bit == 8):         # the stop bit
                         with m.If(line):
                             m.d.sync += [self.bytes.payload.eq(shreg), self.bytes.valid.eq(1)]
@@ -83,7 +86,7 @@ class UARTRx(wiring.Component):
                     with m.Else():
                         m.d.sync += shreg.eq(Cat(shreg[1:], line))
                 with m.Else():
-                    m.d.sync += timer.eq(timer - 1)
+                    m.d.sync += [timer.eq(timer - 1), timer_zero.eq(timer == 1)]
             with m.State("STOP"):
                 # wait for the line to be high again (a break holds it low)
                 with m.If(line):
