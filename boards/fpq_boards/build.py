@@ -16,8 +16,8 @@ import subprocess
 import sys
 import time
 
-from fpq.atomic import atomic_path, write_text
-from fpq.config import BUILD_SIZES, SECRET_FIELDS, check_key, random_key
+from fpq.atomic import write_text
+from fpq.config import BUILD_SIZES, SECRET_FIELDS, check_key, hardware_keys, random_key
 from fpq.terminate import sigterm_as_exit
 from fpq_hdl.synth import MAX_SEED, ROUTERS, run_tools
 
@@ -26,7 +26,8 @@ from .platforms import BOARDS, OSCILLATOR_MHZ, BoardTop, clock_range_mhz
 __all__ = ["TOOL_ENV", "build_board", "check_build_options", "synthesize_only", "summarise",
            "format_summary", "tool_versions", "KEYS_FILE"]
 
-#: The file in a build's folder that records the keys its bitstream fixes (mode 0600).
+#: The file in a build's folder that records the keys its bitstream holds, fixed or at
+#: power-on (``fpq.Build.secret_values``; mode 0600).
 KEYS_FILE = "keys.txt"
 
 #: The YoWASP tools amaranth-boards should call (from PyPI; no system toolchain).
@@ -197,9 +198,11 @@ def check_build_options(board, vec_bits=None, table_depth=None, clk_mhz=None, se
     ``table_depth`` a power of two in ``fpq.config.BUILD_SIZES``' range (None: the board's);
     ``clk_mhz`` a clock the board's PLL makes (``platforms.clock_range_mhz``; None: the
     board's); ``seed`` a nextpnr seed in [1, ``fpq_hdl.synth.MAX_SEED``]; ``key`` (bytes)
-    the hash key of a build that fixes it, not weak (``fpq.config.check_key``), and so is a
-    key ``fixed`` gives (not both). The ``Build`` returned holds ``key`` if given; a key the
-    board's own fixed fields hold is a placeholder that :func:`build_board` replaces.
+    the hash key, not weak (``fpq.config.check_key``), and so is a key ``fixed`` gives (not
+    both). The ``Build`` returned holds ``key`` if given: fixed in a build that fixes
+    ``hash_key`` (the iCEBreaker's), else as its power-on value (``Build.power_on_keys``);
+    a key the board's own fixed fields hold is a placeholder that :func:`build_board`
+    replaces, and it draws the power-on value of every other runtime key.
 
     ``option`` turns a parameter name into the one the caller's user knows (the command
     line's ``--clk-mhz``); by default the parameter's own name."""
@@ -236,12 +239,12 @@ def check_build_options(board, vec_bits=None, table_depth=None, clk_mhz=None, se
                                  f"or {option('fix')} hash_key=..., not both")
             check_key(fixed[name], name, f"{option('fix')} {name}")
     if key is not None:
-        if "hash_key" not in build.fixed_fields:
-            raise ValueError(f"{option('key')}: this {spec.name} build does not fix hash_key: "
-                             f"it is a runtime register, which the host sets (fpq board "
-                             f"monitor --configure --key HEX, fpq config --key HEX)")
         key = check_key(key, "hash_key", option("key"))
-        build = dataclasses.replace(build, fixed=dict(build.fixed_fields, hash_key=key))
+        if "hash_key" in build.fixed_fields:
+            build = dataclasses.replace(build, fixed=dict(build.fixed_fields, hash_key=key))
+        else:
+            # a runtime register: the key it holds out of reset, until a host writes one
+            build = dataclasses.replace(build, power_on_keys={"hash_key": key})
     return spec, build
 
 
@@ -253,30 +256,37 @@ def _keys_to_draw(build, fixed, key):
 
 
 def _with_drawn_keys(build, fixed, key, log):
-    """``build`` with every placeholder key (:func:`_keys_to_draw`) drawn from the operating
-    system (``fpq.config.random_key``)."""
+    """``build`` with every placeholder key (:func:`_keys_to_draw`) and the power-on value
+    of every runtime key it does not set yet (``Build.power_on_keys``) drawn from the
+    operating system (``fpq.config.random_key``, ``fpq.config.hardware_keys``)."""
     drawn = {name: random_key(name) for name in _keys_to_draw(build, fixed, key)}
     for name in drawn:
         option = "--key HEX" if name == "hash_key" else f"--fix {name}=HEX"
         log(f"{name}: drawn from the operating system's random source (give {option} for a "
             f"key of your own)")
-    return dataclasses.replace(build, fixed=dict(build.fixed_fields, **drawn)) if drawn \
-        else build
+    if drawn:
+        build = dataclasses.replace(build, fixed=dict(build.fixed_fields, **drawn))
+    power_on, drawn = hardware_keys(build, {name: (value, "power_on_keys") for name, value
+                                            in build.power_on_keys}, check_fixed=False)
+    for name in drawn:
+        option = "give --key HEX for a key of your own" if name == "hash_key" else \
+            f"give --fix {name}=HEX to fix one instead"
+        log(f"{name}: power-on value drawn from the operating system's random source "
+            f"({option})")
+    return dataclasses.replace(build, power_on_keys=power_on)
 
 
 def write_keys(build_dir, build):
-    """Record the keys ``build`` fixes in ``build_dir``/``KEYS_FILE`` (``name=hex`` lines,
-    mode 0600: the bitstream's secret, for replaying its traffic with the golden model);
-    returns the path, or None when the build fixes no key."""
-    keys = {name: build.fixed_fields[name] for name in SECRET_FIELDS
-            if name in build.fixed_fields}
+    """Record the keys ``build`` sets, fixed or at power-on (``Build.secret_values``), in
+    ``build_dir``/``KEYS_FILE`` (``name=hex`` lines, ``fpq.output_files.keys_text``, mode
+    0600: the bitstream's secret, for replaying its traffic with the golden model); returns
+    the path, or None when the build sets no key."""
+    from fpq.output_files import keys_text, write_files
+    keys = build.secret_values()
     if not keys:
         return None
     path = os.path.join(build_dir, KEYS_FILE)
-    with atomic_path(path) as tmp:
-        os.chmod(tmp, 0o600)               # before the key is in it
-        with open(tmp, "w") as f:
-            f.write("".join(f"{name}={value.hex()}\n" for name, value in keys.items()))
+    write_files({path: keys_text(keys)}, private={path})
     return path
 
 
@@ -292,8 +302,11 @@ def build_board(board, out_root="build", vec_bits=None, table_depth=None, clk_mh
 
     A build that fixes the hash key (the iCEBreaker's) takes ``key`` (20 bytes), or the
     key ``fixed`` gives, or draws one from the operating system: never the board's
-    placeholder, the public RSS key. The keys are recorded in ``KEYS_FILE`` (mode 0600) in
-    the build's folder; the summaries show ``fpq.config.SECRET_SHOWN`` instead."""
+    placeholder, the public RSS key. A build whose keys are runtime registers (the ULX3S's)
+    holds, out of reset, ``key`` as ``hash_key`` and keys drawn from the operating system
+    for the others (``Build.power_on_keys``), never ``Config``'s public defaults. The keys
+    are recorded in ``KEYS_FILE`` (mode 0600) in the build's folder; the summaries show
+    ``fpq.config.SECRET_SHOWN`` instead or leave them out."""
     spec, build = check_build_options(board, vec_bits, table_depth, clk_mhz, seed, router,
                                       time_limit, fixed, key)
     build = _with_drawn_keys(build, fixed, key, log)

@@ -155,10 +155,13 @@ def register(subparsers):
                    help="fix a configuration field at build time (repeatable; replaces the "
                         "board's own fixed fields)")
     b.add_argument("--key", default=None, metavar="HEX",
-                   help="the hash key of a build that fixes it (the iCEBreaker's): 40 hex "
-                        "digits, not weak (docs/RELIABILITY.md, \"Key handling\"); default: "
-                        "drawn from the operating system. Recorded in build/<board>/keys.txt "
-                        "(mode 0600), never in the summaries")
+                   help="the hash key: 40 hex digits, not weak (docs/RELIABILITY.md, \"Key "
+                        "handling\"); fixed in a build that fixes it (the iCEBreaker's), "
+                        "else the power-on value of the hash_key register (the ULX3S's: what "
+                        "it holds out of reset until a host writes a key). Default: drawn "
+                        "from the operating system, as are the power-on values of the other "
+                        "runtime keys (hash_mix_key). Recorded in build/<board>/keys.txt "
+                        "(mode 0600), never in the summaries or records")
     b.add_argument("--time-limit", type=float, default=None, metavar="S",
                    help="stop the tools after S seconds (default: no limit)")
     b.add_argument("--record", metavar="PATH.json", default=None,

@@ -396,6 +396,47 @@ def test_build_key_from_the_command_line(tmp_path, fake_tools):
     assert (tmp_path / "icebreaker" / "keys.txt").read_text() == f"hash_key={GOOD_KEY.hex()}\n"
 
 
+def test_ulx3s_build_draws_its_power_on_keys_and_records_them_only_in_a_private_file(
+        tmp_path, fake_tools):
+    """A build whose keys are runtime registers (the ULX3S's) holds, out of reset, keys
+    drawn from the OS (``Build.power_on_keys``), never ``Config``'s public defaults, new
+    ones each build, recorded in ``keys.txt`` (mode 0600) and in no other file."""
+    from fpq.config import RSS_KEY, MIX_KEY_DEFAULT, key_weakness
+    said = []
+    for tag in ("a", "b"):
+        build_board("ulx3s", out_root=str(tmp_path), tag=tag, log=said.append)
+    keys = [dict(b.power_on_keys) for b in fake_tools]
+    assert [sorted(k) for k in keys] == [["hash_key", "hash_mix_key"]] * 2
+    assert keys[0]["hash_key"] != keys[1]["hash_key"]
+    assert keys[0]["hash_mix_key"] != keys[1]["hash_mix_key"]
+    assert RSS_KEY not in [k["hash_key"] for k in keys]
+    assert MIX_KEY_DEFAULT not in [k["hash_mix_key"] for k in keys]
+    assert all(key_weakness(k["hash_key"]) is None for k in keys)
+    assert any("hash_key: power-on value drawn from the operating system" in m for m in said)
+    for tag, k in zip("ab", keys):
+        folder = tmp_path / tag
+        assert (folder / "keys.txt").read_text() == \
+            f"hash_key={k['hash_key'].hex()}\nhash_mix_key={k['hash_mix_key'].hex()}\n"
+        assert os.stat(folder / "keys.txt").st_mode & 0o777 == 0o600
+        assert not any(v.hex() in _files_text(folder) + "".join(said) for v in k.values())
+
+
+def test_ulx3s_build_key_from_the_command_line_is_its_power_on_key(tmp_path, fake_tools):
+    """``fpq board build ulx3s --key HEX``: that key is ``hash_key``'s power-on value (the
+    mix key's is drawn); the record and the summaries leave both out."""
+    from fpq_app.cli import main
+    record = tmp_path / "record.json"
+    assert main(["board", "build", "ulx3s", "--out", str(tmp_path), "--key",
+                 GOOD_KEY.hex(), "--record", str(record)]) == 0
+    (build,) = fake_tools
+    assert dict(build.power_on_keys)["hash_key"] == GOOD_KEY and not build.fixed
+    mix = dict(build.power_on_keys)["hash_mix_key"]
+    text = record.read_text() + _files_text(tmp_path / "ulx3s")
+    assert GOOD_KEY.hex() not in text and mix.hex() not in text
+    assert (tmp_path / "ulx3s" / "keys.txt").read_text() == \
+        f"hash_key={GOOD_KEY.hex()}\nhash_mix_key={mix.hex()}\n"
+
+
 @pytest.mark.parametrize("board, args, message", [
     ("icebreaker", ["--key", "00" * 20], r"--key: 0{40} is a weak key: the 32-bit key window"),
     ("icebreaker", ["--key", "6d5a56da255b0ec24167253d43a38fb0d0ca2bcb"],
@@ -405,8 +446,7 @@ def test_build_key_from_the_command_line(tmp_path, fake_tools):
     ("icebreaker", ["--fix", "hash_key=" + "ff" * 20], r"--fix hash_key: f{40} is a weak key"),
     ("icebreaker", ["--key", GOOD_KEY.hex(), "--fix", "hash_key=" + GOOD_KEY.hex()],
      r"--key: give the key once, with --key or --fix hash_key=\.\.\., not both"),
-    ("ulx3s", ["--key", GOOD_KEY.hex()],
-     r"--key: this ulx3s build does not fix hash_key: it is a runtime register"),
+    ("ulx3s", ["--key", "00" * 20], r"--key: 0{40} is a weak key: the 32-bit key window"),
 ])
 def test_bad_build_keys_are_refused_before_any_tool_runs(board, args, message, tmp_path,
                                                          capsys, no_tool_may_run):

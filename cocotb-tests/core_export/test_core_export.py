@@ -16,7 +16,12 @@ from tb_lib.traffic import synthetic
 from tb_lib.verilog import BUILD_ROOT
 
 NAME = "fpq_core_tb"
-B = Build(vec_bits=1024, table_depth=256)
+#: The bench's power-on keys, given to `fpq verilog` (``--key``, ``--mix-key``) so that the
+#: export is the same every run (one Verilator build) and the model starts with the core's
+#: keys (``Config(build=B)``); typed once, they pass ``fpq.config.check_key``.
+KEYS = {"hash_key": bytes.fromhex("3c7a0d5be2914f68a1c7e03b5d92f4a6087e1bc9"),
+        "hash_mix_key": bytes.fromhex("5e0c93a1d27b48f6a9e3b170")}
+B = Build(vec_bits=1024, table_depth=256, power_on_keys=KEYS)
 #: Out of reset the queue manager runs on the map's defaults, which schedule the first clear
 #: and the first sample of the queue (at their 150 MHz) 120,000 and 692,082 clocks after
 #: clock 0; an engine keeps an event already scheduled whatever a commit sets. The traffic
@@ -30,7 +35,8 @@ def export(tmp_path):
     Verilator build while the export is unchanged); returns ``(folder, verilog path)``."""
     out = tmp_path / f"{NAME}.v"
     assert main(["verilog", "-o", str(out), "--bus", "axi-lite", "--name", NAME,
-                 "--vec-bits", str(B.vec_bits), "--table-depth", str(B.table_depth)]) == 0
+                 "--vec-bits", str(B.vec_bits), "--table-depth", str(B.table_depth),
+                 "--key", KEYS["hash_key"].hex(), "--mix-key", KEYS["hash_mix_key"].hex()]) == 0
     text = out.read_text()
     folder = BUILD_ROOT / f"core-export-{hashlib.sha256(text.encode()).hexdigest()[:12]}"
     path = folder / out.name

@@ -301,10 +301,12 @@ def _port_lines(core):
     return lines
 
 
-def export_verilog(path, build, bus="axi-lite", name="fpq_core", package=True):
+def export_verilog(path, build, bus="axi-lite", name="fpq_core", package=True, keys=None):
     """Write :class:`FPQCore` as Verilog to ``path`` and, with ``package``, its
-    SystemVerilog package next to it (``<name>_pkg.sv``): both complete, or neither changed.
-    Returns the paths written.
+    SystemVerilog package next to it (``<name>_pkg.sv``), and with ``keys`` the keys the
+    build sets (``Build.secret_values``: its power-on and fixed keys, which the netlist
+    holds) to that path (mode 0600, ``fpq.output_files.keys_text``): all complete, or none
+    changed. Returns the paths written.
 
     Parameters
     ----------
@@ -315,9 +317,15 @@ def export_verilog(path, build, bus="axi-lite", name="fpq_core", package=True):
     name : str
         The module's name (the package's is ``<name>_pkg``).
     package : bool
+    keys : str or None
+        Required when the build sets a key: the netlist is then as secret as the key, and
+        the user needs the key to replay its traffic with the golden model.
     """
     import os
-    from fpq.output_files import write_files
+    from fpq.output_files import keys_text, write_files
+    if build.secret_values() and keys is None:
+        raise ValueError("keys: required: the build sets keys (Build.secret_values), which "
+                         "are recorded there")
     verilog, core = core_verilog(build, bus, name)
     bus_text = {"axi-lite": "AXI4-Lite target s_axil_* (20-bit byte addresses, 32-bit data; "
                             "a write with wstrb != 4'hf answers SLVERR and writes nothing)",
@@ -341,7 +349,8 @@ def export_verilog(path, build, bus="axi-lite", name="fpq_core", package=True):
     if bus != "none":
         header += [
             "// Registers: docs/REGISTERS.md / sw/generated/regmap.json at the bus's byte",
-            "// addresses. Out of reset the register file loads the map's defaults and",
+            "// addresses. Out of reset the register file loads the map's defaults (the",
+            "// build's power-on keys, not the public default key: Build.power_on_keys) and",
             "// restarts the time base: clock 0 of the queue manager is the third clock with",
             "// rst low (the first is the register file's, the second its restart's). A",
             "// configuration applies at CONTROL.COMMIT (`fpq config` writes the words).",
@@ -359,7 +368,9 @@ def export_verilog(path, build, bus="axi-lite", name="fpq_core", package=True):
     files = {path: "\n".join(header) + "\n" + verilog}
     if package:
         files[os.path.join(os.path.dirname(path), f"{name}_pkg.sv")] = sv_package(build, name)
-    paths = write_files(files)          # every file complete, or none changed
+    if build.secret_values():
+        files[keys] = keys_text(build.secret_values())
+    paths = write_files(files, private={keys})     # every file complete, or none changed
     return paths
 
 

@@ -22,16 +22,54 @@ def _fixed_lines(build):
             f"{', '.join(regs) if regs else '(no register: only host fields fixed)'}."]
 
 
+def _power_on_keys(build, key=None, mix_key=None):
+    """``build`` with its power-on keys (``Build.power_on_keys``): ``key`` (``--key`` hex)
+    for ``hash_key`` and ``mix_key`` (``--mix-key``) for ``hash_mix_key``, checked, and one
+    drawn from the operating system for every other runtime key (``fpq.config.hardware_keys``;
+    a key the build fixes is checked instead). Returns ``(build, names of the keys drawn)``."""
+    import dataclasses
+    from fpq.config import hardware_keys, parse_key
+    given = {name: (parse_key(text, option, name, build), option)
+             for name, text, option in (("hash_key", key, "--key"),
+                                        ("hash_mix_key", mix_key, "--mix-key"))
+             if text is not None}
+    keys, drawn = hardware_keys(build, given)
+    return dataclasses.replace(build, power_on_keys=keys), drawn
+
+
+def keys_path(out, name):
+    """The file ``fpq verilog -o OUT --name NAME`` records the core's keys in: NAME_keys.txt
+    next to OUT (mode 0600)."""
+    import os
+    return os.path.join(os.path.dirname(out), f"{name}_keys.txt")
+
+
 def _verilog(args):
+    import sys
     from fpq.config import Build
     from fpq.config import parse_fixed
     from .axi_core import export_verilog
     build = Build(vec_bits=args.vec_bits, table_depth=args.table_depth,
                   avg_delay=args.avg_delay,
                   fixed=parse_fixed(args.fix))
+    drawn = []
+    if args.bus != "none":
+        build, drawn = _power_on_keys(build, args.key, args.mix_key)
+    elif args.key is not None or args.mix_key is not None:
+        raise ValueError(f"{'--key' if args.key is not None else '--mix-key'}: only with a "
+                         f"register bus: the core of --bus none has no key register (the "
+                         f"keys come in on its cfg port)")
+    for name in drawn:
+        option = {"hash_key": "--key", "hash_mix_key": "--mix-key"}[name]
+        print(f"{name}: power-on value drawn from the operating system's random source "
+              f"({option} HEX gives one)", file=sys.stderr)
+    keys = keys_path(args.out, args.name)
     for path in export_verilog(args.out, build, bus=args.bus, name=args.name,
-                               package=not args.no_package):
+                               package=not args.no_package, keys=keys):
         print(f"wrote {path}")
+    if build.secret_values():
+        print(f"the core's keys are recorded in {keys} (mode 0600): keep it secret",
+              file=sys.stderr)
     return 0
 
 
@@ -67,4 +105,14 @@ def register(subparsers):
     p.add_argument("--fix", action="append", metavar="FIELD=VALUE",
                    help="fix a configuration field at build time (repeatable; its register "
                         "becomes a constant, docs/REGISTERS.md \"Fixed registers\")")
+    p.add_argument("--key", default=None, metavar="HEX",
+                   help="power-on value of the hash_key register (what the core holds out "
+                        "of reset until a host writes a key): 40 hex digits, not weak "
+                        "(docs/RELIABILITY.md, \"Key handling\"); default: drawn from the "
+                        "operating system. The power-on keys are recorded in NAME_keys.txt "
+                        "next to the output (mode 0600), nowhere else")
+    p.add_argument("--mix-key", default=None, metavar="HEX",
+                   help="power-on value of the hash_mix_key register: 24 hex digits, not all "
+                        "bits equal; default: drawn from the operating system (recorded as "
+                        "--key's)")
     p.set_defaults(func=_verilog)

@@ -90,8 +90,10 @@ class RegisterFile(wiring.Component):
     (``Register.secret``: the hash key, and any register computed from a field declared
     ``secret``), which return 0 whether configurable or fixed: the read multiplexer has no
     input from them, so no bus in front of this file (AXI4-Lite, Wishbone, the boards' UART
-    bridge) can read a key back. Out of reset the active configuration is
-    the map's defaults and the generators and clear schedule are loaded from them; at
+    bridge) can read a key back. Out of reset the shadows and the active configuration
+    are the map's reset values, the build's defaults (its key registers hold its power-on
+    keys, ``Build.power_on_keys``, not the public default keys), and the generators and
+    clear schedule are loaded from them; at
     power-on both banks of the r(N) table hold the defaults' table too (the RAM's initial
     contents, ``DropProbability``), and ``STATUS.TABLES_DEFAULT`` says whether the active
     bank still does (1 until the first commit that swaps in a bank the host wrote; after a

@@ -937,3 +937,28 @@ def test_ipv6_build_takes_the_328_bit_key_in_its_11_words():
         await host.write(regs["hash_key"].offset + 40, 1 << 8)      # key bit 328: too wide
         assert await host.status() & BAD_WRITE
     simulate(bench, build=build)
+
+
+def test_out_of_reset_the_key_registers_hold_the_build_s_power_on_keys():
+    """A build with power-on keys (``Build.power_on_keys``) comes out of reset with them
+    active, not the public defaults (``Config()``'s RSS key and mix key), and with them in
+    the shadows: a commit with no write keeps them and neither wipes nor re-keys."""
+    from fpq.config import RSS_KEY, MIX_KEY_DEFAULT
+    key = bytes.fromhex("3c7a0d5be2914f68a1c7e03b5d92f4a6087e1bc9")
+    mix = bytes.fromhex("5e0c93a1d27b48f6a9e3b170")
+    build = Build(table_depth=64, power_on_keys={"hash_key": key, "hash_mix_key": mix})
+    want = {"hash_key": int(key.hex(), 16), "hash_mix_key": int(mix.hex(), 16)}
+    assert want != {"hash_key": int(RSS_KEY.hex(), 16),
+                    "hash_mix_key": int(MIX_KEY_DEFAULT.hex(), 16)}
+
+    async def bench(ctx, dut, host):
+        await ctx.tick().repeat(3)
+        assert {name: ctx.get(dut.config[name]) for name in want} == want
+        await host.write(REGS["control"].offset, CONTROL_COMMIT)
+        seen = set()
+        for _ in range(COMMIT_CLOCKS + 1):
+            _, _, wipe, rekey = await ctx.tick().sample(dut.wipe, dut.rekey)
+            seen |= {n for n, v in (("wipe", wipe), ("rekey", rekey)) if v}
+        assert seen == set() and await host.status() == 0
+        assert {name: ctx.get(dut.config[name]) for name in want} == want
+    simulate(bench, build=build)

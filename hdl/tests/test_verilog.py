@@ -88,3 +88,82 @@ def test_bad_fixed_field_is_named_and_nothing_is_written(tmp_path, capsys, fix, 
 def test_the_command_s_bus_choices_are_the_core_s():
     from fpq_hdl import cli, axi_core
     assert cli.BUSES == axi_core.BUSES
+
+
+# ---- power-on keys (Build.power_on_keys) ------------------------------------------------------
+#: Keys typed once, not drawn by the code under test: they pass ``fpq.config.check_key``.
+GOOD_KEY = "3c7a0d5be2914f68a1c7e03b5d92f4a6087e1bc9"
+GOOD_MIX = "5e0c93a1d27b48f6a9e3b170"
+SMALL = ["--vec-bits", "64", "--table-depth", "16"]
+
+
+def _keys(path):
+    """``{name: hex}`` of a keys file."""
+    return dict(line.split("=") for line in path.read_text().splitlines())
+
+
+def test_each_export_draws_its_power_on_keys_and_records_them_privately(tmp_path, capsys):
+    """Without ``--key`` every export holds power-on keys drawn from the OS: never the public
+    defaults, a new pair each export, recorded in NAME_keys.txt (mode 0600) next to the
+    output, and in the netlist (the register file's reset values); the package, the header
+    and what the command prints do not have them."""
+    import os
+    from fpq.config import RSS_KEY, MIX_KEY_DEFAULT, key_weakness
+    drawn = []
+    for tag in ("a", "b"):
+        out = tmp_path / tag / "core.v"
+        assert main(["verilog", "-o", str(out), *SMALL]) == 0
+        said = capsys.readouterr()
+        keys_file = tmp_path / tag / "fpq_core_keys.txt"
+        assert os.stat(keys_file).st_mode & 0o777 == 0o600
+        keys = _keys(keys_file)
+        assert sorted(keys) == ["hash_key", "hash_mix_key"]
+        text = out.read_text()
+        header, netlist = text.split("\nmodule ")
+        for value in keys.values():
+            assert value in netlist and value not in header
+            assert value not in said.out + said.err
+            assert value not in (tmp_path / tag / "fpq_core_pkg.sv").read_text()
+        assert str(keys_file) in said.err and "hash_mix_key: power-on value drawn" in said.err
+        drawn.append(keys)
+    assert drawn[0]["hash_key"] != drawn[1]["hash_key"]
+    assert drawn[0]["hash_mix_key"] != drawn[1]["hash_mix_key"]
+    for keys in drawn:
+        assert keys["hash_key"] != RSS_KEY.hex() and keys["hash_mix_key"] != MIX_KEY_DEFAULT.hex()
+        assert key_weakness(bytes.fromhex(keys["hash_key"])) is None
+
+
+def test_given_power_on_keys_are_the_netlist_s_and_recorded(tmp_path):
+    """``--key`` and ``--mix-key`` set the power-on keys: the export is then reproducible
+    (the same file twice), and the keys file has exactly them."""
+    texts = []
+    for tag in ("a", "b"):
+        out = tmp_path / tag / "core.v"
+        assert main(["verilog", "-o", str(out), "--name", "qm", "--key", GOOD_KEY,
+                     "--mix-key", GOOD_MIX, *SMALL]) == 0
+        assert _keys(tmp_path / tag / "qm_keys.txt") == {"hash_key": GOOD_KEY,
+                                                         "hash_mix_key": GOOD_MIX}
+        texts.append(out.read_text())
+    assert texts[0] == texts[1] and GOOD_KEY in texts[0] and GOOD_MIX in texts[0]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--key", "00" * 20], "--key: 0000000000000000000000000000000000000000 is a weak key: "
+                           "the 32-bit key window at key bit 0 has 0 set bits"),
+    (["--key", "6d5a56da255b0ec24167253d43a38fb0d0ca2bcb"],
+     "--key: 6d5a56da255b0ec24167253d43a38fb0d0ca2bcb is a weak key: it is the public "
+     "Microsoft RSS key"),
+    (["--key", "ab" * 10], "--key: must be exactly 20 bytes (40 hex digits)"),
+    (["--key", "zz"], "--key: 'zz' is not hex bytes (allowed: exactly 20 bytes, 40 hex "
+                      "digits)"),
+    (["--mix-key", "ff" * 12], "--mix-key: ffffffffffffffffffffffff is a weak key: all its "
+                               "bits are equal"),
+    (["--key", GOOD_KEY, "--bus", "none"], "--key: only with a register bus"),
+    (["--key", GOOD_KEY, "--fix", "hash_key=" + "3c" * 20],
+     "--key: this build fixes hash_key (Build.fixed, --fix) to another key"),
+], ids=["zeros", "rss", "length", "hex", "mix", "no-bus", "fixed"])
+def test_bad_power_on_keys_are_refused_and_nothing_is_written(tmp_path, capsys, args, message):
+    assert main(["verilog", "-o", str(tmp_path / "x.v"), *SMALL, *args]) == 2
+    err = capsys.readouterr().err
+    assert message in err, err
+    assert list(tmp_path.iterdir()) == []

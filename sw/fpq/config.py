@@ -94,6 +94,16 @@ class Build:
     #: ``fpq.pack_flow6``; ``hash_key`` is then 41 bytes, ``fpq.flow_hash.HASH_KEY_BYTES``).
     #: Not with ``hash_input`` "descriptor", whose ``flow`` is a 32-bit hash.
     flow_key: str = "ipv4"
+    #: The power-on (reset) values of the runtime key registers, as ``(name, value)`` pairs
+    #: of key fields (``SECRET_FIELDS``) that a register of the build holds and the build does
+    #: not fix (a dict is accepted and stored as sorted pairs); each is checked with
+    #: :func:`check_key` (a weak or public key is refused). The register map's reset values
+    #: (``fpq.regmap``), the RTL register file's shadows and active configuration out of
+    #: reset, and ``Config(build=...)``'s defaults all take them, so that a core is never
+    #: keyed with the public default until a host writes a key (``fpq verilog`` and ``fpq
+    #: board build`` draw them from the operating system: :func:`random_key`). Secret: the
+    #: generated map and the build's reports leave them out (``secret_values``).
+    power_on_keys: tuple = ()
 
     def __post_init__(self):
         if self.hash_input not in HASH_INPUTS:
@@ -132,11 +142,42 @@ class Build:
         except ConfigError as e:
             raise ConfigError(f"fixed: {e}") from None
         object.__setattr__(self, "fixed", tuple(pairs))
+        object.__setattr__(self, "power_on_keys", self._checked_power_on_keys())
+
+    def _checked_power_on_keys(self):
+        """``power_on_keys`` as sorted ``(name, bytes)`` pairs, each checked; errors name the
+        field and what is allowed."""
+        given = self.power_on_keys
+        given = given.items() if isinstance(given, dict) else given
+        try:
+            pairs = [(name, value) for name, value in given]
+        except (TypeError, ValueError):
+            raise ConfigError(f"power_on_keys: {self.power_on_keys!r} must be (field, key) "
+                              f"pairs") from None
+        allowed = [name for name in SECRET_FIELDS if name in register_fields(self)
+                   and name not in self.fixed_fields]
+        names = [name for name, _ in pairs]
+        for name in names:
+            if name not in allowed or names.count(name) > 1:
+                why = "given twice" if name in allowed else \
+                    "fixed by this build (Build.fixed)" if name in self.fixed_fields else \
+                    "not a key field of a register of this build"
+                raise ConfigError(f"power_on_keys: {name}: {why}; allowed: the runtime key "
+                                  f"fields of this build, {', '.join(allowed) or 'none'}")
+        return tuple(sorted((name, check_key(value, name, f"power_on_keys {name}", self))
+                            for name, value in pairs))
 
     @property
     def fixed_fields(self):
         """The fixed fields as a dict."""
         return dict(self.fixed)
+
+    def secret_values(self):
+        """The key fields (``SECRET_FIELDS``) whose value the build sets, fixed
+        (``fixed``) or at power-on (``power_on_keys``), as a dict: the build's secret, which
+        its reports and the generated map leave out. In ``SECRET_FIELDS`` order."""
+        values = dict(self.fixed, **dict(self.power_on_keys))
+        return {name: values[name] for name in SECRET_FIELDS if name in values}
 
     def to_json(self):
         """The build as a dict of JSON values, for reports and generated maps: sizes,
@@ -697,11 +738,12 @@ class Config:
             raise ConfigError(f"unknown configuration field(s): {', '.join(unknown)}; "
                               f"known: {', '.join(FIELD_BY_NAME)}")
         full = {}
-        fixed = build.fixed_fields
+        fixed, power_on = build.fixed_fields, dict(build.power_on_keys)
         for f in FIELDS:
             default = f.default(build) if callable(f.default) else f.default
-            full[f.name] = _check_number(f, values.get(f.name, fixed.get(f.name, default)),
-                                         build)
+            # the build's value, else its power-on key (the hardware's state out of reset)
+            default = fixed.get(f.name, power_on.get(f.name, default))
+            full[f.name] = _check_number(f, values.get(f.name, default), build)
             if f.name in fixed and full[f.name] != fixed[f.name]:
                 raise ConfigError(f"{f.name}: {values[f.name]!r} is not allowed: this build "
                                   f"fixes it to {build.fixed_json()[f.name]!r} (Build.fixed); "

@@ -59,7 +59,10 @@ Behaviour the hardware guarantees (and the model mirrors in :func:`check_registe
   every bus (the register file answers 0, so the AXI4-Lite and Wishbone cores and the boards'
   UART bridge do too). A host keeps the key it wrote; nothing on the bus can read it back.
   A build that fixes a secret register (``Build.fixed``) makes it a constant that reads 0
-  too, and the generated map leaves its value out.
+  too, and the generated map leaves its value out. Out of reset a key register holds the
+  build's power-on key (``Build.power_on_keys``; `fpq verilog` and `fpq board build` draw
+  one from the operating system unless given one), not the public default, and the
+  generated map leaves that value out too.
 * Writes to read-only registers (``id``, ``build``, ``status``, telemetry) or unmapped
   addresses are ignored and set ``STATUS.BAD_WRITE``; reads of unmapped addresses and of the
   write-only ``control`` return 0. A write to ``control`` with any bit other than COMMIT and
@@ -181,6 +184,8 @@ TELEMETRY = [
     _reading("max_queue", QPKTS_BITS, "", "Largest occupancy seen (packets); write clears.",
              "telemetry", access="rc"),
 ]
+#: The configuration registers' declarations by name.
+_CONFIG_SPECS = {s.name: s for s in CONFIG_REGISTERS}
 #: The register map's blocks: (first byte address, end, declarations).
 BLOCKS = [(0x000, 0x040, CONTROL_REGISTERS), (0x040, 0x200, CONFIG_REGISTERS),
           (0x200, 0x280, COUNTER_REGISTERS), (0x280, 0x300, TELEMETRY)]
@@ -194,7 +199,8 @@ def place(specs, base, build=None):
     at a multiple of ``4 n`` bytes.
 
     A configuration register (kind "config") is a shadow, access "rw" ("secret" when
-    ``RegisterSpec.secret``), reset the default configuration's value; one that ``build``
+    ``RegisterSpec.secret``), reset the build's default configuration's value
+    (``Config(build=build)``: its power-on keys, ``Build.power_on_keys``); one that ``build``
     fixes (``RegisterSpec.fixed_in``) is a constant instead: kind "fixed", read-only (a
     secret one reads 0). Any other register is as declared.
 
@@ -279,10 +285,18 @@ def check_registers(values, build=None):
 
 
 # ---- generators -------------------------------------------------------------------------
-def _shown_reset(r):
-    """The reset value the generated map shows for ``r``: a fixed secret register's value is
-    the build's key, which the map does not give away (``fpq.config.SECRET_SHOWN``)."""
-    return SECRET_SHOWN if r.secret and r.kind == "fixed" else r.reset
+def _reset_is_secret(r, build):
+    """Whether the reset value of ``r`` is a key ``build`` sets (a fixed key, or a power-on
+    key: ``Build.secret_values``), which the generated map does not give away."""
+    spec = _CONFIG_SPECS.get(r.name)
+    return r.secret and spec is not None and \
+        any(f in build.secret_values() for f in spec.sources)
+
+
+def _shown_reset(r, build):
+    """The reset value the generated map shows for ``r`` in ``build``: ``SECRET_SHOWN``
+    (``fpq.config``) for a key the build sets (:func:`_reset_is_secret`)."""
+    return SECRET_SHOWN if _reset_is_secret(r, build) else r.reset
 
 
 def to_json(build=None):
@@ -290,7 +304,7 @@ def to_json(build=None):
     return json.dumps({
         "build": build.to_json(),
         "bus": {"data_bits": 32, "address": "byte", "word_order": "least significant first"},
-        "registers": [dict(r.__dict__, words=r.words, index=i, reset=_shown_reset(r))
+        "registers": [dict(r.__dict__, words=r.words, index=i, reset=_shown_reset(r, build))
                       for i, r in enumerate(registers(build))],
         "tables": [dict(t.__dict__) for t in tables(build)],
         "control": {"COMMIT": CONTROL_COMMIT, "CLEAR_ERRORS": CONTROL_CLEAR_ERRORS},
@@ -358,7 +372,7 @@ def to_markdown(build=None):
         rng = f"{r.lo:#x} .. {r.hi:#x}" if r.kind == "config" else \
             "fixed" if r.kind == "fixed" else ""
         out.append(f"| {i} | 0x{r.offset:05x} | `{r.name}` | {r.access} | {r.width} | {r.fmt} | "
-                   f"{rng} | {_hex(_shown_reset(r))} | {r.doc} |")
+                   f"{rng} | {_hex(_shown_reset(r, build))} | {r.doc} |")
     out += ["", "## Tables", "", "| address | name | depth | bits | format | description |",
             "|---|---|---|---|---|---|"]
     for t in tables(build):
@@ -374,7 +388,7 @@ def to_markdown(build=None):
         lo, hi = f.bounds(build)
         default = f.default(build) if callable(f.default) else f.default
         if isinstance(default, bytes):
-            default = default.hex()
+            default = SECRET_SHOWN if f.name in build.secret_values() else default.hex()
             lo = hi = f"{lo} bytes"
         fmt = f.fmt(build) if callable(f.fmt) else f.fmt
         out.append(f"| `{f.name}` | {f.kind} | {f.type} | {f.unit} | {fmt} | [{lo}, {hi}] | "
@@ -484,7 +498,7 @@ _RDL_BITS = {
 }
 
 
-def _rdl_register(r, index):
+def _rdl_register(r, index, build):
     """SystemRDL lines of register ``r``: one register of 32, 64 or 128 bits (accessed in
     32-bit words, least significant first) where its words allow, else one register per
     32-bit word, ``name_0``, ``name_1``, ..."""
@@ -519,7 +533,8 @@ def _rdl_register(r, index):
                 out.append(f"        field {{ {field_access} desc = {_rdl_string(bit_doc)}; "
                            f"}} {bit_name}[{msb}:{lsb_}] = {value};")
         else:
-            reset = 0 if r.secret and r.kind == "fixed" else (r.reset >> lsb) & ((1 << width) - 1)
+            # a key the build sets is left out (0), as the other maps leave it out
+            reset = 0 if _reset_is_secret(r, build) else (r.reset >> lsb) & ((1 << width) - 1)
             out.append(f"        field {{ {access} }} {name}[{width - 1}:0] = "
                        f"{_rdl_number(reset, width)};")
         out.append(f"    }} {name} @ 0x{offset:05x};")
@@ -544,7 +559,7 @@ def to_systemrdl(build=None):
                "CONTROL.COMMIT, which checks their ranges first.") + ";",
            "    default accesswidth = 32;", ""]
     for i, r in enumerate(registers(build)):
-        out += _rdl_register(r, i)
+        out += _rdl_register(r, i, build)
     for t in tables(build):
         out += ["", "    external mem {", f"        name = {_rdl_string(t.name)};",
                 "        desc = " + _rdl_string(

@@ -165,3 +165,80 @@ def test_ipv6_keys_are_41_bytes_and_checked_over_the_296_bit_windows():
     assert "public Microsoft RSS key" in key_weakness(RSS_KEY6)
     keys = {random_key(build=build) for _ in range(10)}
     assert len(keys) == 10 and all(len(k) == 41 and key_weakness(k) is None for k in keys)
+
+
+# ---- power-on keys of a runtime-keyed build (Build.power_on_keys) ---------------------------
+#: A mix key typed once (not all bits equal), beside ``GOOD``.
+GOOD_MIX = bytes.fromhex("5e0c93a1d27b48f6a9e3b170")
+
+
+def test_power_on_keys_are_the_build_s_defaults_and_reset_values():
+    """The power-on keys are the register map's reset values of the key registers and
+    ``Config(build=...)``'s defaults (the golden model's state out of reset), not the
+    public defaults; a build without them keeps the documented defaults."""
+    from fpq.config import Build, MIX_KEY_DEFAULT
+    from fpq.regmap import registers
+    build = Build(vec_bits=64, table_depth=16,
+                  power_on_keys={"hash_mix_key": GOOD_MIX, "hash_key": GOOD})
+    assert build.power_on_keys == (("hash_key", GOOD), ("hash_mix_key", GOOD_MIX))
+    config = Config(build=build)
+    assert (config.hash_key, config.hash_mix_key) == (GOOD, GOOD_MIX)
+    reset = {r.name: r.reset for r in registers(build)}
+    assert reset["hash_key"] == int(GOOD.hex(), 16)
+    assert reset["hash_mix_key"] == int(GOOD_MIX.hex(), 16)
+    plain = {r.name: r.reset for r in registers(Build(vec_bits=64, table_depth=16))}
+    assert plain["hash_key"] == int(RSS_KEY.hex(), 16)
+    assert plain["hash_mix_key"] == int(MIX_KEY_DEFAULT.hex(), 16)
+    # a key given to the configuration still wins over the power-on one
+    assert Config(build=build, hash_key=ONE_BIT).hash_key == ONE_BIT
+
+
+@pytest.mark.parametrize("kw, message", [
+    (dict(power_on_keys={"mode": "fpq"}), "power_on_keys: mode: not a key field of a "
+     "register of this build; allowed: the runtime key fields of this build, hash_key, "
+     "hash_mix_key"),
+    (dict(hash_mix=False, power_on_keys={"hash_mix_key": GOOD_MIX}),
+     "power_on_keys: hash_mix_key: not a key field of a register of this build; allowed: "
+     "the runtime key fields of this build, hash_key"),
+    (dict(fixed={"hash_key": GOOD}, power_on_keys={"hash_key": GOOD}),
+     "power_on_keys: hash_key: fixed by this build (Build.fixed); allowed: the runtime key "
+     "fields of this build, hash_mix_key"),
+    (dict(power_on_keys=(("hash_key", GOOD), ("hash_key", GOOD))),
+     "power_on_keys: hash_key: given twice"),
+    (dict(power_on_keys={"hash_key": RSS_KEY}),
+     "power_on_keys hash_key: 6d5a56da255b0ec24167253d43a38fb0d0ca2bcb is a weak key: it is "
+     "the public Microsoft RSS key"),
+    (dict(power_on_keys={"hash_mix_key": bytes(12)}),
+     "power_on_keys hash_mix_key: 000000000000000000000000 is a weak key: all its bits are "
+     "equal"),
+    (dict(power_on_keys={"hash_key": GOOD[:19]}),
+     "power_on_keys hash_key: must be exactly 20 bytes (40 hex digits)"),
+    (dict(power_on_keys=("hash_key",)), "power_on_keys: ('hash_key',) must be (field, key) "
+     "pairs"),
+], ids=["not-a-key", "no-register", "fixed", "twice", "weak", "weak-mix", "length", "shape"])
+def test_bad_power_on_keys_are_refused_naming_the_field(kw, message):
+    from fpq.config import Build
+    with pytest.raises(ConfigError) as e:
+        Build(vec_bits=64, table_depth=16, **kw)
+    assert message in str(e.value), e.value
+
+
+def test_generated_maps_leave_the_power_on_keys_out():
+    """Every generated register map (JSON, C header, Markdown, SystemRDL) of a build with
+    power-on keys has neither key in any form (hex of the bytes, a 32-bit word, the value in
+    decimal); the JSON and Markdown say ``SECRET_SHOWN`` where the reset would be."""
+    from fpq.config import Build, SECRET_SHOWN
+    from fpq.regmap import FORMATS
+    build = Build(vec_bits=64, table_depth=16,
+                  power_on_keys={"hash_key": GOOD, "hash_mix_key": GOOD_MIX})
+    forms = set()
+    for key in (GOOD, GOOD_MIX):
+        value = int.from_bytes(key, "big")
+        forms |= {key.hex(), str(value), f"{value:x}"}
+        forms |= {f"{(value >> (32 * i)) & 0xFFFFFFFF:x}" for i in range(len(key) // 4)}
+    for fmt, generate in FORMATS.items():
+        text = generate(build).lower()
+        assert not [f for f in forms if f in text], fmt
+    regs = {r["name"]: r for r in json.loads(FORMATS["json"](build))["registers"]}
+    assert regs["hash_key"]["reset"] == regs["hash_mix_key"]["reset"] == SECRET_SHOWN
+    assert f"| {SECRET_SHOWN} |" in FORMATS["markdown"](build)
