@@ -406,26 +406,24 @@ class RegisterFile(wiring.Component):
             whole = -(-k // 8)                     # the first whole byte at or above k
             return bus.w_data[k:8 * whole].any() | byte_any[whole:].any()
 
-        bad_terms = [~s.mapped]
-        # with write_setup 2 the same terms from the registered hits and fits (and "no word"
-        # from their OR, not from the address), ORed and registered in the second clock
-        late_terms, late_hits = [], [s.table_hit]
+        # what makes a write bad, from each word's decode (write_setup below 2; registered
+        # as a whole with 1) or from its registered hit and fit (2 and 3: "no word" then from
+        # the hits' OR, not from the address), ORed and registered
+        early = self.write_setup < 2
+        bad_terms, hits = [], []
         for r, w, lo_bit, hi_bit, hit in s.hits:
             # bits of the written word above the register's width: must be zero
             above = excess(hi_bit - lo_bit)
             top_of_config = r.kind == "config" and w == r.words - 1 and hi_bit - lo_bit < 32
             writable = (r.kind in ("config", "counter") or r.name in ("max_queue", "control"))
-            if top_of_config or r.name == "control":
-                bad_terms.append(hit & above)
-            elif not writable:
-                bad_terms.append(hit)
             sel = decode(hit, f"w_{r.name}_{w}")
             fit = decode(~above, f"fit_{r.name}_{w}")
-            late_hits.append(sel)
+            h, misfit = (hit, above) if early else (sel, ~fit)
+            hits.append(h)
             if top_of_config or r.name == "control":
-                late_terms.append(sel & ~fit)
+                bad_terms.append(h & misfit)
             elif not writable:
-                late_terms.append(sel)
+                bad_terms.append(h)
             with m.If(bus.w_en & sel):
                 if top_of_config:
                     # a value that does not fit: the shadow keeps its old value, the next
@@ -448,8 +446,7 @@ class RegisterFile(wiring.Component):
                         with m.If(bus.w_data & CONTROL_CLEAR_ERRORS):
                             m.d.sync += [rejected.eq(0), bad_write.eq(0),
                                          reject_index.eq(0)]
-        if self.write_setup >= 2:
-            bad_terms = late_terms + [~Cat(*late_hits).any()]
+        bad_terms.append(~s.mapped if early else ~Cat(s.table_hit, *hits).any())
         bad = decode(Cat(*bad_terms).any(), "write_is_bad")
         with m.If(bus.w_en & bad):
             m.d.sync += bad_write.eq(1)
