@@ -14,7 +14,7 @@ from fpq.regmap import (address_constants, ID_VALUE, CONTROL_COMMIT, CONTROL_CLE
 
 from .layouts import arrival_layout, DEPARTURE, VERDICT
 from .queue_manager import QueueManager, LATENCY, FIFO_DEPTH
-from .registers import RegisterFile, ADDR_BITS
+from .registers import RegisterFile, ADDR_BITS, WRITE_SETUPS
 
 __all__ = ["BUSES", "FPQCore", "tdata_width", "export_verilog", "sv_package",
            "KEYWORDS", "check_names", "rename_bit_select_names", "core_verilog"]
@@ -74,7 +74,10 @@ class FPQCore(wiring.Component):
 
     ``bus="axi-lite"``: an AXI4-Lite target, ``s_axil_*``, 20-bit byte addresses, 32-bit
     data. One access at a time (reads and writes alternate when both wait); a write is taken
-    when its address and data are both valid. A write with ``wstrb`` other than ``4'hf``
+    when its address and data are both valid. The access is taken into registers and issued
+    to the register file from them (its decode then starts at registers, not at the bus's
+    handshake): a write's response comes 5 clocks after its handshake, a read's data 5
+    clocks after its. A write with ``wstrb`` other than ``4'hf``
     writes nothing and answers SLVERR (every register is written as whole words); every other
     access answers OKAY (errors of the map itself are the sticky bits of ``STATUS``).
     ``bus="wishbone"``: a Wishbone B4 classic target, ``wb_*``, 32-bit port and granularity
@@ -100,7 +103,12 @@ class FPQCore(wiring.Component):
         self.build = build
         self.bus = bus
         self.qm = QueueManager(build, ram_style=ram_style)
-        self.rf = RegisterFile(build) if bus != "none" else None
+        # behind AXI4-Lite the register file decodes from registers (the adapter holds each
+        # access's address and data and issues it clocks later: AXI4-Lite allows any
+        # latency); Wishbone's one-clock ack keeps the plain file
+        self.rf = (None if bus == "none" else
+                   RegisterFile(build, read_latency=2, write_setup=max(WRITE_SETUPS),
+                                read_setup=1) if bus == "axi-lite" else RegisterFile(build))
         self._arrival = arrival_layout(build)
         members = {
             "s_axis_arrival_tdata": In(tdata_width(self._arrival)), "s_axis_arrival_tvalid": In(1),
@@ -181,25 +189,33 @@ class FPQCore(wiring.Component):
             m.d.sync += ack.eq(start)
             return m
 
-        # AXI4-Lite: one access per clock at most on the register file's bus; the response
-        # channels are registers held until their ready.
+        # AXI4-Lite: an access is taken into registers (address, data, kind) in its
+        # handshake's clock and issued to the register file from them, ``write_setup``
+        # clocks later for a write, ``read_setup`` for a read (the register file's promise);
+        # one access at a time; the response channels are registers held until their ready.
         bvalid, bresp = Signal(), Signal(2)
         rvalid, rdata = Signal(), Signal(32)
-        read_wait = Signal()          # a read was issued last clock: its data arrives now
+        busy = Signal()               # an access taken and not yet answered
         prefer_read = Signal()        # the last access was a write: a waiting read goes next
-        can_write = self.s_axil_awvalid & self.s_axil_wvalid & ~bvalid
-        can_read = self.s_axil_arvalid & ~rvalid & ~read_wait
+        is_write, whole = Signal(), Signal()
+        addr, data = Signal.like(bus.addr), Signal(32)
+        # clocks of the address on the bus before the access (at least 1: the address is
+        # a register loaded in the handshake's clock)
+        assert rf.write_setup >= 1 and rf.read_setup >= 1
+        wait = Signal(range(max(rf.write_setup, rf.read_setup) + 1))
+        issue = Signal()              # the access's clock: wait reached 0
+        read_wait = Signal(rf.read_latency)   # a read issued: its data arrives at the top bit
+        can_write = self.s_axil_awvalid & self.s_axil_wvalid & ~busy & ~bvalid
+        can_read = self.s_axil_arvalid & ~busy & ~rvalid
         do_write = Signal()
         do_read = Signal()
-        whole_word = self.s_axil_wstrb == 0b1111
         m.d.comb += [
             do_write.eq(can_write & ~(can_read & prefer_read)),
             do_read.eq(can_read & ~do_write),
             self.s_axil_awready.eq(do_write), self.s_axil_wready.eq(do_write),
             self.s_axil_arready.eq(do_read),
-            bus.addr.eq(Mux(do_write, self.s_axil_awaddr, self.s_axil_araddr)),
-            bus.w_en.eq(do_write & whole_word), bus.w_data.eq(self.s_axil_wdata),
-            bus.r_en.eq(do_read),
+            bus.addr.eq(addr), bus.w_data.eq(data),
+            bus.w_en.eq(issue & is_write & whole), bus.r_en.eq(issue & ~is_write),
             self.s_axil_bvalid.eq(bvalid), self.s_axil_bresp.eq(bresp),
             self.s_axil_rvalid.eq(rvalid), self.s_axil_rdata.eq(rdata),
             self.s_axil_rresp.eq(_OKAY),
@@ -208,13 +224,24 @@ class FPQCore(wiring.Component):
             m.d.sync += bvalid.eq(0)
         with m.If(self.s_axil_rready):
             m.d.sync += rvalid.eq(0)
+        m.d.sync += [issue.eq(0), read_wait.eq(read_wait << 1)]
         with m.If(do_write):
-            m.d.sync += [bvalid.eq(1), bresp.eq(Mux(whole_word, _OKAY, _SLVERR)),
-                         prefer_read.eq(1)]
-        with m.If(do_read):
-            m.d.sync += [read_wait.eq(1), prefer_read.eq(0)]
-        with m.If(read_wait):
-            m.d.sync += [read_wait.eq(0), rvalid.eq(1), rdata.eq(bus.r_data)]
+            m.d.sync += [busy.eq(1), is_write.eq(1), prefer_read.eq(1),
+                         whole.eq(self.s_axil_wstrb == 0b1111),
+                         addr.eq(self.s_axil_awaddr), data.eq(self.s_axil_wdata),
+                         wait.eq(rf.write_setup)]
+        with m.Elif(do_read):
+            m.d.sync += [busy.eq(1), is_write.eq(0), prefer_read.eq(0),
+                         addr.eq(self.s_axil_araddr),
+                         wait.eq(rf.read_setup)]
+        with m.Elif(busy & ~issue & (wait != 0)):
+            m.d.sync += [wait.eq(wait - 1), issue.eq(wait == 1)]
+        with m.If(issue & is_write):
+            m.d.sync += [busy.eq(0), bvalid.eq(1), bresp.eq(Mux(whole, _OKAY, _SLVERR))]
+        with m.If(issue & ~is_write):
+            m.d.sync += read_wait.eq(1)
+        with m.If(read_wait[-1]):
+            m.d.sync += [busy.eq(0), rvalid.eq(1), rdata.eq(bus.r_data)]
         return m
 
 

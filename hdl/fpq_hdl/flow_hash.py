@@ -53,8 +53,9 @@ class FlowHash(wiring.Component):
     Toeplitz hash passes through registers (the same latency). Clocks 6-7 are the
     multiply-shift ``(hash * v_max) >> 32`` (two DSP partial products, with the DSPs' own
     input and output registers, then one adder). No stage has more than 2 LUT levels, and
-    none a carry chain but the index's adder. Cost on ECP5: see docs/BENCHMARKS.md ("RTL
-    (hdl/)").
+    none a carry chain but the index's adder. The non-linear stage's cost on ECP5 (about
+    230 LUTs and 400 flip-flops): docs/RELIABILITY.md, "Colliding flows under secret
+    keys" (records ``flow-hash``, ``flow-hash-toeplitz``).
 
     Inputs (``build.hash_input``): "5-tuple", the 104-bit flow; "rss", Microsoft RSS over
     the same bits, the protocol left out and the ports too unless the protocol is TCP or UDP

@@ -119,14 +119,14 @@ DESCRIPTIONS = {
         "awaddr": "write byte address (the two low bits ignored)",
         "awvalid": "write address valid",
         "awready": "write address taken: in the clock in which `awvalid` and `wvalid` are "
-                   "both high and no response is pending",
+                   "both high, no access is in flight and no response is pending",
         "wdata": "write data", "wstrb": "byte strobes: `4'hf` only (else SLVERR, nothing "
                                          "written)",
         "wvalid": "write data valid", "wready": "write data taken (with `awready`)",
         "bresp": "OKAY, or SLVERR for a partial write", "bvalid": "write response valid",
         "bready": "write response taken",
         "araddr": "read byte address", "arvalid": "read address valid",
-        "arready": "read address taken", "rdata": "read data", "rresp": "always OKAY",
+        "arready": "read address taken (no access in flight, no read data pending)", "rdata": "read data", "rresp": "always OKAY",
         "rvalid": "read data valid", "rready": "read data taken"},
     "wb_": {
         "cyc": "bus cycle", "stb": "strobe", "we": "write enable",
