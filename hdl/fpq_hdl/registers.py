@@ -153,21 +153,18 @@ class RegisterFile(wiring.Component):
     """
 
     def __init__(self, build, const_rom=False, read_latency=1, write_setup=0, read_setup=0):
-        if read_latency not in READ_LATENCIES:
-            raise ValueError(f"read_latency: {read_latency!r} must be one of "
-                             f"{', '.join(map(str, READ_LATENCIES))}")
+        for name, value, choices in (("read_latency", read_latency, READ_LATENCIES),
+                                     ("write_setup", write_setup, WRITE_SETUPS),
+                                     ("read_setup", read_setup, READ_SETUPS)):
+            if value not in choices:
+                raise ValueError(f"{name}: {value!r} must be one of "
+                                 f"{', '.join(map(str, choices))}")
         if const_rom and read_latency != 1:
             raise ValueError(f"read_latency: {read_latency} with const_rom must be 1")
         self.build = build
         self.const_rom = bool(const_rom)
         self.read_latency = read_latency
-        if write_setup not in WRITE_SETUPS:
-            raise ValueError(f"write_setup: {write_setup!r} must be one of "
-                             f"{', '.join(map(str, WRITE_SETUPS))}")
         self.write_setup = write_setup
-        if read_setup not in READ_SETUPS:
-            raise ValueError(f"read_setup: {read_setup!r} must be one of "
-                             f"{', '.join(map(str, READ_SETUPS))}")
         if read_setup and read_latency != 2:
             raise ValueError(f"read_setup: {read_setup} needs read_latency 2")
         self.read_setup = read_setup
