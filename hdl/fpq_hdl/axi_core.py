@@ -234,7 +234,7 @@ class FPQCore(wiring.Component):
             m.d.sync += [busy.eq(1), is_write.eq(0), prefer_read.eq(0),
                          addr.eq(self.s_axil_araddr),
                          wait.eq(rf.read_setup)]
-        with m.Elif(busy & ~issue & (wait != 0)):
+        with m.Elif(wait != 0):                # (only while busy, and 0 in the issue's clock)
             m.d.sync += [wait.eq(wait - 1), issue.eq(wait == 1)]
         with m.If(issue & is_write):
             m.d.sync += [busy.eq(0), bvalid.eq(1), bresp.eq(Mux(whole, _OKAY, _SLVERR))]
