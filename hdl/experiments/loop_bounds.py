@@ -11,8 +11,11 @@ manager, or a wrapper around one of its loops.
 
 * ``loop_timer``: ``PeriodicTimer(32, 16)``, the clear engine (down-counter, fraction owed,
   strobe); the sample timer is the same with no fraction.
-* ``loop_decision``: ``Decision(optimise="speed")``: RED's spacing register, the admission bit
-  and the exact occupancy (bytes and packets) with their thresholds and flags.
+* ``loop_decision``: the one-clock loops of ``Decision(optimise="speed")``: RED's spacing
+  register (``red_spacing``), the admission bit and the exact occupancy in bytes and packets
+  (``admission``), and the largest occupancy (``track_max``); their other inputs (the
+  probability, the flags and the fields, registers in the ``Decision``) from the harness's
+  registers. The whole ``Decision`` is ``--component decision``.
 * ``loop_counter``: one 64-bit statistics counter as the queue manager builds it (two halves,
   the carry registered).
 * ``loop_hold``: the re-key hold's down-counter (49 bits, counting while not negative).
@@ -22,10 +25,9 @@ from amaranth import *
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from fpq.config import Build
-from fpq.formats import HOLD_BITS
+from fpq.formats import HOLD_BITS, LENGTH_BITS, PROB, QBYTES_BITS, QPKTS_BITS, RAND_BITS
 
-__all__ = ["CounterLoop", "HoldLoop", "LOOPS"]
+__all__ = ["CounterLoop", "HoldLoop", "DecisionLoops", "LOOPS"]
 
 
 class CounterLoop(wiring.Component):
@@ -62,21 +64,45 @@ class HoldLoop(wiring.Component):
         return m
 
 
+class DecisionLoops(wiring.Component):
+    """The ``Decision``'s one-clock loops, as ``Decision(optimise="speed")`` builds them:
+    ``red_spacing`` (stepped by ``step``), ``admission`` and ``track_max`` of the packet
+    occupancy. Ports are the functions' arguments and results."""
+
+    def __init__(self):
+        super().__init__({
+            "p": In(PROB.width), "p_zero": In(1), "u_load": In(RAND_BITS), "step": In(1),
+            "cand": In(1), "forced_if": In(2), "short_bytes_if": In(2), "short_pkts": In(1),
+            "dv": In(1), "length": In(LENGTH_BITS), "dep": In(LENGTH_BITS),
+            "grow": In(signed(LENGTH_BITS + 2)), "clear_max_queue": In(1),
+            "red_hit": Out(1), "forced": Out(1), "dep_error": Out(1),
+            "occ_pkts": Out(QPKTS_BITS), "occ_bytes": Out(QBYTES_BITS),
+            "max_queue": Out(QPKTS_BITS),
+        })
+
+    def elaborate(self, platform):
+        from fpq_hdl.decision import admission, red_spacing, track_max
+        m = Module()
+        m.d.comb += self.red_hit.eq(red_spacing(m, self.p, self.p_zero, self.u_load,
+                                                self.step, separate_hit=True))
+        forced, dep_error = admission(
+            m, self.cand, tuple(self.forced_if), tuple(self.short_bytes_if), self.short_pkts,
+            self.dv, self.length, self.dep, self.grow, self.occ_pkts, self.occ_bytes)
+        m.d.comb += [self.forced.eq(forced), self.dep_error.eq(dep_error)]
+        track_max(m, self.occ_pkts, self.clear_max_queue, self.max_queue)
+        return m
+
+
 def _timer():
     from fpq.formats import CLEAR_PERIOD
     from fpq_hdl.periodic_timer import PeriodicTimer
     return PeriodicTimer(CLEAR_PERIOD.int_bits, CLEAR_PERIOD.frac_bits)
 
 
-def _decision():
-    from fpq_hdl.decision import Decision
-    return Decision(Build(), optimise="speed")
-
-
 #: ``--component`` names of ``fpq_hdl.synth`` -> factory
 LOOPS = {
     "loop_timer": _timer,
-    "loop_decision": _decision,
+    "loop_decision": DecisionLoops,
     "loop_counter": CounterLoop,
     "loop_hold": HoldLoop,
 }

@@ -10,7 +10,8 @@ from fpq.queue_manager import ENQUEUE, MARK, DROP_EARLY, DROP_FORCED
 
 from .layouts import config_layout, check_optimise
 
-__all__ = ["Decision", "sum_flags"]
+__all__ = ["Decision", "sum_flags", "red_spacing", "admission",
+           "track_max"]
 
 
 def sum_flags(m, a, b, width, name):
@@ -54,6 +55,67 @@ def _occupancy_below(m, y, t, name):
     lo, hi_zero = Signal(name=f"{name}_lo"), Signal(name=f"{name}_hi_zero")
     m.d.comb += [lo.eq(y[:n] < t[:n]), hi_zero.eq(y[n:] == 0)]
     return hi_zero & lo
+
+
+def red_spacing(m, p, p_zero, u_load, step, separate_hit):
+    """RED's uniform spacing as one register, ``E = max(thresh - acc - 1, 0)``, and its hit
+    ``p > E`` (``acc + p >= thresh``; ``p == 0`` is never a hit). In a clock with ``step``
+    (an arrival RED decides), E takes ``E - p`` (no drop), or ``u_load`` (``max(u - 1, 0)``)
+    on a drop or ``p == 0``: a one-clock loop of one carry chain and one select.
+
+    ``separate_hit``: the hit from a carry chain of its own beside E's (``E - p``, whose sign
+    selects E's 32 next bits), so that a LUT after the hit follows the carry out directly,
+    not a sign that fans out across E. (The constant low bit keeps Yosys from sharing one
+    chain for both: ``2E + 1 < 2p + 1`` is ``E < p``.) Else the hit is that sign."""
+    e_reg = Signal(RAND_BITS, init=(1 << 32) - 2)
+    diff = Signal(signed(PROB.width + 2))
+    m.d.comb += diff.eq(e_reg - p)
+    over = diff < 0                               # RED's hit: p > E
+    with m.If(step):
+        m.d.sync += e_reg.eq(Mux(p_zero | over, u_load, diff[:RAND_BITS]))
+    if not separate_hit:
+        return over
+    red_hit = Signal(name="red_hit")
+    m.d.comb += red_hit.eq(Cat(C(1, 1), e_reg) < Cat(C(1, 1), p))
+    return red_hit
+
+
+def admission(m, cand, forced_if, short_bytes_if, short_pkts, dv, length, dep, grow,
+              occ_p, occ_b):
+    """Cycle 1 of ``Decision(optimise="speed")``: slot t's admission and the occupancy, from
+    flags formed before for each outcome of slot t - 1.
+
+    ``forced_if``, ``short_bytes_if``: (slot t - 1 not admitted, admitted) pairs of the
+    forced flag and of "the departure takes more bytes than queued"; ``short_pkts``: the
+    departure finds no packet (when slot t - 1 was not admitted). ``cand``: admitted unless
+    forced. The admission ``a(t) = cand & ~forced`` is a one-bit loop through one LUT
+    (``a(t - 1)`` selects the flags); each occupancy register takes ``O - d`` or ``O - d +
+    length`` (two carry chains side by side) under the selected flags: one carry chain and
+    one LUT. Returns the forced flag and whether the departure was short (an error)."""
+    (f0, f1), (sb0, sb1), sp0, dv1, len1, dep1 = forced_if, short_bytes_if, short_pkts, \
+        dv, length, dep
+    a_prev = Signal()
+    forced = Mux(a_prev, f1, f0)
+    a = cand & ~forced
+    m.d.sync += a_prev.eq(a)
+    s_b = Mux(a_prev, sb1, sb0)
+    s_p = ~a_prev & sp0
+    ob_sub, ob_add = Signal(QBYTES_BITS), Signal(QBYTES_BITS)
+    m.d.comb += [ob_sub.eq(occ_b - dep1), ob_add.eq(occ_b + grow)]
+    m.d.sync += occ_b.eq(Mux(a, Mux(s_b, len1, ob_add), Mux(s_b, 0, ob_sub)))
+    op_sub, op_add = Signal(QPKTS_BITS), Signal(QPKTS_BITS)
+    m.d.comb += [op_sub.eq(occ_p - dv1), op_add.eq(occ_p + ~dv1)]
+    m.d.sync += occ_p.eq(Mux(a, Mux(s_p, 1, op_add), Mux(s_p, 0, op_sub)))
+    return forced, s_b | s_p
+
+
+def track_max(m, value, clear, largest):
+    """``largest`` follows the largest ``value`` since ``clear``, a clock behind it: a
+    one-clock loop of one compare and one select."""
+    with m.If(clear):
+        m.d.sync += largest.eq(0)
+    with m.Elif(largest < value):
+        m.d.sync += largest.eq(value)
 
 
 class Decision(wiring.Component):
@@ -176,24 +238,12 @@ class Decision(wiring.Component):
         # difference is also the next E when there is no drop; a drop or ``p == 0`` loads
         # ``max(u - 1, 0)``. (Without the max, E would be -1 after a threshold of 0 and the
         # hit would need ``p > 0`` beside the compare.)
-        e_reg = Signal(RAND_BITS, init=(1 << 32) - 2)
-        diff = Signal(signed(PROB.width + 2))
-        m.d.comb += diff.eq(e_reg - self.p)
-        over = diff < 0                               # RED's hit: p > E
-        with m.If(early_red):
-            m.d.sync += e_reg.eq(Mux(self.p_zero | over, u_load, diff[:RAND_BITS]))
+        red_hit = red_spacing(m, self.p, self.p_zero, u_load, early_red,
+                              separate_hit=self.optimise == "speed")
         # FPQ's hit, a compare of two registers beside RED's: each output is one LUT after
-        # the two carry chains. With "speed", RED's hit is a chain of its own too, beside
-        # E's (``E - p``, whose sign selects E's 32 next bits): its one LUT then follows the
-        # carry out directly, not a sign that fans out across E. (The constant low bit keeps
-        # Yosys from sharing one chain for both: ``2E + 1 < 2p + 1`` is ``E < p``.)
+        # the two carry chains
         below = Signal(name="fpq_hit")
         m.d.comb += below.eq(u < self.p)
-        if self.optimise == "speed":
-            red_hit = Signal(name="red_hit")
-            m.d.comb += red_hit.eq(Cat(C(1, 1), e_reg) < Cat(C(1, 1), self.p))
-        else:
-            red_hit = over
         # the admission candidate, ``keep | (drop_fpq & ~below) | (drop_red & ~red_hit)``
         # (``keep``: an arrival that no early hit drops), as one LUT4 after the two chains:
         # keep, drop_fpq and drop_red exclude each other, so they are a 2-bit code (00 no
@@ -218,10 +268,7 @@ class Decision(wiring.Component):
         m.d.sync += [self.out_valid.eq(av1), self.action.eq(action),
                      self.out_dep_valid.eq(dv1), self.dep_error.eq(dep_error)]
         # the largest occupancy, a clock behind (only enqueues raise the occupancy)
-        with m.If(self.clear_max_queue):
-            m.d.sync += self.max_queue.eq(0)
-        with m.Elif(self.max_queue < self.occ_pkts):
-            m.d.sync += self.max_queue.eq(self.occ_pkts)
+        track_max(m, self.occ_pkts, self.clear_max_queue, self.max_queue)
         return m
 
     def _occupancy_speed(self, m, slots, cand):
@@ -325,19 +372,8 @@ class Decision(wiring.Component):
         grow = Signal(signed(LENGTH_BITS + 2))        # l(t) - d(t), for cycle 1
         m.d.sync += grow.eq(len0 - dep0)
         # ---- cycle 1: the admission (one bit through one LUT) and the occupancy
-        a_prev = Signal()
-        forced = Mux(a_prev, f1, f0)
-        a = cand & ~forced
-        m.d.sync += a_prev.eq(a)
-        s_b = Mux(a_prev, sb1, sb0)
-        s_p = ~a_prev & sp0
-        ob_sub, ob_add = Signal(QBYTES_BITS), Signal(QBYTES_BITS)
-        m.d.comb += [ob_sub.eq(occ_b - dep1), ob_add.eq(occ_b + grow)]
-        m.d.sync += occ_b.eq(Mux(a, Mux(s_b, len1, ob_add), Mux(s_b, 0, ob_sub)))
-        op_sub, op_add = Signal(QPKTS_BITS), Signal(QPKTS_BITS)
-        m.d.comb += [op_sub.eq(occ_p - dv1), op_add.eq(occ_p + ~dv1)]
-        m.d.sync += occ_p.eq(Mux(a, Mux(s_p, 1, op_add), Mux(s_p, 0, op_sub)))
-        return forced, s_b | s_p
+        return admission(m, cand, (f0, f1), (sb0, sb1), sp0, dv1, len1, dep1, grow,
+                         occ_p, occ_b)
 
     def _occupancy_area(self, m, av1, dv1, len1, dep1, drop_early):
         """Cycle 1 as the model writes it: the departure, then the arrival's sum compared."""

@@ -125,14 +125,14 @@ QUEUE_MANAGER_FAULTS = (None, "drop_on_stall", "dup_after_transfer", "shallow_fi
 #: Decision faults: name -> (the form they break, the one text of decision.py replaced)
 DECISION_FAULTS = {
     "forced_ignores_admission": (
-        "speed", "        forced = Mux(a_prev, f1, f0)\n", "        forced = f0\n"),
+        "speed", "    forced = Mux(a_prev, f1, f0)\n", "    forced = f0\n"),
     "k_zero_extended": (
         "speed", "~Cat(len_b, C(0, wb - LENGTH_BITS))", "Cat(~len_b, C(0, wb - LENGTH_BITS))"),
     "packet_limit_off_by_one": (
         "area", "over_p = Mux(dep_p, occ_p > cfg.limit_pkts, occ_p >= cfg.limit_pkts)",
         "over_p = Mux(dep_p, occ_p > cfg.limit_pkts, occ_p > cfg.limit_pkts)"),
     "short_from_wrong_outcome": (
-        "speed", "        s_b = Mux(a_prev, sb1, sb0)\n", "        s_b = sb0\n"),
+        "speed", "    s_b = Mux(a_prev, sb1, sb0)\n", "    s_b = sb0\n"),
 }
 
 

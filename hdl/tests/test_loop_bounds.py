@@ -1,6 +1,7 @@
 """The loop-bound fixtures (``hdl/experiments/loop_bounds.py``) are the queue manager's own
-blocks: the timer and the decision are its components (their behaviour is tested in
-test_periodic_timer.py and test_decision.py), the counter is ``_split_counter`` and counts
+blocks: the timer is its component (tested in test_periodic_timer.py), the decision's
+loops are the functions ``Decision`` builds them with (tested through it in
+test_decision.py), the counter is ``_split_counter`` and counts
 like a 64-bit counter whose readout is one clock late and consistent, and the hold loop is
 the re-key hold's down-counter. Every fixture elaborates in the synthesis harness."""
 import random
@@ -33,10 +34,31 @@ def test_fixtures_are_the_queue_manager_s_blocks():
     timer = LOOPS["loop_timer"]()
     assert type(timer) is PeriodicTimer
     assert (timer.int_bits, timer.frac_bits) == (CLEAR_PERIOD.int_bits, CLEAR_PERIOD.frac_bits)
-    decision = LOOPS["loop_decision"]()
-    assert type(decision) is Decision and decision.optimise == "speed"
-    for f in (timer, decision):
-        f._MustUse__silence = True
+    timer._MustUse__silence = True
+
+
+def test_decision_loops_are_the_decision_s_own(monkeypatch):
+    """The decision fixture builds its loops with the functions ``Decision(optimise="speed")``
+    builds them with, and both call each of them once, with the same options."""
+    import fpq_hdl.decision as decision_module
+    from fpq.config import Build
+    calls = []
+
+    def recording(name):
+        real = getattr(decision_module, name)
+
+        def call(*args, **kw):
+            calls.append((name, tuple(sorted(kw.items()))))
+            return real(*args, **kw)
+        monkeypatch.setattr(decision_module, name, call)
+    for name in ("red_spacing", "admission", "track_max"):
+        recording(name)
+    rtlil.convert(LOOPS["loop_decision"]())
+    fixture, calls[:] = sorted(calls), []
+    rtlil.convert(Decision(Build(), optimise="speed"))
+    assert fixture == sorted(calls)
+    assert [c[0] for c in fixture] == ["admission", "red_spacing", "track_max"]
+    assert ("separate_hit", True) in fixture[1][1]
 
 
 def _counter_run(program, preset=None, monkeypatch=None):
