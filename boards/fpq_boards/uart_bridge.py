@@ -95,8 +95,6 @@ class UARTBridge(wiring.Component):
         idle = Signal(range(timeout + 2))
         idle_expired = Signal()
         addr_bad = Signal()              # address bits above the bus's width are set
-        lock_hit = Signal()              # the word address is LOCK_ADDR's
-        err_code = Signal(8)
         reply = Signal(40)
         reply_len = Signal(range(7))
         reply_sum = Signal(8)
@@ -104,23 +102,45 @@ class UARTBridge(wiring.Component):
         got = rx.bytes.valid
 
         # The checksum is summed as the reply's bytes go out and sent as its last byte: an
-        # 8-bit accumulator, not a tree of adders after the bus's read data.
-        last_byte = Signal()
-        m.d.comb += [last_byte.eq(reply_len == 1),
-                     tx.bytes.payload.eq(Mux(last_byte, reply_sum, reply[:8])),
-                     tx.bytes.valid.eq(reply_len != 0)]
-        with m.If(tx.bytes.valid & tx.bytes.ready):
-            m.d.sync += [reply.eq(reply[8:]), reply_len.eq(reply_len - 1),
-                         reply_sum.eq(reply_sum + reply[:8])]
+        # 8-bit accumulator, not a tree of adders after the bus's read data. The reply's
+        # registers (about 60) are enabled by a load or a byte taken: both from registers
+        # (which reply the state entered in this clock loads, set on the transition into it;
+        # bytes left and the last one), so the enable is one LUT.
+        sending, last_byte = Signal(), Signal()      # reply_len != 0, reply_len == 1
+        m.d.comb += [tx.bytes.payload.eq(Mux(last_byte, reply_sum, reply[:8])),
+                     tx.bytes.valid.eq(sending)]
+        loads = {"ERROR": 0, "WRITE_DONE": 1, "READ_DATA": 2}
+        load = Signal(len(loads))                    # one-hot: the reply loaded this clock
+        m.d.sync += load.eq(0)
 
-        def send(code, data=None, data_bytes=0):
-            """Load a reply: its code byte, ``data_bytes`` bytes of ``data``, the checksum."""
-            m.d.sync += [reply.eq(Cat(Const(code, 8), data if data is not None else 0)),
-                         reply_len.eq(1 + data_bytes + 1), reply_sum.eq(0)]
+        def goto(state):
+            m.next = state
+            if state in loads:
+                m.d.sync += load.eq(1 << loads[state])
+
+        def reply_of(code, data=None, data_bytes=0):
+            """A reply: its code byte, ``data_bytes`` bytes of ``data``; the checksum follows."""
+            return (Cat(Const(code, 8), data if data is not None else C(0, 32)),
+                    1 + data_bytes + 1)
 
         error = Signal()
         # set by a write to LOCK_ADDR, cleared only by reset: refuses every later write
         locked = Signal()
+        lock_hit = Signal()              # the word address is LOCK_ADDR's
+        err_code = Signal(8)
+        replies = [reply_of(REPLY_ERROR, err_code, 1), reply_of(REPLY_WRITE),
+                   # LOCK_ADDR is unmapped on the bus (reads 0 there): the lock bit ORed in
+                   reply_of(REPLY_READ, self.bus.r_data | (lock_hit & locked), 4)]
+        with m.If(load.any()):
+            for k, (value, length) in enumerate(replies):
+                with m.If(load[k]):
+                    m.d.sync += [reply.eq(value), reply_len.eq(length)]
+            m.d.sync += [reply_sum.eq(0), sending.eq(1), last_byte.eq(0)]
+        with m.Elif(sending & tx.bytes.ready):
+            m.d.sync += [reply.eq(reply[8:]), reply_len.eq(reply_len - 1),
+                         reply_sum.eq(reply_sum + reply[:8]),
+                         sending.eq(~last_byte), last_byte.eq(reply_len == 2)]
+
         m.d.comb += self.errors.eq(error | rx.framing_error)
         # args ends with the checksum byte (args[56:64]): a write's address is args[0:24] and
         # its data args[24:56]; a read's address is args[32:56]. args stays as it is from
@@ -141,71 +161,67 @@ class UARTBridge(wiring.Component):
                         m.d.sync += [is_write.eq(byte == CMD_WRITE), total.eq(byte),
                                      count.eq(0), idle.eq(0), idle_expired.eq(0),
                                      final.eq(Mux(byte == CMD_WRITE, 7, 3))]
-                        m.next = "ARGS"
+                        goto("ARGS")
                     with m.Else():
                         m.d.sync += err_code.eq(ERR_COMMAND)
-                        m.next = "ERROR"
+                        goto("ERROR")
             with m.State("ARGS"):
                 with m.If(got):
                     m.d.sync += [args.eq(Cat(args[8:], byte)), total.eq(total + byte),
                                  total_before.eq(total), count.eq(count + 1), idle.eq(0),
                                  idle_expired.eq(0)]
                     with m.If(count == final):
-                        m.next = "SUM"
+                        goto("SUM")
                 with m.Elif(idle_expired):
                     m.d.comb += error.eq(1)
-                    m.next = "COMMAND"
+                    goto("COMMAND")
                 with m.Else():
                     m.d.sync += idle.eq(idle + 1)
             with m.State("SUM"):
                 # checksum ok iff the sum of the earlier bytes equals the last
                 with m.If(total_before != args[56:64]):
                     m.d.sync += err_code.eq(ERR_CHECKSUM)
-                    m.next = "ERROR"
+                    goto("ERROR")
                 with m.Else():
-                    m.next = "DECODE"
+                    goto("DECODE")
             with m.State("DECODE"):
-                m.next = "CHECK"             # addr_bad and lock_hit follow args
+                goto("CHECK")             # addr_bad and lock_hit follow args
             with m.State("CHECK"):
                 with m.If(addr_bad):
                     m.d.sync += err_code.eq(ERR_ADDRESS)
-                    m.next = "ERROR"
+                    goto("ERROR")
                 with m.Elif(is_write):
                     with m.If(locked):
                         m.d.sync += err_code.eq(ERR_LOCKED)
-                        m.next = "ERROR"
+                        goto("ERROR")
                     with m.Elif(lock_hit):
                         m.d.sync += locked.eq(1)       # no bus write: the bridge's own
-                        m.next = "WRITE_DONE"
+                        goto("WRITE_DONE")
                     with m.Else():
-                        m.next = "WRITE"
+                        goto("WRITE")
                 with m.Else():
-                    m.next = "READ"
+                    goto("READ")
             with m.State("ERROR"):
                 m.d.comb += error.eq(1)
-                send(REPLY_ERROR, err_code, 1)
-                m.next = "REPLY"
+                goto("REPLY")
             with m.State("WRITE"):
                 m.d.sync += self.bus.w_en.eq(1)
-                m.next = "WRITE_DONE"
+                goto("WRITE_DONE")
             with m.State("WRITE_DONE"):
-                send(REPLY_WRITE)
-                m.next = "REPLY"
+                goto("REPLY")
             wait = Signal(range(self.read_latency + 1))
             with m.State("READ"):
                 m.d.sync += [self.bus.r_en.eq(1), wait.eq(self.read_latency - 1)]
-                m.next = "READ_WAIT"
+                goto("READ_WAIT")
             with m.State("READ_WAIT"):
                 with m.If(wait == 0):
-                    m.next = "READ_DATA"
+                    goto("READ_DATA")
                 with m.Else():
                     m.d.sync += wait.eq(wait - 1)
             with m.State("READ_DATA"):
-                # LOCK_ADDR is unmapped on the bus (reads 0 there): the lock bit ORed in
-                send(REPLY_READ, self.bus.r_data | (lock_hit & locked), 4)
-                m.next = "REPLY"
+                goto("REPLY")
             with m.State("REPLY"):
-                with m.If(reply_len == 0):
-                    m.next = "COMMAND"
+                with m.If(~sending):
+                    goto("COMMAND")
             m.d.comb += self.active.eq(~fsm.ongoing("COMMAND"))
         return m
