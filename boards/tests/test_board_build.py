@@ -556,13 +556,38 @@ def test_icebreaker_fits_up5k(icebreaker_cells):
     assert icebreaker_cells["ICESTORM_LC"] <= UP5K_LCS
 
 
+def assert_rate_table_in_bitstream(build_dir, build):
+    """The r(N) table's power-on contents in the iCE40 bitstream built in ``build_dir``
+    (issue 31): both banks ``build``'s default table (``Config.rate_table``), found by
+    content among the block RAMs of ``top.asc`` (nextpnr's output, which ``icepack`` packs
+    bit for bit). Returns where: ``(row, column)`` of the mapping -> tile."""
+    from fpq.config import Config
+    from fpq.formats import RATE
+    from fpq_boards.bitstream import (ICE40_RAM_WIDTHS, find_ice40_memory, ice40_ram_data,
+                                      ice40_ram_init)
+    default = Config(build=build).rate_table()
+    words = default + default
+    # at every packing each of the table's blocks holds a 1 somewhere: a table built
+    # without its contents (all 0) matches none of them
+    for width in ICE40_RAM_WIDTHS:
+        assert all(ice40_ram_init(words, RATE.width, width).values()), width
+    with open(os.path.join(build_dir, "top.asc")) as f:
+        rams = ice40_ram_data(f.read())
+    placed = find_ice40_memory(rams, words, RATE.width)
+    assert placed, (f"the default r(N) table ({len(words)} words of {RATE.width} bits) is "
+                    f"in none of the {len(rams)} block RAMs of {build_dir}/top.asc")
+    return placed
+
+
 @pytest.mark.long
 def test_icebreaker_bitstream():
     """Full build: fits the UP5K and meets the PLL clock, above the 10 GbE minimum-frame
-    rate."""
+    rate; out of configuration the r(N) table holds the default one, so FPQ runs with the
+    paper's values without a host."""
     spec = BOARDS["icebreaker"]
     s = build_board("icebreaker", out_root=OUT)
     _check_built(s, spec, "top.bin")
+    assert_rate_table_in_bitstream(os.path.join(OUT, spec.name), BoardTop(spec).build)
     assert s["goal_met"], f"Fmax {s['fmax_mhz']} MHz below {spec.goal_mhz} MHz"
     assert s["timing_met"], f"Fmax {s['fmax_mhz']} MHz below the {s['clock_mhz']} MHz clock"
 
