@@ -1,5 +1,7 @@
-"""What an iCE40 bitstream holds in its block RAMs at power-on.
+"""What an iCE40 or ECP5 bitstream holds in its block RAMs at power-on.
 
+iCE40
+-----
 nextpnr writes the placed and routed design as IceStorm's ``.asc`` text (``top.asc`` in a
 build's folder), which ``icepack`` turns into the bitstream bit for bit. Each used
 ``SB_RAM40_4K`` has a ``.ram_data X Y`` section there: 16 lines of 64 hex digits, line ``k``
@@ -10,15 +12,28 @@ memory of the design must have in the block RAMs Yosys maps it onto, and
 :func:`find_ice40_memory` finds those block RAMs in a bitstream by content (which block a
 memory lands in is nextpnr's placement, not known beforehand).
 
-The bit order throughout is the ``SB_RAM40_4K``'s own (Yosys ``techlibs/ice40/cells_sim.v``):
+The iCE40 functions' bit order is the ``SB_RAM40_4K``'s own (Yosys ``techlibs/ice40/cells_sim.v``):
 bit ``s`` of a block's 4096 is bit ``s % 256`` of ``INIT_{s // 256}``, which is bit
 ``s % 16`` of the 16-bit row ``s // 16`` the block reads in its 256 x 16 mode.
+
+ECP5
+----
+nextpnr writes the ECP5 design as Project Trellis's text configuration (``top.config``),
+which ``ecppack`` packs into the bitstream. Each ``DP16KD`` has a ``.bram_init N``
+section there (``N`` the block RAM's number on the chip): its 18 Kbit as
+2048 9-bit values in hex, 8 a line: value ``u`` is the 9 bits from bit ``20 j + 9 h`` of
+``INITVAL_{u // 32}``, ``j = (u % 32) // 2``, ``h = u % 2`` (each ``INITVAL`` holds 16
+18-bit words, each in a 20-bit field).
+:func:`ecp5_bram_data` reads them; :func:`find_ecp5_memory` finds a memory in them that
+``fpq_hdl.block_ram.BlockRAM(style="ecp5")`` lays out in 16384 x 1 tiles, where address
+``a`` of a tile is bit ``a % 8`` of value ``a // 8`` (bit 8 of each, the parity bit, unused).
 """
 
 import re
 
 __all__ = ["RAM_BITS", "ICE40_RAM_WIDTHS", "ice40_ram_data", "ice40_ram_init",
-           "find_ice40_memory"]
+           "find_ice40_memory", "ECP5_BRAM_VALUES", "ECP5_X1_DEPTH", "ecp5_bram_data",
+           "ecp5_x1_bits", "find_ecp5_memory"]
 
 #: The bits of an iCE40 block RAM (``SB_RAM40_4K``).
 RAM_BITS = 4096
@@ -61,6 +76,19 @@ def ice40_ram_data(text):
     return rams
 
 
+def _checked_words(words, width):
+    """``words`` as a list, each checked to be a ``width``-bit word (``ValueError`` naming
+    the argument and its range if not)."""
+    if isinstance(width, bool) or not isinstance(width, int) or width < 1:
+        raise ValueError(f"width: {width!r} must be an int >= 1")
+    words = list(words)
+    for a, word in enumerate(words):
+        if isinstance(word, bool) or not isinstance(word, int) or not 0 <= word < 1 << width:
+            raise ValueError(f"words: word {a} is {word!r}, outside the allowed range "
+                             f"[0, {(1 << width) - 1}] of width {width}")
+    return words
+
+
 def _swizzle(g):
     """The block bit of bit ``g`` of the linear layout Yosys's memory mapping gives a block
     (word ``a`` of width ``w`` at bits ``a * w`` up): its 4 low bits reversed, as
@@ -90,13 +118,7 @@ def ice40_ram_init(words, width, block_width):
     if block_width not in ICE40_RAM_WIDTHS:
         raise ValueError(f"block_width: {block_width!r} must be one of "
                          f"{', '.join(map(str, ICE40_RAM_WIDTHS))}")
-    if isinstance(width, bool) or not isinstance(width, int) or width < 1:
-        raise ValueError(f"width: {width!r} must be an int >= 1")
-    words = list(words)
-    for a, word in enumerate(words):
-        if isinstance(word, bool) or not isinstance(word, int) or not 0 <= word < 1 << width:
-            raise ValueError(f"words: word {a} is {word!r}, outside the allowed range "
-                             f"[0, {(1 << width) - 1}] of width {width}")
+    words = _checked_words(words, width)
     depth = RAM_BITS // block_width
     rows = max(1, -(-len(words) // depth))
     columns = -(-width // block_width)
@@ -133,3 +155,78 @@ def find_ice40_memory(rams, words, width):
         else:
             return placed
     return None
+
+
+#: The 9-bit values of a ``.bram_init`` section (an ECP5 ``DP16KD``'s 18 Kbit).
+ECP5_BRAM_VALUES = 2048
+#: The depth of a ``DP16KD`` used as 16384 x 1 (``BlockRAM(style="ecp5")``'s tiles).
+ECP5_X1_DEPTH = 16384
+_BRAM_HEADER = re.compile(r"\.bram_init (\d+)")
+_BRAM_VALUE = re.compile(r"[0-9a-fA-F]{3}")
+
+
+def ecp5_bram_data(text):
+    """The block RAMs' contents in a Project Trellis text configuration (``top.config``): a
+    dict from each ``.bram_init`` section's block RAM number to its 2048 9-bit values (a
+    tuple, in the file's order). nextpnr writes a section for each ``DP16KD`` of the
+    design, all 0 ones included.
+
+    A section that does not hold 2048 values of 3 hex digits each, each below 512, raises
+    ``ValueError`` naming its line in ``text`` (1-based)."""
+    lines = text.splitlines()
+    brams = {}
+    n = 0
+    while n < len(lines):
+        m = _BRAM_HEADER.fullmatch(lines[n].strip())
+        n += 1
+        if not m:
+            continue
+        number, start = int(m.group(1)), n
+        if number in brams:
+            raise ValueError(f"line {start}: a second .bram_init section for block RAM "
+                             f"{number}")
+        values = []
+        while n < len(lines) and lines[n].strip() and not lines[n].startswith("."):
+            for item in lines[n].split():
+                if not _BRAM_VALUE.fullmatch(item) or int(item, 16) >= 1 << 9:
+                    raise ValueError(f"line {n + 1}: {item!r} in .bram_init {number} is not "
+                                     f"a 9-bit value of 3 hex digits (000 to 1ff)")
+                values.append(int(item, 16))
+            n += 1
+        if len(values) != ECP5_BRAM_VALUES:
+            raise ValueError(f"line {start}: .bram_init {number} holds {len(values)} values, "
+                             f"not {ECP5_BRAM_VALUES}")
+        brams[number] = tuple(values)
+    return brams
+
+
+def ecp5_x1_bits(values):
+    """The 16384 bits of a ``DP16KD`` used as 16384 x 1 from its 2048 9-bit values
+    (:func:`ecp5_bram_data`), as an integer whose bit ``a`` is address ``a``; None if a
+    value's parity bit (bit 8), which the x1 mode does not use, is set: not an x1 tile."""
+    if any(v >> 8 for v in values):
+        return None
+    return int.from_bytes(bytes(values), "little")
+
+
+def find_ecp5_memory(brams, words, width):
+    """Where a memory of ``width``-bit ``words`` laid out as ``BlockRAM(style="ecp5")``
+    does (16384 x 1 ``DP16KD`` tiles: tile ``(row, column)`` holds bit ``column`` of words
+    ``row * 16384`` up) is in a bitstream's block RAMs ``brams`` (:func:`ecp5_bram_data`),
+    by content: a dict from ``(row, column)`` to the block RAM number, each tile a
+    different one; None if a tile is in none. Tiles of equal contents are not told apart
+    (all 0 ones least of all)."""
+    words = _checked_words(words, width)
+    x1 = {n: ecp5_x1_bits(v) for n, v in sorted(brams.items())}
+    placed, taken = {}, set()
+    rows = max(1, -(-len(words) // ECP5_X1_DEPTH))
+    for r in range(rows):
+        part = words[r * ECP5_X1_DEPTH:(r + 1) * ECP5_X1_DEPTH]
+        for c in range(width):
+            value = sum(1 << a for a, word in enumerate(part) if word >> c & 1)
+            n = next((n for n, v in x1.items() if v == value and n not in taken), None)
+            if n is None:
+                return None
+            placed[r, c] = n
+            taken.add(n)
+    return placed

@@ -1,13 +1,14 @@
-"""The iCE40 block RAM reader of ``fpq_boards.bitstream`` on hand-written ``.asc`` text, and
-the packing of a memory's words into ``SB_RAM40_4K`` blocks against positions worked out by
-hand from the primitive's model (Yosys ``techlibs/ice40/cells_sim.v``) and its memory
-mapping (``techlibs/ice40/brams_map.v``). No synthesis: the bitstream build test
-(``test_board_build.py``, long) checks a real bitstream with them."""
+"""The block RAM readers of ``fpq_boards.bitstream`` on hand-written text: iCE40 ``.asc``,
+with the packing of a memory's words into ``SB_RAM40_4K`` blocks against positions worked
+out by hand from the primitive's model (Yosys ``techlibs/ice40/cells_sim.v``) and its memory
+mapping (``techlibs/ice40/brams_map.v``); ECP5 text configuration (``.bram_init``). No
+synthesis: the bitstream build tests (``test_board_build.py``, long) check real bitstreams
+with them."""
 
 import pytest
 
-from fpq_boards.bitstream import (RAM_BITS, find_ice40_memory, ice40_ram_data,
-                                  ice40_ram_init)
+from fpq_boards.bitstream import (RAM_BITS, ecp5_bram_data, ecp5_x1_bits, find_ecp5_memory,
+                                  find_ice40_memory, ice40_ram_data, ice40_ram_init)
 
 ZERO_LINE = "0" * 64
 
@@ -125,3 +126,77 @@ def test_a_memory_is_found_by_content_at_its_block_width():
     assert find_ice40_memory(rams, [0, 2, 0, 0, 3], 8) is None
     # two equal blocks need two tiles
     assert find_ice40_memory(rams, [1] + [0] * 255 + [1], 1) is None
+
+
+# ---- ECP5: Project Trellis's text configuration ---------------------------------------------
+def _bram(number, values):
+    """A ``.bram_init`` section: ``values`` maps a value's index to its 3 hex digits."""
+    items = [values.get(u, "000") for u in range(2048)]
+    return [f".bram_init {number}"] + [" ".join(items[i:i + 8]) for i in range(0, 2048, 8)]
+
+
+def _config(*sections):
+    """Text configuration as nextpnr writes it, with other sections around the RAMs'."""
+    lines = [".device LFE5U-85F", "", ".comment Part: LFE5U-85F-6CABGA381", "",
+             ".tile MIB_R13C4:MIB_EBR0", "unknown: F0B0", ""]
+    for s in sections:
+        lines += s + [""]
+    lines += [".tile_group R1C1:PLC2", "unknown: F1B1"]
+    return "\n".join(lines) + "\n"
+
+
+def test_the_ecp5_reader_takes_the_values_in_order_and_x1_addresses_by_8():
+    """Value 0's bit 0, value 1's bit 7 and value 2047's bit 7 are a x1 tile's addresses 0,
+    15 and 16383; a value with its parity bit (bit 8) set is no x1 tile's."""
+    text = _config(_bram(3, {0: "001", 1: "080", 2047: "080"}), _bram(12, {5: "1ff"}))
+    brams = ecp5_bram_data(text)
+    assert sorted(brams) == [3, 12] and len(brams[3]) == 2048
+    assert brams[3][:3] == (1, 0x80, 0) and brams[12][5] == 0x1ff
+    assert ecp5_x1_bits(brams[3]) == 1 | (1 << 15) | (1 << 16383)
+    assert ecp5_x1_bits(brams[12]) is None
+
+
+def test_the_x1_view_reads_back_what_the_hdl_writes_as_initval():
+    """``fpq_hdl.block_ram.dp16kd_initval``'s parameters, turned into ``.bram_init`` values
+    as nextpnr's ECP5 bitstream writer does (value ``32 i + 2 j + h`` is INITVAL_i's bits
+    ``20 j + 9 h`` to ``+ 8``), are the same bits in the x1 view."""
+    import random
+    from fpq_hdl.block_ram import dp16kd_initval
+    rnd = random.Random(31)
+    bits = [rnd.getrandbits(1) for _ in range(16384)]
+    params = dp16kd_initval(bits)
+    values = [params[f"INITVAL_{u // 32:02X}"] >> (20 * (u % 32 // 2) + 9 * (u % 2)) & 0x1ff
+              for u in range(2048)]
+    assert ecp5_x1_bits(values) == sum(b << a for a, b in enumerate(bits))
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda s: s[:-1], r"line 8: \.bram_init 3 holds 2040 values, not 2048"),
+    (lambda s: s[:2] + ["000 " * 7 + "200"] + s[3:],
+     r"line 10: '200' in \.bram_init 3 is not a 9-bit value of 3 hex digits \(000 to 1ff\)"),
+    (lambda s: s[:2] + ["000 " * 7 + "0001"] + s[3:], r"line 10: '0001' in \.bram_init 3"),
+])
+def test_a_broken_bram_section_is_refused_naming_its_line(change, message):
+    with pytest.raises(ValueError, match=message):
+        ecp5_bram_data(_config(change(_bram(3, {}))))
+
+
+def test_a_bram_with_two_sections_is_refused():
+    with pytest.raises(ValueError, match=r"a second \.bram_init section for block RAM 3"):
+        ecp5_bram_data(_config(_bram(3, {}), _bram(3, {})))
+
+
+def test_a_memory_is_found_in_its_x1_tiles_by_content():
+    """3-bit words [1, 2, 4]: bit c of word c, address c of column c's tile; 16385 1-bit
+    words: the last one in a second row's tile."""
+    text = _config(_bram(5, {0: "001"}), _bram(3, {0: "002"}), _bram(9, {0: "004"}),
+                   _bram(4, {}), _bram(6, {0: "101"}))
+    brams = ecp5_bram_data(text)
+    assert find_ecp5_memory(brams, [1, 2, 4], 3) == {(0, 0): 5, (0, 1): 3, (0, 2): 9}
+    assert find_ecp5_memory(brams, [0] * 16384 + [1], 1) == {(0, 0): 4, (1, 0): 5}
+    assert find_ecp5_memory(brams, [1, 2, 4, 1], 3) is None
+    # the tile with a parity bit set is not an x1 tile holding address 0
+    assert find_ecp5_memory({6: brams[6]}, [1], 1) is None
+    with pytest.raises(ValueError, match=r"words: word 0 is 8, outside the allowed range "
+                                         r"\[0, 7\] of width 3"):
+        find_ecp5_memory(brams, [8], 3)
