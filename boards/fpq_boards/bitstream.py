@@ -31,8 +31,10 @@ section there (``N`` the block RAM's number on the chip): its 18 Kbit as
 
 import re
 
+from fpq_hdl.block_ram import ECP5_TILE_DEPTH
+
 __all__ = ["RAM_BITS", "ICE40_RAM_WIDTHS", "ice40_ram_data", "ice40_ram_init",
-           "find_ice40_memory", "ECP5_BRAM_VALUES", "ECP5_X1_DEPTH", "ecp5_bram_data",
+           "find_ice40_memory", "ECP5_BRAM_VALUES", "ecp5_bram_data",
            "ecp5_x1_bits", "find_ecp5_memory"]
 
 #: The bits of an iCE40 block RAM (``SB_RAM40_4K``).
@@ -159,8 +161,6 @@ def find_ice40_memory(rams, words, width):
 
 #: The 9-bit values of a ``.bram_init`` section (an ECP5 ``DP16KD``'s 18 Kbit).
 ECP5_BRAM_VALUES = 2048
-#: The depth of a ``DP16KD`` used as 16384 x 1 (``BlockRAM(style="ecp5")``'s tiles).
-ECP5_X1_DEPTH = 16384
 _BRAM_HEADER = re.compile(r"\.bram_init (\d+)")
 _BRAM_VALUE = re.compile(r"[0-9a-fA-F]{3}")
 
@@ -219,9 +219,9 @@ def find_ecp5_memory(brams, words, width):
     words = _checked_words(words, width)
     x1 = {n: ecp5_x1_bits(v) for n, v in sorted(brams.items())}
     placed, taken = {}, set()
-    rows = max(1, -(-len(words) // ECP5_X1_DEPTH))
+    rows = max(1, -(-len(words) // ECP5_TILE_DEPTH))
     for r in range(rows):
-        part = words[r * ECP5_X1_DEPTH:(r + 1) * ECP5_X1_DEPTH]
+        part = words[r * ECP5_TILE_DEPTH:(r + 1) * ECP5_TILE_DEPTH]
         for c in range(width):
             value = sum(1 << a for a, word in enumerate(part) if word >> c & 1)
             n = next((n for n, v in x1.items() if v == value and n not in taken), None)
