@@ -556,13 +556,42 @@ def test_icebreaker_fits_up5k(icebreaker_cells):
     assert icebreaker_cells["ICESTORM_LC"] <= UP5K_LCS
 
 
+def assert_rate_table_in_bitstream(build_dir, spec):
+    """The r(N) table's power-on contents in the bitstream of ``spec``'s board built in
+    ``build_dir`` (issue 31): both banks the default table of the board's build
+    (``Config.rate_table``), found by content among the block RAMs nextpnr's output
+    describes, which the packer turns into the bitstream bit for bit (iCE40: ``top.asc``,
+    ECP5: ``top.config``). Returns where: ``(row, column)`` of the table's blocks -> the
+    block RAM (iCE40: its tile, ECP5: its number)."""
+    from fpq.config import Config
+    from fpq.formats import RATE
+    from fpq_boards import bitstream
+    default = Config(build=BoardTop(spec).build).rate_table()
+    words = default + default
+    # a 1 somewhere, so some block of the table holds one at any packing: a table built
+    # without its contents (all 0) does not match
+    assert any(words)
+    if spec.family == "ice40":
+        name, read, find = "top.asc", bitstream.ice40_ram_data, bitstream.find_ice40_memory
+    else:
+        name, read, find = "top.config", bitstream.ecp5_bram_data, bitstream.find_ecp5_memory
+    with open(os.path.join(build_dir, name)) as f:
+        rams = read(f.read())
+    placed = find(rams, words, RATE.width)
+    assert placed, (f"the default r(N) table ({len(words)} words of {RATE.width} bits) is "
+                    f"not in the {len(rams)} block RAMs of {build_dir}/{name}")
+    return placed
+
+
 @pytest.mark.long
 def test_icebreaker_bitstream():
     """Full build: fits the UP5K and meets the PLL clock, above the 10 GbE minimum-frame
-    rate."""
+    rate; out of configuration the r(N) table holds the default one, so FPQ runs with the
+    paper's values without a host."""
     spec = BOARDS["icebreaker"]
     s = build_board("icebreaker", out_root=OUT)
     _check_built(s, spec, "top.bin")
+    assert_rate_table_in_bitstream(os.path.join(OUT, spec.name), spec)
     assert s["goal_met"], f"Fmax {s['fmax_mhz']} MHz below {spec.goal_mhz} MHz"
     assert s["timing_met"], f"Fmax {s['fmax_mhz']} MHz below the {s['clock_mhz']} MHz clock"
 
@@ -580,9 +609,10 @@ def ulx3s_build():
 def test_ulx3s_bitstream(ulx3s_build):
     """The full ULX3S build (Yosys, nextpnr, ecppack; about 5 minutes here): a bitstream and
     reports, block RAMs in use, a routed Fmax that meets the board's PLL clock (75 MHz), so
-    the bitstream runs on a board."""
+    the bitstream runs on a board; the r(N) table's DP16KD tiles hold the default table."""
     s = ulx3s_build
     _check_built(s, BOARDS["ulx3s"], "top.bit")
+    assert_rate_table_in_bitstream(os.path.join(OUT, "ulx3s"), BOARDS["ulx3s"])
     assert s["timing_met"], f"Fmax {s['fmax_mhz']} MHz below the {s['clock_mhz']} MHz clock"
 
 

@@ -4,11 +4,12 @@ from amaranth import *
 from amaranth.lib import wiring, memory
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["BlockRAM", "RAM_STYLES", "ram_without_rw_check", "read_register",
-           "dp16kd_initval"]
+__all__ = ["BlockRAM", "RAM_STYLES", "ECP5_TILE_DEPTH", "ram_without_rw_check",
+           "read_register", "dp16kd_initval"]
 
 RAM_STYLES = ("generic", "ecp5")
-_ECP5_DEPTH = 16384          # DP16KD as 16384 x 1
+#: The words of one of the "ecp5" style's tiles: a DP16KD used as 16384 x 1.
+ECP5_TILE_DEPTH = 16384
 _INITVAL_ROWS = 64           # INITVAL_00 .. INITVAL_3F, 320 bits each
 
 
@@ -31,8 +32,8 @@ def dp16kd_initval(bits):
     ``(a >> 3) % 2`` of word ``a >> 4``. It is the layout Yosys's ECP5 memory mapping writes
     (``techlibs/lattice/brams_map_16kd.v`` over ``memory_libmap``'s 9-bit units), and the
     one nextpnr reads back into the bitstream."""
-    if len(bits) > _ECP5_DEPTH:
-        raise ValueError(f"bits: {len(bits)} values do not fit a DP16KD's {_ECP5_DEPTH}")
+    if len(bits) > ECP5_TILE_DEPTH:
+        raise ValueError(f"bits: {len(bits)} values do not fit a DP16KD's {ECP5_TILE_DEPTH}")
     rows = [0] * _INITVAL_ROWS
     for a, bit in enumerate(bits):
         if bit:
@@ -124,7 +125,7 @@ class BlockRAM(wiring.Component):
                          wp.data.eq(self.w_data)]
             m.d.sync += self.r_data.eq(read_register(m, mem, self.r_addr))
             return m
-        rows = (self.depth + _ECP5_DEPTH - 1) // _ECP5_DEPTH
+        rows = (self.depth + ECP5_TILE_DEPTH - 1) // ECP5_TILE_DEPTH
         row_sel = self.r_addr[14:] if rows > 1 else C(0, 1)
         row_d1, row_d2 = Signal.like(row_sel), Signal.like(row_sel)
         m.d.sync += [row_d1.eq(row_sel), row_d2.eq(row_d1)]
@@ -144,7 +145,7 @@ class BlockRAM(wiring.Component):
                     i_CSA0=0, i_CSA1=0, i_CSA2=0, i_CSB0=0, i_CSB1=0, i_CSB2=0,
                     i_DIA0=self.w_data[c], o_DOB0=col[c])
                 # the tile's power-on contents: bit c of the words of this row's addresses
-                words = self.init[r * _ECP5_DEPTH:(r + 1) * _ECP5_DEPTH]
+                words = self.init[r * ECP5_TILE_DEPTH:(r + 1) * ECP5_TILE_DEPTH]
                 if any(words):
                     ports.update({f"p_{k}": Const(v, 320) for k, v in
                                   dp16kd_initval([w >> c & 1 for w in words]).items()})
