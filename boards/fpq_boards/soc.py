@@ -2,14 +2,13 @@
 
 from amaranth import *
 from amaranth.lib import wiring
-from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
-from fpq_hdl.layouts import ARRIVAL
 
 from fpq.config import Build
 from fpq.formats import COUNTER_BITS
 from fpq_hdl.queue_manager import QueueManager
+from fpq_hdl.register_slice import RegisterSlice
 from fpq_hdl.registers import RegisterFile, WRITE_SETUPS, READ_SETUPS
 
 from .traffic_generator import TrafficGenerator, TG_BASE, TG_SIZE
@@ -31,8 +30,8 @@ class SelfTestSoC(wiring.Component):
     data; the generator reads in two stages as well), unless ``optimise="area"``. Bus
     addresses ``TG_BASE`` .. ``TG_BASE + TG_SIZE`` go to the traffic generator, all others to the queue manager's register file
     (``fpq.regmap``); the targets return 0 when not read, so read data is their OR. The
-    generator feeds the queue manager's arrival port (through a 4-entry FIFO with a registered
-    output, for timing, unless ``arrival_fifo`` is off) and its departure port, and takes its
+    generator feeds the queue manager's arrival port (through a register slice, for timing,
+    unless ``arrival_fifo`` is off) and its departure port, and takes its
     verdicts. The queue manager's time base is this clock: the register file starts it out
     of reset (``restart`` in its second clock), the descriptors carry no time, and a
     configuration for this design is derived with ``tick_hz = clk_freq`` (``monitor.configure``;
@@ -54,10 +53,11 @@ class SelfTestSoC(wiring.Component):
     verdict_fifo : str
         Passed to ``QueueManager`` ("distributed", or "block" for FPGAs without LUT RAM).
     arrival_fifo : bool
-        The FIFO between the generator and the arrival port (default on): it keeps the
-        queue manager's combinational ``ready`` out of the generator, a path that limits an
-        ECP5 at 80 MHz; on an iCE40 at 15 MHz it would only cost logic cells (4 x 113
-        flip-flops and their multiplexers, no LUT RAM there), so the iCEBreaker goes without.
+        The register slice between the generator and the arrival port (default on,
+        ``fpq_hdl.register_slice``): it keeps the queue manager's ``ready`` out of the
+        generator, a path that limits an ECP5 at 80 MHz; on an iCE40 at 15 MHz it would only
+        cost logic cells (2 x 113 flip-flops and a multiplexer per bit), so the iCEBreaker
+        goes without.
     optimise : str
         Passed to ``QueueManager`` ("speed", or "area" for a small FPGA at a low clock);
         "area" also leaves out the bus register between the bridge and the targets, reads
@@ -122,18 +122,14 @@ class SelfTestSoC(wiring.Component):
             a, b = getattr(regs, name), getattr(qm, name)
             m.d.comb += (b.eq(a) if member.flow == wiring.Out else a.eq(b))
 
-        # A FIFO keeps the queue manager's arrival ready (credit, wipe, the register file's
-        # hold) from fanning out into the generator: the handshake only moves the FIFO's
-        # pointers. Its output is registered (a synchronous read), so the descriptor comes
-        # from flip-flops into the queue manager's first stage (a LUT-RAM read in front of it
-        # would add to that stage's path). 4 entries: a buffered FIFO of 2 would pass one
-        # arrival every other clock.
+        # A register slice keeps the queue manager's arrival ready (credit, wipe, the
+        # register file's hold) out of the generator, and puts one LUT level between it and
+        # the flip-flops it enables (a FIFO's pointers and level take several); the
+        # descriptor comes from flip-flops into the queue manager's first stage.
         if self.arrival_fifo:
-            m.submodules.arrival_fifo = af = SyncFIFOBuffered(width=ARRIVAL.size, depth=4)
-            m.d.comb += [af.w_data.eq(tg.arrivals.payload), af.w_en.eq(tg.arrivals.valid),
-                         tg.arrivals.ready.eq(af.w_rdy),
-                         qm.arrivals.payload.eq(af.r_data), qm.arrivals.valid.eq(af.r_rdy),
-                         af.r_en.eq(qm.arrivals.ready)]
+            m.submodules.arrival_slice = af = RegisterSlice(qm.arrivals.payload.shape())
+            wiring.connect(m, tg.arrivals, af.i)
+            wiring.connect(m, af.o, qm.arrivals)
         else:
             wiring.connect(m, tg.arrivals, qm.arrivals)
         wiring.connect(m, tg.departures, qm.departures)
