@@ -17,9 +17,8 @@ from fpq import Build, pack_flow
 from fpq_app.datasheet import (parse_ports, measure, wavedrom, replace_sections,
                            check_markers, verilog_template, begin_marker, end_marker,
                            SECTIONS)
-from fpq.regmap import registers, ID_VALUE
+from fpq.regmap import ID_VALUE
 from fpq_hdl.axi_core import FPQCore, core_verilog
-from fpq_hdl.layouts import ARRIVAL, VERDICT
 from fpq_hdl.queue_manager import LATENCY, FIFO_DEPTH
 
 from cli_run import run
