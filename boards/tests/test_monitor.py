@@ -5,7 +5,7 @@ import pytest
 from fpq_app.cli import main
 from fpq.config import Build
 from fpq.queue_manager import COUNTERS
-from fpq_boards.monitor import parse_settings, render, open_port
+from fpq_boards.monitor import parse_settings, render
 from fpq_boards.protocol import BridgeError
 
 
@@ -53,7 +53,6 @@ def test_unknown_board(capsys):
 
 
 def _snap(arrivals, drops, time, n_raw=37):
-    b = Build(vec_bits=2048, table_depth=512)
     s = {name: 0 for name in COUNTERS}
     s.update(arrivals=arrivals, early_drops=drops, enqueued=arrivals - drops,
              build=(11 | (9 << 5) | (12 << 10)), status=0, mode=2, time=time,

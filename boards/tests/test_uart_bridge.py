@@ -12,8 +12,8 @@ from fpq_boards.uart_bridge import UARTBridge
 from fpq_boards.sim_port import SimulatedPort
 from fpq_boards.protocol import (BusClient, BridgeError, BridgeLocked, BridgeTimeout,
                                  encode_read, encode_write, checksum, CMD_READ,
-                                 IDLE_TIMEOUT_BITS, REPLY_ERROR, ERR_ADDRESS, ERR_CHECKSUM,
-                                 ERR_COMMAND, ERR_LOCKED, LOCK_ADDR)
+                                 IDLE_TIMEOUT_BITS, REPLY_ERROR, ERR_ADDRESS, ERR_LOCKED,
+                                 LOCK_ADDR)
 
 
 class BridgeWithMemory(wiring.Component):

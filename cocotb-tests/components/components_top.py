@@ -4,7 +4,7 @@
 
 from amaranth import Module
 from amaranth.lib import wiring
-from amaranth.lib.wiring import In, Out
+from amaranth.lib.wiring import In
 
 from fpq_hdl.flow_hash import FlowHash
 from fpq_hdl.random_source import RandomSource

@@ -168,7 +168,7 @@ class FlowCounterTB:
 
     # ---- the script --------------------------------------------------------------------------
     async def run(self):
-        dut, build = self.dut, self.build
+        dut = self.dut
         self.edge = await start(dut, ["clear", "wipe", "load_rng", "set_valid", "set_index"])
         for item in self.plan["script"]:
             kind = item[0]

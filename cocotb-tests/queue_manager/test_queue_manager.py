@@ -3,14 +3,12 @@ TCP-simulator traces (FPQ paper Fig. 9 set-up, N = 10, 75, 300, 2000, RED and FP
 adversarial set, with random valid gaps and verdict back-pressure, over several builds. Every
 event is asked for at its clock; the model replays the clocks the RTL accepted them in."""
 
-import random
-
 import pytest
 
-from fpq import Arrival, Departure
+from fpq import Arrival
 
 from tb_lib.traffic import tcp_trace, synthetic, same_bucket_flows, end_clock
-from tb_lib.scripts import (BUILDS, STREAMS, cfg, room, phases, streams_script,
+from tb_lib.scripts import (BUILDS, STREAMS, cfg, phases, streams_script,
                             same_flow_script, hard_limits_script, run_plan)
 
 # ---- TCP-driven traffic --------------------------------------------------------------------

@@ -9,7 +9,7 @@ from fpq import Build, Config, Departure
 
 from tb_lib import runner
 from tb_lib.coverage_report import record
-from tb_lib.scripts import BUILDS, STREAMS, cfg, shrink_plan
+from tb_lib.scripts import STREAMS, cfg, shrink_plan
 from tb_lib.system_top import System
 from tb_lib.traffic import synthetic, end_clock
 from tb_lib.verilog import generate, BUILD_ROOT

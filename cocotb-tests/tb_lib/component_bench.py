@@ -14,7 +14,6 @@ Every component bench follows the same rules:
   summed over the session by :mod:`tb_lib.coverage_report` (``inputs`` as component inputs,
   not as queue-manager arrivals)."""
 
-import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import RisingEdge
 

@@ -24,7 +24,7 @@ import textwrap
 from amaranth import Module, Mux
 from amaranth.lib import wiring
 from amaranth.lib.fifo import SyncFIFO
-from amaranth.lib.wiring import In, Out
+from amaranth.lib.wiring import In
 
 from fpq.queue_manager import MARK, DROP_EARLY
 

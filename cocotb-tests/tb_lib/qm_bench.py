@@ -22,11 +22,10 @@ Plan keys: ``build``, ``script``, ``gap`` (probability that a step waits one mor
 
 import time
 
-import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import RisingEdge, Timer
 
-from fpq import Arrival, Departure
+from fpq import Departure
 from fpq.config import key_registers
 from fpq.queue_manager import COUNTERS
 
@@ -189,7 +188,7 @@ class QueueManagerTB:
     async def run_events(self, events, hook=None):
         """Present ``events`` (see the module docstring); ``hook = (k, fn)``: ``fn()`` before
         the ``k``-th step."""
-        dut, gap, sb = self.dut, self.gap, self.sb
+        gap, sb = self.gap, self.sb
         a_ready, d_ready = self.a_ready, self.d_ready
         for k, (clock, dep, arr) in enumerate(steps_of(events)):
             if hook is not None and k == hook[0]:

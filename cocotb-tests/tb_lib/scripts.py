@@ -63,7 +63,7 @@ def room(old, new):
 def phases(configs, make, gap=0):
     """``("config" | "commit", c), ("events", make(c, t0, i))`` per configuration, the next
     phase's events ``room`` (plus ``gap``) clocks after the last one."""
-    script, t0, prev = [], 0, None
+    script, t0, prev, events = [], 0, None, None
     for i, c in enumerate(configs):
         if prev is not None:
             t0 = end_clock(events) + room(prev, c) + gap

@@ -8,7 +8,7 @@ and the queue manager's ``busy`` say why the arrival port refuses an arrival."""
 
 from amaranth import Module
 from amaranth.lib import wiring
-from amaranth.lib.wiring import In, Out, flipped
+from amaranth.lib.wiring import Out, flipped
 
 from fpq_hdl.queue_manager import QueueManager
 from fpq_hdl.registers import RegisterFile

@@ -18,7 +18,6 @@ from fpq.regmap import registers, ID_VALUE, STATUS_BITS
 from fpq_hdl.axi_core import FPQCore, check_names, BUSES, rename_bit_select_names
 from fpq_hdl.layouts import ARRIVAL, DEPARTURE, VERDICT
 from fpq_hdl.queue_manager import QueueManager
-from fpq_hdl.registers import BusSignature  # noqa: F401  (the bridged bus)
 
 ROOT = Path(__file__).resolve().parents[2]
 WAIVERS = ROOT / "hdl" / "verilator_waivers.vlt"

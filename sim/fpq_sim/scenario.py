@@ -15,7 +15,7 @@ import re
 import tomllib
 
 import fpq
-from fpq.config import FIELD_BY_NAME
+from fpq.config import FIELDS, FIELD_BY_NAME
 
 from .tcp import VARIANTS
 
@@ -183,6 +183,9 @@ SCHEMA = {
     ],
 }
 _QUEUE_PASSTHROUGH = sorted(set(FIELD_BY_NAME) - {"mode", "limit_pkts", "tick_hz"})
+#: The queue fields a scenario may give as hex text: the byte fields (the keys), from their
+#: declaration so that a new one is parsed too.
+_HEX_FIELDS = [f.name for f in FIELDS if f.type == "bytes"]
 #: Seconds the default ``avg_tau_s`` of a scenario spans in bottleneck packet times: RED's
 #: w_q = 2**-9 per packet at a full link, as ns-2's RED (w_q = 0.002) in the papers.
 AVG_TAU_PACKETS = 512
@@ -256,7 +259,7 @@ def validate(doc):
     queue = doc.get("queue", {})
     out["queue"] = _section("queue", queue, SCHEMA["queue"], extra_ok=_QUEUE_PASSTHROUGH)
     params = {k: v for k, v in queue.items() if k in _QUEUE_PASSTHROUGH}
-    for name in ("hash_key", "hash_mix_key"):
+    for name in _HEX_FIELDS:
         if name in params and isinstance(params[name], str):
             try:
                 params[name] = bytes.fromhex(params[name])

@@ -12,7 +12,9 @@ import tomllib
 from hypothesis import given, settings, strategies as st, HealthCheck
 import pytest
 
-from fpq_sim.scenario import validate, load, apply_set, ScenarioError, SCHEMA
+from fpq import Build
+from fpq.config import FIELD_BY_NAME, SECRET_FIELDS, key_registers
+from fpq_sim.scenario import validate, load, apply_set, queue_config, ScenarioError, SCHEMA
 from bad_inputs import Tried
 
 TRIED = Tried("scenario files")
@@ -137,11 +139,23 @@ def test_random_set_strings(assignment):
         assert msg.startswith("--set ") or KEY_PATH.match(msg), msg
 
 
-def test_hash_keys_are_hex_text_and_bad_ones_named():
+#: Every key: the key registers of a build that has them all, and the secret fields.
+KEY_FIELDS = sorted(set(key_registers(Build(hash_mix=True))) | set(SECRET_FIELDS))
+
+
+def test_key_fields_cover_both_hash_keys():
+    assert {"hash_key", "hash_mix_key"} <= set(KEY_FIELDS)
+
+
+@pytest.mark.parametrize("name", KEY_FIELDS)
+def test_hash_keys_are_hex_text_and_bad_ones_named(name):
+    text = bytes(range(7, 7 + FIELD_BY_NAME[name].bounds(Build())[0])).hex()
     doc = copy.deepcopy(BASE)
-    doc.setdefault("queue", {})["hash_mix_key"] = bytes(range(12)).hex()
-    assert validate(doc)["queue"]["params"]["hash_mix_key"] == bytes(range(12))
-    for name, value in (("hash_mix_key", "zz"), ("hash_key", "0g")):
+    doc.setdefault("queue", {})[name] = text
+    sc = validate(doc)
+    assert sc["queue"]["params"][name] == bytes.fromhex(text)
+    assert queue_config(sc).values[name] == bytes.fromhex(text)
+    for value in ("zz", "0g"):
         bad = copy.deepcopy(BASE)
         bad.setdefault("queue", {})[name] = value
         with pytest.raises(ScenarioError, match=rf"queue\.{name}: '{value}' is not hex"), \

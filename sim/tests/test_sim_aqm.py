@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from fpq.queue_manager import Arrival, Departure, ENQUEUE, DROP_EARLY, DROP_FORCED
+from fpq.queue_manager import Arrival, Departure, ENQUEUE, DROP_FORCED
 from fpq_sim.codel import CoDel
 from fpq_sim.pie import PIE, scale_adjustment
 from fpq_sim.network import Network

@@ -5,7 +5,6 @@ import os
 
 import pytest
 
-import fpq
 from fpq_sim.network import Network
 from fpq_sim.scenario import load, validate
 from conservation import run_checking_conservation

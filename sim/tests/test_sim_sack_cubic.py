@@ -1,8 +1,6 @@
 """SACK (RFC 6675 loss recovery, RFC 2018 blocks) and CUBIC (RFC 9438) against hand-worked
 cases. Harness: one-way delay 50 ms (RTT 0.1 s) unless stated, no serialisation."""
 
-import math
-
 import pytest
 
 from fpq_sim.engine import Packet

@@ -1,8 +1,9 @@
 """``fpq benchmarks``: the current-figures tables of docs/BENCHMARKS.md, from the measurement
 records in docs/benchmarks/ (``fpq.records``).
 
-Each table row is one record; the row names the record's file, its date and commit, and the
-command that measured it is listed under the table, so every figure can be measured again.
+Each table row is one record; the row names the record, a line under each table gives the
+dates, and the list under the tables links each record's file (which holds the commit it was
+measured at) and gives the command that measured it, so every figure can be measured again.
 ``--write`` replaces the text between ``<!-- BEGIN fpq benchmarks -->`` and ``<!-- END fpq
 benchmarks -->``; the prose around it (method, what limits each figure, decisions) is written
 by hand.
@@ -42,11 +43,11 @@ def _synth_rows(recs):
 
 def _dated(recs):
     """The line under a table: when its records were measured (one date, or the first and
-    the last), at which commits."""
+    the last). The commits are the records' to say (a document that repeated them would
+    gather a hash per measurement)."""
     dates = sorted({r["date"][:10] for _, r in recs})
-    commits = ", ".join(sorted({r["commit"] or "uncommitted tree" for _, r in recs}))
     when = dates[0] if len(dates) == 1 else f"{dates[0]} to {dates[-1]}"
-    return f"_Measured {when} (commit {commits})._"
+    return f"_Measured {when}._"
 
 
 
@@ -92,10 +93,12 @@ def markdown(records):
                 out.append(f"| `{n}` | {row['model']} | {row['arrivals']} | "
                            f"{row['arrivals_per_s']:,} |")
         out += ["", _dated(bench), ""]
-    out += ["Commands (from docs/benchmarks/, one record per file):", ""]
+    out += ["Records (docs/benchmarks/, one per file, with the commit each was measured at) "
+            "and their commands:", ""]
     for n, r in sorted(records.items()):
-        out.append(f"- `{n}`: `{r['command']}` ({r['machine']['machine']}, "
-                   f"{r['machine']['cpus']} cores, Python {r['machine']['python']})")
+        out.append(f"- [`{n}`](benchmarks/{n}.json): `{r['command']}` "
+                   f"({r['machine']['machine']}, {r['machine']['cpus']} cores, Python "
+                   f"{r['machine']['python']})")
     return "\n".join(out) + "\n"
 
 

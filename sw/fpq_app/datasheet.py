@@ -911,10 +911,11 @@ def _resources_markdown(records):
                     "has no synthesis record yet, and `python -m fpq_hdl.synth --component` "
                     "does not offer it: the figures above are the queue manager alone and the "
                     "board designs, whose register file sits behind a UART bridge."]
-    out += ["", "Records and the commands that made them (run again to measure again):", ""]
+    # the commit each was measured at is its record's to say, not repeated here
+    out += ["", "Records (`docs/benchmarks/NAME.json`, with the commit each was measured at) "
+                "and the commands that made them (run again to measure again):", ""]
     for n, r in synth + boards:
-        out.append(f"- `{n}` ({r['date']}, commit {r['commit'] or 'uncommitted tree'}): "
-                   f"`{r['command']}`")
+        out.append(f"- [`{n}`](benchmarks/{n}.json) ({r['date']}): `{r['command']}`")
     return out
 
 

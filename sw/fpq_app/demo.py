@@ -157,7 +157,7 @@ def tcp_part(args):
     print(f"== 1. TCP: FPQ paper Figs. 8-9, {args.flows} Tahoe senders, repeated 10-packet "
           f"transfers, 1 Mbit/s bottleneck, FPQ router, {args.duration:g} s, seed {args.seed}")
     try:
-        import fpq_sim  # noqa: F401
+        importlib.import_module("fpq_sim")
     except ImportError as exc:
         raise ValueError(f"the TCP simulator (package fpq_sim, sim/) is not installed: {exc}")
     runs = {}

@@ -35,9 +35,12 @@ def test_records_round_trip_and_render(tmp_path):
     assert "151.2, 148.5, not routed" in top and "**148.5** / 151.2 / 151.2" in top
     assert "| 7878 | 6200 | 26 | 6 |" in top
     assert "| `bench` | bit-exact, fpq | 300000 | 349,123 |" in text
-    # one date line per table, the command of every record listed
+    # one date line per table, every record linked with its command; its commit is the
+    # record file's to say
     assert text.count("_Measured ") == 3
-    assert "- `top-speed6`: `synth --seeds 1`" in text
+    assert "- [`top-speed6`](benchmarks/top-speed6.json): `synth --seeds 1`" in text
+    commits = {r["commit"] for r in recs.values()} - {None}
+    assert not any(c in text for c in commits)
     # the top's table comes before the components'
     assert text.index("top-speed6`") < text.index("loop-timer`")
 

@@ -17,9 +17,8 @@ from fpq import Build, pack_flow
 from fpq_app.datasheet import (parse_ports, measure, wavedrom, replace_sections,
                            check_markers, verilog_template, begin_marker, end_marker,
                            SECTIONS)
-from fpq.regmap import registers, ID_VALUE
+from fpq.regmap import ID_VALUE
 from fpq_hdl.axi_core import FPQCore, core_verilog
-from fpq_hdl.layouts import ARRIVAL, VERDICT
 from fpq_hdl.queue_manager import LATENCY, FIFO_DEPTH
 
 from cli_run import run
@@ -337,8 +336,9 @@ def test_resources_rows_come_from_the_records():
     text = "\n".join(_resources_markdown({"core-a": synth, "loop-b": loop}))
     assert ("| `core-a` | the exported core (`FPQCore`, AXI4-Lite) | LFE5U-85F | 6 | 1024 / 256 "
             "| 101.2 / 102.5 / 103.8 | 2 of 2 | 11 | 22 | 33 | 4 | 5 |") in text
-    assert "- `core-a` (2030-01-02, commit abc1234): `python -m fpq_hdl.synth --component " \
-           "axi_core --seeds 1,2`" in text
+    assert "- [`core-a`](benchmarks/core-a.json) (2030-01-02): `python -m fpq_hdl.synth " \
+           "--component axi_core --seeds 1,2`" in text
+    assert "abc1234" not in text                # the commit is the record's to say
     assert "loop-b" not in text                 # a component's record is not the core's
     assert "has no synthesis record yet" not in text
     assert "has no synthesis record yet" in "\n".join(_resources_markdown({"loop-b": loop}))

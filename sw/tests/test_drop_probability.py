@@ -1,7 +1,4 @@
 """Fixed-point probability against the float formulas of the paper and of RED."""
-import math
-import random
-
 from hypothesis import given, settings, strategies as st
 import pytest
 
@@ -53,7 +50,6 @@ def test_red_fixed_vs_float(lo, width, max_p, gentle, data):
     cfg = Config(mode="red", red_min_th=lo, red_max_th=lo + width, red_max_p=max_p,
                  red_gentle=gentle)
     regs = cfg.registers()
-    lo_q, hi_q = cfg.red_min_th, cfg.red_max_th
     for _ in range(40):
         avg = data.draw(st.integers(0, int(3 * (lo + width) * 65536) + 10))
         a = avg / 65536

@@ -4,7 +4,6 @@ file gives one TraceError naming the file and the header field, record or line a
 writers leave nothing behind. Case counts: docs/RELIABILITY.md."""
 
 import copy
-import os
 import struct
 
 import numpy as np

@@ -9,7 +9,6 @@ import pytest
 
 from fpq import (Config, Build, QueueManager, Arrival, Departure, ENQUEUE, MARK, DROP_EARLY,
                  DROP_FORCED, pack_flow)
-from fpq.queue_averager import ewma_time_constant
 from fpq.formats import PROB_ONE, QAVG, CLEAR_PERIOD
 
 FLOW = pack_flow(0x0A000001, 0x0A000002, 1000, 80, 6)

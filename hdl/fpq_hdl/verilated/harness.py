@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from fpq import Config, ConfigError, Verdict, Arrival, Departure
+from fpq import Config, ConfigError, Verdict, Departure
 from fpq.queue_manager import COUNTERS
 
 __all__ = ["VerilatedQueueManager", "build_library", "replay", "encode_events"]
