@@ -205,6 +205,12 @@ class RegisterFile(wiring.Component):
         bus = self.bus
         wa = bus.addr[2:]                      # word address
         pending, applying = Signal(), Signal()
+        # their next values: written where the commit's steps decide them, registered below,
+        # so that ``hold`` is a register of its own (the OR of the next values), not an OR
+        # of registers in front of the arrival port's ready
+        pending_next, applying_next = Signal(), Signal()
+        m.d.comb += [pending_next.eq(pending), applying_next.eq(0)]
+        m.d.sync += [pending.eq(pending_next), applying.eq(applying_next)]
         rejected, bad_write = Signal(), Signal()
         reject_index = Signal(8)
         rate_dirty = Signal()
@@ -240,6 +246,7 @@ class RegisterFile(wiring.Component):
                               | reject_index << STATUS_REJECT_INDEX_SHIFT)
         s.bus, s.wa, s.status, s.started = bus, wa, status, started
         s.pending, s.applying, s.rejected, s.bad_write = pending, applying, rejected, bad_write
+        s.pending_next, s.applying_next = pending_next, applying_next
         s.reject_index, s.rate_dirty = reject_index, rate_dirty
         s.shadow, s.overflow, s.index = shadow, overflow, index
         s.counter_pos, s.telemetry = counter_pos, telemetry
@@ -380,7 +387,7 @@ class RegisterFile(wiring.Component):
         write's badness are registered a clock ahead (``addr`` and ``w_data`` are stable
         then), so that ``w_en`` is the one late input of each enable."""
         bus, shadow, overflow, bad_write = s.bus, s.shadow, s.overflow, s.bad_write
-        pending, rejected, reject_index = s.pending, s.rejected, s.reject_index
+        pending_next, rejected, reject_index = s.pending_next, s.rejected, s.reject_index
         counter_pos = s.counter_pos
 
         def decode(value, name):
@@ -439,7 +446,7 @@ class RegisterFile(wiring.Component):
                 elif r.name == "control":
                     with m.If(fit):                 # undefined bits: nothing happens
                         with m.If(bus.w_data & CONTROL_COMMIT):
-                            m.d.sync += pending.eq(1)
+                            m.d.comb += pending_next.eq(1)
                         with m.If(bus.w_data & CONTROL_CLEAR_ERRORS):
                             m.d.sync += [rejected.eq(0), bad_write.eq(0),
                                          reject_index.eq(0)]
@@ -454,6 +461,7 @@ class RegisterFile(wiring.Component):
         bus, shadow, overflow, index, started = s.bus, s.shadow, s.overflow, s.index, s.started
         pending, applying, rejected, reject_index, rate_dirty = (
             s.pending, s.applying, s.rejected, s.reject_index, s.rate_dirty)
+        pending_next, applying_next = s.pending_next, s.applying_next
         fixed = fixed_registers(self.build)
 
         def pending_value(name):
@@ -522,28 +530,31 @@ class RegisterFile(wiring.Component):
             # the decision registered, the commit a clock later: its enable of every
             # configuration register then starts at a register, not at the queue manager's
             # idle across the chip (the hold covers the clock between)
-            go = Signal(name="commit_go")
-            m.d.sync += go.eq(0)
+            go, go_next = Signal(name="commit_go"), Signal(name="commit_go_next")
+            m.d.sync += go.eq(go_next)
             with m.If(started & ready):
-                m.d.sync += [go.eq(1), pending.eq(0)]
-            m.d.comb += self.hold.eq(pending | go | applying)
+                m.d.comb += [go_next.eq(1), pending_next.eq(0)]
         else:
-            go = ready
-            m.d.comb += self.hold.eq(pending | applying)
+            go, go_next = ready, C(0, 1)
+        # ``pending | go | applying`` (``go`` a register with write_setup >= 2), as a register
+        hold = Signal(name="hold_r")
+        m.d.sync += hold.eq(pending_next | go_next | applying_next)
+        m.d.comb += self.hold.eq(hold)
         m.d.sync += [self.load_rng_decide.eq(0), self.load_rng_clear.eq(0), self.wipe.eq(0),
-                     self.rekey.eq(0), self.restart.eq(0), applying.eq(0)]
+                     self.rekey.eq(0), self.restart.eq(0)]
         with m.If(~started):
             m.d.sync += [started.eq(1), self.load_rng_decide.eq(1), self.load_rng_clear.eq(1),
                          self.restart.eq(1)]
         with m.Elif(go):
             if not self.write_setup >= 2:
-                m.d.sync += pending.eq(0)
+                m.d.comb += pending_next.eq(0)
             with m.If(bad_any):
                 m.d.sync += [rejected.eq(1), reject_index.eq(bad_idx)]
             with m.Else():
                 # the registers, the bank and the strobes all in the next clock: the
                 # commit's clock ``ts`` (``fpq.QueueManager.configure``)
-                m.d.sync += [applying.eq(1), rate_dirty.eq(0),
+                m.d.comb += applying_next.eq(1)
+                m.d.sync += [rate_dirty.eq(0),
                              self.rate_bank.eq(self.rate_bank ^ rate_dirty),
                              # a new key: live re-key (wipe, hold the count; QueueManager)
                              self.wipe.eq(changed["v_max"] | rekey),
