@@ -202,8 +202,14 @@ class FPQCore(wiring.Component):
         # clocks of the address on the bus before the access (at least 1: the address is
         # a register loaded in the handshake's clock)
         assert rf.write_setup >= 1 and rf.read_setup >= 1
+        # a read taken after a write is issued at least 2 + read_setup clocks after its w_en:
+        # the register file's write has applied by then (its write_latency)
+        assert rf.write_latency <= 1 + rf.read_setup
         wait = Signal(range(max(rf.write_setup, rf.read_setup) + 1))
         issue = Signal()              # the access's clock: wait reached 0
+        # the register file's w_en, a register of its own (set with ``issue`` for a whole
+        # write) rather than a gate after ``issue``: it fans out to every word's enable
+        w_issue = Signal()
         read_wait = Signal(rf.read_latency)   # a read issued: its data arrives at the top bit
         can_write = self.s_axil_awvalid & self.s_axil_wvalid & ~busy & ~bvalid
         can_read = self.s_axil_arvalid & ~busy & ~rvalid
@@ -215,7 +221,7 @@ class FPQCore(wiring.Component):
             self.s_axil_awready.eq(do_write), self.s_axil_wready.eq(do_write),
             self.s_axil_arready.eq(do_read),
             bus.addr.eq(addr), bus.w_data.eq(data),
-            bus.w_en.eq(issue & is_write & whole), bus.r_en.eq(issue & ~is_write),
+            bus.w_en.eq(w_issue), bus.r_en.eq(issue & ~is_write),
             self.s_axil_bvalid.eq(bvalid), self.s_axil_bresp.eq(bresp),
             self.s_axil_rvalid.eq(rvalid), self.s_axil_rdata.eq(rdata),
             self.s_axil_rresp.eq(_OKAY),
@@ -224,7 +230,7 @@ class FPQCore(wiring.Component):
             m.d.sync += bvalid.eq(0)
         with m.If(self.s_axil_rready):
             m.d.sync += rvalid.eq(0)
-        m.d.sync += [issue.eq(0), read_wait.eq(read_wait << 1)]
+        m.d.sync += [issue.eq(0), w_issue.eq(0), read_wait.eq(read_wait << 1)]
         with m.If(do_write):
             m.d.sync += [busy.eq(1), is_write.eq(1), prefer_read.eq(1),
                          whole.eq(self.s_axil_wstrb == 0b1111),
@@ -235,7 +241,8 @@ class FPQCore(wiring.Component):
                          addr.eq(self.s_axil_araddr),
                          wait.eq(rf.read_setup)]
         with m.Elif(wait != 0):                # (only while busy, and 0 in the issue's clock)
-            m.d.sync += [wait.eq(wait - 1), issue.eq(wait == 1)]
+            m.d.sync += [wait.eq(wait - 1), issue.eq(wait == 1),
+                         w_issue.eq((wait == 1) & is_write & whole)]
         with m.If(issue & is_write):
             m.d.sync += [busy.eq(0), bvalid.eq(1), bresp.eq(Mux(whole, _OKAY, _SLVERR))]
         with m.If(issue & ~is_write):

@@ -99,7 +99,11 @@ class RegisterFile(wiring.Component):
     bank still does (1 until the first commit that swaps in a bank the host wrote; after a
     reset, whether bank 0, active again, was ever written).
 
-    Latency: reads ``read_latency`` clocks (1 or 2); a commit applies 2 clocks after ``idle``
+    Latency: reads ``read_latency`` clocks (1 or 2); a write applies ``write_latency``
+    clocks after ``w_en`` (0, or 1 with ``write_setup`` 3): its word's shadow takes the value
+    at the end of that clock (a read whose ``r_en`` is in a later clock returns it), and the
+    counter clear and ``clear_max_queue`` strobes, ``CONTROL``'s effects and ``BAD_WRITE``
+    come in that clock; a commit applies 2 clocks after ``idle``
     and at least 4 after the last bus write (the checks registered in two stages).
     Throughput: one bus access per clock.
 
@@ -125,13 +129,22 @@ class RegisterFile(wiring.Component):
         enables it; with 2 whether the write is bad is an OR of registered terms,
         registered again, and a commit is decided a clock before it applies (3 clocks after
         ``idle``, at least 5 after the last write): for a clock at which decoding the
-        address in ``w_en``'s clock is too slow (the ULX3S at 150 MHz). Writes take effect
-        in the same clock either way. 3: as 2, and whether each byte of ``w_data`` has a
+        address in ``w_en``'s clock is too slow (the ULX3S at 150 MHz). With 1 and 2 a write
+        applies in ``w_en``'s clock. 3: as 2, and whether each byte of ``w_data`` has a
         bit set is registered a clock before the fits, so that each fit (no bit of the
         value above the register's width) is an OR of at most 7 bits and 3 registered
         flags, not a tree over the value that shares its branches with every other
-        register's (the ULX3S at 150 MHz: the fits chained through each other). Default 0
-        (AXI4-Lite and Wishbone give no such promise).
+        register's (the ULX3S at 150 MHz: the fits chained through each other); and the
+        write applies a clock later (``write_latency`` 1): each word's enable, ``w_en`` and
+        its registered hit, is registered, and ``w_data`` with it, so that a shadow's clock
+        enable starts at a register of its own rather than at ``w_en`` through a gate per
+        word (the exported core's AXI4-Lite variant: ``w_en`` fanned out to every word and
+        each word to its shadow's flip-flops). A read of the written word then returns the
+        new value from ``r_en`` 2 clocks after ``w_en``, and the bus in front does not read
+        it in the clock after the write (the AXI4-Lite adapter issues its next access at
+        least 3 clocks after a write, the UART bridge a request later); a commit still
+        applies at least 5 clocks after ``w_en``. Default 0 (AXI4-Lite and Wishbone give no
+        such promise).
     read_setup : int
         One of ``READ_SETUPS``; 1 only with ``read_latency`` 2: the bus in front promises
         ``addr`` a clock before ``r_en`` and in its clock (the UART bridge does), so the
@@ -141,6 +154,9 @@ class RegisterFile(wiring.Component):
 
     Attributes
     ----------
+    write_latency : int
+        Clocks from ``w_en`` to the clock in which the write applies: 1 with ``write_setup``
+        3, else 0.
     bus : In(BusSignature())
     config : Out(config_layout(build))
         The active configuration, to ``QueueManager.config``.
@@ -165,6 +181,7 @@ class RegisterFile(wiring.Component):
         self.const_rom = bool(const_rom)
         self.read_latency = read_latency
         self.write_setup = write_setup
+        self.write_latency = int(write_setup >= 3)
         if read_setup and read_latency != 2:
             raise ValueError(f"read_setup: {read_setup} needs read_latency 2")
         self.read_setup = read_setup
@@ -385,7 +402,9 @@ class RegisterFile(wiring.Component):
         counter words; a write to a read-only word, to no word, or of a value that does not
         fit sets BAD_WRITE. With ``write_setup`` each word's hit, its value's fit and the
         write's badness are registered a clock ahead (``addr`` and ``w_data`` are stable
-        then), so that ``w_en`` is the one late input of each enable."""
+        then), so that ``w_en`` is the one late input of each enable; with
+        ``write_latency`` 1 each enable is registered in turn and the write applies from it
+        and the registered ``w_data`` a clock later."""
         bus, shadow, overflow, bad_write = s.bus, s.shadow, s.overflow, s.bad_write
         pending_next, rejected, reject_index = s.pending_next, s.rejected, s.reject_index
         counter_pos = s.counter_pos
@@ -396,6 +415,24 @@ class RegisterFile(wiring.Component):
             reg = Signal(name=name)
             m.d.sync += reg.eq(value)
             return reg
+
+        def enable(value, name):
+            """``value`` (``w_en`` and what it enables), or with ``write_latency`` 1 that
+            registered: the write then applies in the next clock from a register per word, so
+            that a shadow's clock enable is that register (with its fit, one gate), not
+            ``w_en``'s fan-out to every word."""
+            if not self.write_latency:
+                return value
+            reg = Signal(name=name)
+            m.d.sync += reg.eq(value)
+            return reg
+
+        # the value written: with write_latency 1 registered with the enables (the bus
+        # promises w_data only up to w_en's clock)
+        w_data = bus.w_data
+        if self.write_latency:
+            w_data = Signal(32, name="w_data_late")
+            m.d.sync += w_data.eq(bus.w_data)
 
         if self.write_setup >= 3:
             byte_any = Signal(4, name="w_data_byte_any")
@@ -428,7 +465,12 @@ class RegisterFile(wiring.Component):
                 bad_terms.append(h & misfit)
             elif not writable:
                 bad_terms.append(h)
-            with m.If(bus.w_en & sel):
+            if not writable:
+                continue
+            # ``fit`` in the clock the write applies is the written value's: with
+            # write_latency 1 (the clock after w_en) the register holds the fit of w_en's
+            # clock's w_data (and of the per-byte flags of the clock before, in the promise)
+            with m.If(enable(bus.w_en & sel, f"we_{r.name}_{w}")):
                 if top_of_config:
                     # a value that does not fit: the shadow keeps its old value, the next
                     # commit is rejected naming this register
@@ -436,23 +478,23 @@ class RegisterFile(wiring.Component):
                         m.d.sync += overflow[r.name].eq(1)
                     with m.Else():
                         m.d.sync += [shadow[r.name][lo_bit:hi_bit].eq(
-                            bus.w_data[:hi_bit - lo_bit]), overflow[r.name].eq(0)]
+                            w_data[:hi_bit - lo_bit]), overflow[r.name].eq(0)]
                 elif r.kind == "config":
-                    m.d.sync += shadow[r.name][lo_bit:hi_bit].eq(bus.w_data[:hi_bit - lo_bit])
+                    m.d.sync += shadow[r.name][lo_bit:hi_bit].eq(w_data[:hi_bit - lo_bit])
                 elif r.kind == "counter":
                     m.d.comb += self.counter_clear[counter_pos[r.name]].eq(1)
                 elif r.name == "max_queue":
                     m.d.comb += self.clear_max_queue.eq(1)
                 elif r.name == "control":
                     with m.If(fit):                 # undefined bits: nothing happens
-                        with m.If(bus.w_data & CONTROL_COMMIT):
+                        with m.If(w_data & CONTROL_COMMIT):
                             m.d.comb += pending_next.eq(1)
-                        with m.If(bus.w_data & CONTROL_CLEAR_ERRORS):
+                        with m.If(w_data & CONTROL_CLEAR_ERRORS):
                             m.d.sync += [rejected.eq(0), bad_write.eq(0),
                                          reject_index.eq(0)]
         bad_terms.append(~s.mapped if early else ~Cat(s.table_hit, *hits).any())
         bad = decode(Cat(*bad_terms).any(), "write_is_bad")
-        with m.If(bus.w_en & bad):
+        with m.If(enable(bus.w_en & bad, "we_bad")):
             m.d.sync += bad_write.eq(1)
 
     def _commit(self, m, s):

@@ -29,6 +29,13 @@ COMMIT_CLOCKS = 5
 AVG_FIXED = {"avg_tau_s": ewma_time_constant(9, 40) / 1e6, "tick_hz": 1e6}
 BAD_WRITE = 1 << STATUS_BITS["BAD_WRITE"]
 TABLES_DEFAULT = 1 << STATUS_BITS["TABLES_DEFAULT"]
+BUSY = 1 << STATUS_BITS["BUSY"]
+
+
+def write_latency(write_setup):
+    """Clocks from ``w_en`` to the clock in which a write applies, as ``RegisterFile``'s
+    docstring gives them: 1 with ``write_setup`` 3 (each word's enable registered), else 0."""
+    return 1 if write_setup >= 3 else 0
 
 
 class Host:
@@ -45,10 +52,13 @@ class Host:
         for _ in range(self.dut.write_setup):
             await c.tick()
         c.set(b.w_en, 1)
-        _, _, clear, cmq, rate_we = await c.tick().sample(self.dut.counter_clear,
-                                                          self.dut.clear_max_queue,
-                                                          self.dut.rate_we)
-        c.set(b.w_en, 0)
+        # the strobes of the clock in which the write applies (documented, not the dut's
+        # attribute); the bus reads nothing before that clock has passed
+        for _ in range(write_latency(self.dut.write_setup) + 1):
+            _, _, clear, cmq, rate_we = await c.tick().sample(self.dut.counter_clear,
+                                                              self.dut.clear_max_queue,
+                                                              self.dut.rate_we)
+            c.set(b.w_en, 0)
         return clear, cmq, rate_we
 
     async def read(self, addr):
@@ -661,6 +671,82 @@ def test_read_only_undefined_and_control_writes(write_setup):
         assert await host.status() == BAD_WRITE
         await host.commit()
         assert host.active() == dict(active, wq_shift=3)
+    simulate(bench, write_setup=write_setup)
+
+
+@pytest.mark.parametrize("write_setup", WRITE_SETUPS)
+def test_each_kind_of_write_applies_in_its_documented_clock(write_setup):
+    """Writes watched clock by clock from their ``w_en`` (clock 0), with ``r_en`` high in
+    every clock from it (read latency 1: ``r_data`` is, a clock later, the word as it was):
+    a write applies in clock ``write_latency`` (0; 1 with ``write_setup`` 3), so the written
+    word reads its old value through that clock and the new one from the next, and the
+    counter clear and ``clear_max_queue`` are high in that clock and no other; BAD_WRITE (a
+    write to ID, a value wider than its register, which keeps the shadow), its clear
+    (CLEAR_ERRORS) and BUSY (COMMIT) read in STATUS from the next. From clock 1 the bus
+    holds other data (and for STATUS another address), which the write must not take."""
+    lat = write_latency(write_setup)
+    clocks = 4
+
+    async def bench(ctx, dut, host):
+        bus = dut.bus
+
+        async def watch(name, value, word=0, read=None):
+            """Write ``value`` to ``name``'s ``word``, read ``read`` (the written word if
+            None) from clock 1; per clock 0..clocks, (word read, counter_clear,
+            clear_max_queue)."""
+            addr = REGS[name].offset + 4 * word
+            raddr = addr if read is None else REGS[read].offset
+            ctx.set(bus.addr, addr)
+            ctx.set(bus.w_data, value)
+            for _ in range(write_setup):
+                await ctx.tick()
+            ctx.set(bus.w_en, 1)
+            ctx.set(bus.r_en, 1)
+            seen = []
+            for _ in range(clocks + 2):
+                _, _, r_data, clear, cmq = await ctx.tick().sample(
+                    bus.r_data, dut.counter_clear, dut.clear_max_queue)
+                seen.append((r_data, clear, cmq))
+                ctx.set(bus.w_en, 0)
+                ctx.set(bus.addr, raddr)
+                ctx.set(bus.w_data, ~value & 0xFFFFFFFF)
+            ctx.set(bus.r_en, 0)
+            await ctx.tick().repeat(8)               # a commit's clocks, if one was written
+            # the word read in clock k is r_data of clock k + 1
+            return ([seen[k + 1][0] for k in range(clocks + 1)],
+                    [seen[k][1] for k in range(clocks + 1)],
+                    [seen[k][2] for k in range(clocks + 1)])
+
+        def after(old, new, start=0):
+            """``old`` through clock ``lat``, ``new`` from the next, from clock ``start``."""
+            return [old if k <= lat else new for k in range(start, clocks + 1)]
+
+        none = [0] * (clocks + 1)
+        await ctx.tick().repeat(3)
+        wq = await host.read_reg("wq_shift")
+        words, clear, cmq = await watch("wq_shift", wq + 2)
+        assert words == after(wq, wq + 2) and clear == cmq == none
+        old = await host.read(REGS["rng_decide_state"].offset + 4)
+        words, clear, cmq = await watch("rng_decide_state", 0x89ABCDEF, word=1)
+        assert words == after(old, 0x89ABCDEF)
+
+        i = COUNTERS.index("early_drops")
+        _, clear, cmq = await watch("early_drops", 0, word=1)
+        assert clear == [1 << i if k == lat else 0 for k in range(clocks + 1)]
+        assert cmq == none
+        _, clear, cmq = await watch("max_queue", 0)
+        assert cmq == [int(k == lat) for k in range(clocks + 1)] and clear == none
+
+        status = (await watch("control", CONTROL_COMMIT, read="status"))[0]
+        assert [w & BUSY for w in status[1:lat + 2]] == [0] * lat + [BUSY]   # then applies
+        assert host.active()["wq_shift"] == wq + 2                # the commit applied
+        status = (await watch("id", 5, read="status"))[0]
+        assert [w & BAD_WRITE for w in status[1:]] == after(0, BAD_WRITE, start=1)
+        status = (await watch("control", CONTROL_CLEAR_ERRORS, read="status"))[0]
+        assert [w & BAD_WRITE for w in status[1:]] == after(BAD_WRITE, 0, start=1)
+        status = (await watch("wq_shift", 1 << REGS["wq_shift"].width, read="status"))[0]
+        assert [w & BAD_WRITE for w in status[1:]] == after(0, BAD_WRITE, start=1)
+        assert await host.read_reg("wq_shift") == wq + 2          # the shadow kept it
     simulate(bench, write_setup=write_setup)
 
 
