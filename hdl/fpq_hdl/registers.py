@@ -416,6 +416,27 @@ class RegisterFile(wiring.Component):
             m.d.sync += reg.eq(value)
             return reg
 
+        if self.write_setup >= 3:
+            # the word decode in two registered stages (``addr`` is stable three clocks
+            # before ``w_en``, and each word's hit is needed from the clock before it, for
+            # the write's badness): one-hot lines of the word address's two low nibbles and
+            # "the bits above are 0", then each word's hit as an AND of three of them (a
+            # compare per word of the whole address, with Yosys sharing terms between the
+            # words, is five LUT levels)
+            wa = s.wa
+            low, mid, high_zero = Signal(16, name="w_addr_low"), Signal(16, name="w_addr_mid"), \
+                Signal(name="w_addr_high_zero")
+            m.d.sync += [low.eq(Cat(wa[:4] == i for i in range(16))),
+                         mid.eq(Cat(wa[4:8] == i for i in range(16))),
+                         high_zero.eq(wa[8:] == 0)]
+
+            def word_hit(index, hit):
+                assert index < 1 << 8, "a word address beyond the two decoded nibbles"
+                return low[index & 15] & mid[index >> 4] & high_zero
+        else:
+            def word_hit(index, hit):
+                return hit
+
         def enable(value, name):
             """``value`` (``w_en`` and what it enables), or with ``write_latency`` 1 that
             registered: the write then applies in the next clock from a register per word, so
@@ -457,7 +478,7 @@ class RegisterFile(wiring.Component):
             above = excess(hi_bit - lo_bit)
             top_of_config = r.kind == "config" and w == r.words - 1 and hi_bit - lo_bit < 32
             writable = (r.kind in ("config", "counter") or r.name in ("max_queue", "control"))
-            sel = decode(hit, f"w_{r.name}_{w}")
+            sel = decode(word_hit(r.offset // 4 + w, hit), f"w_{r.name}_{w}")
             fit = decode(~above, f"fit_{r.name}_{w}")
             h, misfit = (hit, above) if early else (sel, ~fit)
             hits.append(h)
