@@ -24,7 +24,7 @@ help:
 	@echo "make regmap     - regenerate docs/REGISTERS.md, sw/generated/regmap.json and fpq_regs.h"
 	@echo "make bench      - golden-model benchmarks (results go to docs/BENCHMARKS.md by hand)"
 	@echo "make verilog    - the queue manager as a Verilog core (AXI-Stream, AXI4-Lite): build/fpq_core.v + build/fpq_core_pkg.sv"
-	@echo "make bitstream BOARD=ulx3s|icebreaker - self-test bitstream + timing/utilisation in build/<board>/"
+	@echo "make bitstream BOARD=ulx3s|icebreaker [CLK_MHZ=150] [SEED=N] - self-test bitstream + timing/utilisation in build/<board>/"
 	@echo "make figures    - TCP simulator: the papers' figures, docs/figures/ + docs/RESULTS.md"
 	@echo "make reliability - the fuzz tests, recording every bad input: the table in docs/RELIABILITY.md"
 	@echo "make crosscheck - TCP simulator against ns-3 (from PyPI, own venv .venv-ns3): docs/RESULTS.md"
@@ -75,8 +75,11 @@ crosscheck: $(STAMP)
 	$(VBIN)/python -m fpq_sim.crosscheck --ns3-python $(NS3_VENV)/bin/python
 
 BOARD ?= icebreaker
+# the queue manager's clock (default: the board's) and the placement seed (default 1)
+CLK_MHZ ?=
+SEED ?=
 bitstream: $(STAMP)
-	$(VBIN)/fpq board build $(BOARD)
+	$(VBIN)/fpq board build $(BOARD) $(if $(CLK_MHZ),--clk-mhz $(CLK_MHZ)) $(if $(SEED),--seed $(SEED))
 
 clean:
 	rm -rf build sim_build .pytest_cache

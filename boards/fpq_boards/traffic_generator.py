@@ -164,8 +164,13 @@ class TrafficGenerator(wiring.Component):
         # ---- bus: reads (``read_latency`` clocks), writes with range check ----------------
         r_word, r_en = bus.addr[2:8], bus.r_en
         if self.read_latency == 2:
+            # the address taken with the read (a register of its own: loaded every clock it
+            # would equal the other targets' registered addresses, and Yosys would merge them
+            # into one flip-flop placed by the farthest of its loads)
             r_word, r_en = Signal(6, name="r_word"), Signal(name="r_en")
-            m.d.sync += [r_word.eq(bus.addr[2:8]), r_en.eq(bus.r_en)]
+            m.d.sync += r_en.eq(bus.r_en)
+            with m.If(bus.r_en):
+                m.d.sync += r_word.eq(bus.addr[2:8])
         # the read: a select of the 16 words (0 for unmapped ones), 0 above them
         words = {(r.offset - TG_BASE) // 4: regs[r.name] for r in TG_REGISTERS}
         m.d.sync += bus.r_data.eq(Mux(r_en & (r_word[4:] == 0), word_select(words, r_word[:4]),
