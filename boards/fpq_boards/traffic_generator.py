@@ -124,9 +124,10 @@ class TrafficGenerator(wiring.Component):
         ``in_range``, without a carry chain where the bounds allow (on an iCE40 a carry chain
         costs a logic cell per bit; on the ULX3S ``in_range`` measured 116 LUTs more).
     read_latency : int
-        1 or 2: with 2 the read address is registered first, so that the word select starts
-        from a register beside it (the bus decode then stays out of that path), and a write
-        takes effect a clock later (its decode and range check registered first).
+        1 or 2: with 2 the word select is split over two registered stages (groups of four
+        words in the read's clock, the group a clock later), and a write takes effect a clock
+        later (its decode and range check registered first): a read sees a write issued two
+        clocks or more before it (the UART bridge's accesses are a whole request apart).
 
     Attributes
     ----------
@@ -162,23 +163,35 @@ class TrafficGenerator(wiring.Component):
         bad_write = regs["tg_status"]
 
         # ---- bus: reads (``read_latency`` clocks), writes with range check ----------------
-        r_word, r_en = bus.addr[2:8], bus.r_en
+        words = {(r.offset - TG_BASE) // 4: regs[r.name] for r in TG_REGISTERS}
         if self.read_latency == 2:
-            # the address taken with the read (a register of its own: loaded every clock it
-            # would equal the other targets' registered addresses, and Yosys would merge them
-            # into one flip-flop placed by the farthest of its loads)
-            r_word, r_en = Signal(6, name="r_word"), Signal(name="r_en")
+            # the select of the 16 words in two registered stages: in the read's clock each
+            # group of four by the address's low bits, a clock later the group by the next
+            # two, 0 above the 16 words (as one select after a registered address, it was
+            # five LUT levels). Loaded with the read (the address bits then are registers of
+            # their own: loaded every clock, they would equal the other targets' registered
+            # addresses, and Yosys would merge them into one flip-flop placed by the
+            # farthest of its loads).
+            group = [Signal(32, name=f"r_group{k}") for k in range(4)]
+            r_high, r_top_zero, r_en = Signal(2, name="r_high"), Signal(name="r_top_zero"), \
+                Signal(name="r_en")
             m.d.sync += r_en.eq(bus.r_en)
             with m.If(bus.r_en):
-                m.d.sync += r_word.eq(bus.addr[2:8])
-        # the read: a select of the 16 words (0 for unmapped ones), 0 above them
-        words = {(r.offset - TG_BASE) // 4: regs[r.name] for r in TG_REGISTERS}
-        m.d.sync += bus.r_data.eq(Mux(r_en & (r_word[4:] == 0), word_select(words, r_word[:4]),
-                                      0))
+                m.d.sync += [r_high.eq(bus.addr[4:6]), r_top_zero.eq(bus.addr[6:8] == 0)]
+                m.d.sync += [group[k].eq(word_select({i: words[4 * k + i] for i in range(4)
+                                                      if 4 * k + i in words}, bus.addr[2:4]))
+                             for k in range(4)]
+            m.d.sync += bus.r_data.eq(Mux(r_en & r_top_zero,
+                                          word_select(dict(enumerate(group)), r_high), 0))
+        else:
+            # the read: a select of the 16 words (0 for unmapped ones), 0 above them
+            r_word = bus.addr[2:8]
+            m.d.sync += bus.r_data.eq(Mux(bus.r_en & (r_word[4:] == 0),
+                                          word_select(words, r_word[:4]), 0))
         # With read_latency 2 a write takes effect a clock after the bus's: its word's decode
         # and the value's range check (two compares) are registered first, so that the write
-        # itself is one enable of registers; a read in the next clock still sees it (it
-        # selects a clock later too).
+        # itself is one enable of registers; a read sees it from two clocks after the write
+        # (the read samples the words in its own clock).
         stage = m.d.sync if self.read_latency == 2 else m.d.comb
         w_data = Signal(32, name="w_data")
         hit = {r.name: Signal(name=f"w_{r.name}") for r in TG_REGISTERS}

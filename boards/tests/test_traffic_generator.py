@@ -14,12 +14,16 @@ def unpack(layout, word):
     return {name: (word >> f.offset) & ((1 << f.width) - 1) for name, f in layout}
 
 
-async def bus_write(ctx, dut, name, value):
+async def bus_write(ctx, dut, name, value, settle=True):
+    """A write; with ``settle``, the clocks until a read sees it too (``read_latency 2``:
+    the write takes effect a clock later)."""
     ctx.set(dut.bus.addr, TG_REG[name].offset)
     ctx.set(dut.bus.w_data, value)
     ctx.set(dut.bus.w_en, 1)
     await ctx.tick()
     ctx.set(dut.bus.w_en, 0)
+    for _ in range(dut.read_latency - 1 if settle else 0):
+        await ctx.tick()
 
 
 async def bus_read(ctx, dut, name):
@@ -158,8 +162,9 @@ def test_time_counts_clocks(gap):
 
 @pytest.mark.parametrize("read_latency", [1, 2])
 def test_register_range_checks(read_latency):
-    """Each write, then a read in the next clock: the read sees it (with read_latency 2 the
-    write is registered once before it takes effect)."""
+    """Each write, then a read as soon as the write has taken effect: the read sees it
+    (with read_latency 2 the write is registered once before it takes effect, and a read
+    two clocks after the write sees it)."""
     dut = TrafficGenerator(read_latency=read_latency)
     seen = {}
 
@@ -210,3 +215,41 @@ def test_every_writable_register_takes_its_bounds_and_refuses_beyond(optimise, r
 
     run(dut, tb)
     assert not bad
+
+
+@pytest.mark.parametrize("read_latency", [1, 2])
+def test_reads_return_each_word_and_0_where_none_is_mapped(read_latency):
+    """A read of every word address the generator decodes (``TG_SIZE`` bytes): the mapped
+    words read their reset values (``tg_id`` its constant), every other address 0, including
+    those above the 16 words."""
+    from fpq_boards.traffic_generator import TG_BASE, TG_SIZE
+    dut = TrafficGenerator(read_latency=read_latency)
+    seen = {}
+    by_offset = {r.offset: r for r in TG_REGISTERS}
+    # counting registers move while the generator runs: read with it stopped, from reset
+    moving = {"tg_sent", "tg_stalls", "tg_time", "tg_backlog"}
+
+    async def read_at(ctx, offset):
+        ctx.set(dut.bus.addr, offset)
+        ctx.set(dut.bus.r_en, 1)
+        await ctx.tick()
+        ctx.set(dut.bus.r_en, 0)
+        for _ in range(dut.read_latency - 1):
+            await ctx.tick()
+        return ctx.get(dut.bus.r_data)
+
+    async def tb(ctx):
+        await bus_write(ctx, dut, "tg_enable", 0)
+        for offset in range(TG_BASE, TG_BASE + TG_SIZE, 4):
+            seen[offset] = await read_at(ctx, offset)
+
+    run(dut, tb)
+    assert len(seen) == TG_SIZE // 4 > 16
+    for offset, value in seen.items():
+        r = by_offset.get(offset)
+        if r is None:
+            assert value == 0, hex(offset)
+        elif r.name not in moving:
+            want = 0 if r.name == "tg_enable" else r.reset
+            assert value == want, (r.name, value, want)
+    assert seen[TG_REG["tg_id"].offset] == TG_ID
