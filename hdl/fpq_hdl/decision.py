@@ -294,10 +294,11 @@ class Decision(wiring.Component):
         # cycle -1, its terms in registers: the limit plus each of them is summed now, and
         # slot t's term added at cycle -1, so each threshold is a sum of two operands (one
         # carry chain, no carry-save level before it).
-        dl = Signal(signed(LENGTH_BITS + 2))
+        dl, ld = Signal(signed(LENGTH_BITS + 2)), Signal(signed(LENGTH_BITS + 2), name="ld")
         big = Signal()
         dep_ahead = Mux(self.dep_valid_ahead, self.dep_length_ahead, 0)
-        m.d.sync += [dl.eq(dep_ahead - self.length_ahead), big.eq(self.length_ahead > lim_b)]
+        m.d.sync += [dl.eq(dep_ahead - self.length_ahead), ld.eq(self.length_ahead - dep_ahead),
+                     big.eq(self.length_ahead > lim_b)]
         dl0 = Signal.like(dl)                         # slot t - 1's, at slot t's cycle -1
         m.d.sync += dl0.eq(dl)
         lb = Cat(lim_b, C(0, wb - len(lim_b)))
@@ -317,8 +318,20 @@ class Decision(wiring.Component):
         # below) sets the flag whatever the compare; so the compare at cycle 0 needs no
         # range flag beside it.
         width = len(occ_b)
-        tb0_neg, tb0_fits = sum_flags(m, s0, dlx, width, "tb0")
-        tb1_neg, tb1_fits = sum_flags(m, s1, dlx, width, "tb1")
+        _, tb0_fits = sum_flags(m, s0, dlx, width, "tb0")
+        _, tb1_fits = sum_flags(m, s1, dlx, width, "tb1")
+        # whether a threshold is negative, ``a + dl < 0``, as ``a < ld`` (``ld = -dl``,
+        # registered beside it): a compare of two registers in offset binary (the sign bits
+        # inverted, which the chain's own LUTs absorb), so the flag is the chain's carry out
+        # with no select after it (a sum's sign from a carry-select adder is a LUT more)
+        ldx = Signal(signed(wb))
+        m.d.comb += ldx.eq(ld)
+
+        def negative(a, name):
+            flag = Signal(name=name)
+            m.d.comb += flag.eq(Cat(a[:-1], ~a[-1]) < Cat(ldx[:-1], ~ldx[-1]))
+            return flag
+        tb0_neg, tb1_neg = negative(s0, "tb0_neg"), negative(s1, "tb1_neg")
         tb0, tb1 = Signal(width, name="tb0"), Signal(width, name="tb1")
         tb0_sum, tb1_sum = Signal(signed(wb), name="tb0_sum"), Signal(signed(wb), name="tb1_sum")
         m.d.comb += [tb0_sum.eq(s0 + dlx),                            # K + d(t-1)
@@ -326,7 +339,7 @@ class Decision(wiring.Component):
         top = (1 << width) - 1
         m.d.sync += [tb0.eq(Mux(tb0_fits, tb0_sum[:width], top)),
                      tb1.eq(Mux(tb1_fits, tb1_sum[:width], top))]
-        k1_neg, _ = sum_flags(m, sk, dlx, width, "k1")               # K - l(t-1) < 0
+        k1_neg = negative(sk, "k1_neg")                              # K - l(t-1) < 0
         # limit_pkts >= 1, so both thresholds are >= 0: unsigned, one bit over the limit's.
         # Each is one carry chain: the two departures as one 2-bit addend, and limit_pkts - 1
         # from a register (the configuration is steady a clock before any arrival: a commit
