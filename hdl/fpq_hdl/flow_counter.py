@@ -98,6 +98,8 @@ class FlowCounter(wiring.Component):
         it: arrivals, which use it, come later).
     busy : Out(1)
         A wipe is under way: accept no arrival.
+    busy_next : Out(1)
+        ``busy`` in the next clock (for a register of the arrival port's ready).
     """
 
     LATENCY = 4      # clocks from set_index to n_raw
@@ -114,6 +116,7 @@ class FlowCounter(wiring.Component):
             "wipe": In(1),
             "set_valid": In(1), "set_index": In(self.index_bits),
             "n_raw": Out(17), "n_next": Out(17), "over": Out(1), "busy": Out(1),
+            "busy_next": Out(1),
         })
 
     def elaborate(self, platform):
@@ -143,7 +146,7 @@ class FlowCounter(wiring.Component):
         # its slot; an arrival accepted vec_bits + 3 clocks after it reads the vector after
         # the last of them
         wait = Signal(range(self.vec_bits + 3))
-        m.d.comb += self.busy.eq(busy)
+        m.d.comb += [self.busy.eq(busy), self.busy_next.eq(wipe0 | (busy & (wait != 1)))]
         with m.If(wipe0):
             m.d.sync += [wait.eq(self.vec_bits + 2), busy.eq(1)]
         with m.Elif(busy):

@@ -308,14 +308,17 @@ class QueueManager(wiring.Component):
         s.clear_timer, s.sample_timer = clear_timer, sample_timer
 
     def _accept(self, m, s):
-        """Stage 0: the accept; ``ready`` from registers only (the credit, the wipe, the
-        register file's hold)."""
+        """Stage 0: the accept; ``ready`` from registers only: "a credit and no wipe" (one
+        register, from their next values) and the register file's hold."""
         arr, dep, fc = self.arrivals, self.departures, s.fc
-        accept, credit = Signal(), Signal()
+        accept = Signal()
+        # the credit and the wipe as one register, which can sit by the port: the wipe's
+        # flag lives with the flow vector, across the chip from the port's users
+        free = Signal(name="credit_and_no_wipe")
         m.d.comb += [
             fc.load_rng.eq(self.load_rng_clear), fc.clear.eq(s.clear_timer.fire),
             fc.wipe.eq(self.wipe),
-            arr.ready.eq(credit & ~fc.busy & ~self.hold), accept.eq(arr.valid & arr.ready),
+            arr.ready.eq(free & ~self.hold), accept.eq(arr.valid & arr.ready),
             dep.ready.eq(1), self.busy.eq(fc.busy),
         ]
         # the credit: the verdicts outstanding, counted from accepts and reads registered a
@@ -329,8 +332,9 @@ class QueueManager(wiring.Component):
         more_than = Signal(FIFO_DEPTH + 1)
         up, down = accepted & ~read_r, read_r & ~accepted
         below, above = Cat(C(1, 1), more_than[:-1]), Cat(more_than[1:], C(0, 1))
-        m.d.sync += more_than.eq(Mux(up, below, Mux(down, above, more_than)))
-        m.d.comb += credit.eq(~more_than[FIFO_DEPTH - 2])
+        more_than_next = Mux(up, below, Mux(down, above, more_than))
+        m.d.sync += [more_than.eq(more_than_next),
+                     free.eq(~more_than_next[FIFO_DEPTH - 2] & ~fc.busy_next)]
         s.accept = accept
 
     def _slots(self, m, s):
