@@ -141,8 +141,13 @@ class SelfTestSoC(wiring.Component):
         to_tg = (bus.addr >= TG_BASE) & (bus.addr < TG_BASE + TG_SIZE)
         domain = m.d.sync if self.bus_register else m.d.comb
         for target, sel in ((tg.bus, to_tg), (regs.bus, ~to_tg)):
-            domain += [target.addr.eq(bus.addr), target.w_data.eq(bus.w_data),
-                       target.w_en.eq(bus.w_en & sel), target.r_en.eq(bus.r_en & sel)]
+            domain += [target.w_en.eq(bus.w_en & sel), target.r_en.eq(bus.r_en & sel)]
+        # the generator's copy of the address and data taken only for its own range: a copy
+        # loaded every clock, as the register file's is, would be merged with it by Yosys
+        # into one set of flip-flops, and the two targets' decodes shared across the chip
+        with m.If(to_tg if self.bus_register else C(1, 1)):
+            domain += [tg.bus.addr.eq(bus.addr), tg.bus.w_data.eq(bus.w_data)]
+        domain += [regs.bus.addr.eq(bus.addr), regs.bus.w_data.eq(bus.w_data)]
         # the generator reads with the register file's latency, so that both answer in the
         # same clock (each gives 0 when it is not read)
         m.d.comb += bus.r_data.eq(tg.bus.r_data | regs.bus.r_data)
