@@ -138,8 +138,17 @@ class SelfTestSoC(wiring.Component):
         # bus decode
         m.d.comb += [br.rx.eq(self.rx), self.tx.eq(br.tx)]
         bus = br.bus
-        to_tg = (bus.addr >= TG_BASE) & (bus.addr < TG_BASE + TG_SIZE)
+        # the generator's range, a power of two aligned on its size: an equality of the
+        # address's high bits (no compare chains)
+        assert TG_SIZE & (TG_SIZE - 1) == 0 and TG_BASE % TG_SIZE == 0
+        to_tg = bus.addr[TG_SIZE.bit_length() - 1:] == TG_BASE // TG_SIZE
         domain = m.d.sync if self.bus_register else m.d.comb
+        if self.bus_register:
+            # decided from the address a clock ahead (the bridge sets it ``SETUP`` clocks
+            # before an access), so the targets' enables are one gate after registers
+            to_tg_r = Signal(name="to_tg")
+            m.d.sync += to_tg_r.eq(to_tg)
+            to_tg = to_tg_r
         for target, sel in ((tg.bus, to_tg), (regs.bus, ~to_tg)):
             domain += [target.w_en.eq(bus.w_en & sel), target.r_en.eq(bus.r_en & sel)]
         # the generator's copy of the address and data taken only for its own range: a copy
