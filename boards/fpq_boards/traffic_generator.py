@@ -255,11 +255,12 @@ class TrafficGenerator(wiring.Component):
         # ---- arrivals ----------------------------------------------------------------------
         arr = self.arrivals
         timer = Signal(16)
+        timer_zero = Signal(init=1, name="arrival_timer_zero")     # timer == 0, a register
         accepted = arr.valid & arr.ready
         with m.If(accepted):
             m.d.sync += arr.valid.eq(0)
         with m.If(~arr.valid | accepted):
-            with m.If(enable & (timer == 0)):
+            with m.If(enable & timer_zero):
                 salt = regs["tg_salt"]
                 m.d.sync += [
                     arr.valid.eq(1),
@@ -271,11 +272,12 @@ class TrafficGenerator(wiring.Component):
                         C(DST_IP, 32),
                         (C(SRC_BASE, 32) + flow_id)[:32] ^ salt)),
                     timer.eq(regs["tg_arrival_period"] - 1),
+                    timer_zero.eq(regs["tg_arrival_period"] == 1),
                     # ``rr_id + 1 >= flows`` as a compare beside the increment, not after it
                     rr_id.eq(Mux(rr_id >= fm1, 0, rr_id + 1)),
                 ]
-            with m.Elif(timer != 0):
-                m.d.sync += timer.eq(timer - 1)
+            with m.Elif(~timer_zero):
+                m.d.sync += [timer.eq(timer - 1), timer_zero.eq(timer == 1)]
         with m.If(accepted):
             m.d.sync += regs["tg_sent"].eq(regs["tg_sent"] + 1)
         with m.If(arr.valid & ~arr.ready):
