@@ -27,7 +27,11 @@ async def bus_write(ctx, dut, name, value, settle=True):
 
 
 async def bus_read(ctx, dut, name):
-    ctx.set(dut.bus.addr, TG_REG[name].offset)
+    return await bus_read_at(ctx, dut, TG_REG[name].offset)
+
+
+async def bus_read_at(ctx, dut, offset):
+    ctx.set(dut.bus.addr, offset)
     ctx.set(dut.bus.r_en, 1)
     await ctx.tick()
     ctx.set(dut.bus.r_en, 0)
@@ -229,19 +233,10 @@ def test_reads_return_each_word_and_0_where_none_is_mapped(read_latency):
     # counting registers move while the generator runs: read with it stopped, from reset
     moving = {"tg_sent", "tg_stalls", "tg_time", "tg_backlog"}
 
-    async def read_at(ctx, offset):
-        ctx.set(dut.bus.addr, offset)
-        ctx.set(dut.bus.r_en, 1)
-        await ctx.tick()
-        ctx.set(dut.bus.r_en, 0)
-        for _ in range(dut.read_latency - 1):
-            await ctx.tick()
-        return ctx.get(dut.bus.r_data)
-
     async def tb(ctx):
         await bus_write(ctx, dut, "tg_enable", 0)
         for offset in range(TG_BASE, TG_BASE + TG_SIZE, 4):
-            seen[offset] = await read_at(ctx, offset)
+            seen[offset] = await bus_read_at(ctx, dut, offset)
 
     run(dut, tb)
     assert len(seen) == TG_SIZE // 4 > 16
