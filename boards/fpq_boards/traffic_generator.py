@@ -319,7 +319,10 @@ class TrafficGenerator(wiring.Component):
         # the live register, not a register of its own
         m.d.sync += dep.valid.eq(dep_go)
         m.d.comb += dep.payload.length.eq(regs["tg_length"])
-        backlog_next, _, _ = step_counter(m, backlog, enq, dep_go)
-        m.d.sync += nonzero.eq(backlog_next != 0)
+        _, backlog_p1, backlog_m1 = step_counter(m, backlog, enq, dep_go)
+        # "not zero" selected as the next value is, from each candidate's compare (registers),
+        # so no zero test follows the select
+        m.d.sync += nonzero.eq(Mux(enq == dep_go, nonzero,
+                                   Mux(enq, backlog_p1 != 0, backlog_m1 != 0)))
         m.d.comb += self.backlog_nonzero.eq(nonzero)
         return m
