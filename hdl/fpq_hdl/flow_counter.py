@@ -147,10 +147,11 @@ class FlowCounter(wiring.Component):
         # the last of them
         wait = Signal(range(self.vec_bits + 3))
         m.d.comb += [self.busy.eq(busy), self.busy_next.eq(wipe0 | (busy & (wait != 1)))]
+        m.d.sync += busy.eq(self.busy_next)
         with m.If(wipe0):
-            m.d.sync += [wait.eq(self.vec_bits + 2), busy.eq(1)]
+            m.d.sync += wait.eq(self.vec_bits + 2)
         with m.Elif(busy):
-            m.d.sync += [wait.eq(wait - 1), busy.eq(wait != 1)]
+            m.d.sync += wait.eq(wait - 1)
 
         # ---- cycles 1 .. set_delay - 1: the clear's index, aligned with the set index --------
         # ``reduce_index`` takes its operand into the multipliers' input registers and gives
