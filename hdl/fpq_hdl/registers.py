@@ -551,7 +551,11 @@ class RegisterFile(wiring.Component):
         # The checks in two registered stages: each register's own check (a compare), then the
         # first bad one (a tree of selects over registers), so neither stage chains the other.
         # A commit waits for three clocks without a write: the checks then see the shadows.
-        checks = []
+        # ``red_max_th >= red_min_th + 1.0`` is an adder and a compare, so its sum takes the
+        # first stage and the compare the second; it joins the others at the commit, which
+        # names the first bad register in map order as the model does
+        # (``fpq.regmap.check_registers``): the ones before red_max_th, then it, then the rest.
+        checks, checks_after, cross = [], [], None
         for r in self.regs:
             if r.kind != "config":
                 continue
@@ -565,11 +569,17 @@ class RegisterFile(wiring.Component):
             if r.hi < (1 << r.width) - 1:
                 bad = bad | (v[r.hi.bit_length():].any() if r.hi & (r.hi + 1) == 0
                              else v > r.hi)
-            if r.name == "red_max_th":
-                bad = bad | (v < pending_value("red_min_th") + (1 << QAVG.frac_bits))
             bad_r = Signal(name=f"bad_{r.name}")
             m.d.sync += bad_r.eq(bad)
-            checks.append((index[r.name], bad_r))
+            (checks if cross is None else checks_after).append((index[r.name], bad_r))
+            if r.name == "red_max_th":
+                least = pending_value("red_min_th") + (1 << QAVG.frac_bits)
+                if "red_min_th" in shadow:
+                    least_r = Signal(len(least), name="red_max_th_least")
+                    m.d.sync += least_r.eq(least)
+                    least = least_r
+                cross = Signal(name="bad_red_max_th_cross")
+                m.d.sync += cross.eq(v < least)
 
         def first(items):
             """(any bad, the index of the first bad) over ``items``, as a balanced tree."""
@@ -583,10 +593,20 @@ class RegisterFile(wiring.Component):
             any_r, idx_r = first(items[half:])
             return any_l | any_r, Mux(any_l, idx_l, idx_r)
         any_comb, idx_comb = first(checks)
-        bad_any, bad_idx = Signal(), Signal(8)
+        after_comb, idx_after_comb = first(checks_after)
+        bad_before, bad_idx, bad_after, bad_idx_after = Signal(), Signal(8), Signal(), Signal(8)
         wrote = Signal(2)                          # bus writes in the last two clocks
-        m.d.sync += [bad_any.eq(any_comb), bad_idx.eq(idx_comb),
+        m.d.sync += [bad_before.eq(any_comb), bad_idx.eq(idx_comb),
+                     bad_after.eq(after_comb), bad_idx_after.eq(idx_after_comb),
                      wrote.eq(Cat(bus.w_en, wrote[0]))]
+        if cross is None:
+            cross = C(0, 1)
+        # the commit's enable of every configuration register: one LUT of three registers
+        bad_range = Signal(name="bad_range")
+        m.d.sync += bad_range.eq(any_comb | after_comb)
+        bad_any = bad_range | cross
+        bad_first = Mux(bad_before, bad_idx,
+                        Mux(cross, index.get("red_max_th", 0), bad_idx_after))
 
         ready = pending & self.idle & ~self.busy & ~wrote.any() & ~bus.w_en
         if self.write_setup >= 2:
@@ -612,7 +632,7 @@ class RegisterFile(wiring.Component):
             if not self.write_setup >= 2:
                 m.d.comb += pending_next.eq(0)
             with m.If(bad_any):
-                m.d.sync += [rejected.eq(1), reject_index.eq(bad_idx)]
+                m.d.sync += [rejected.eq(1), reject_index.eq(bad_first)]
             with m.Else():
                 # the registers, the bank and the strobes all in the next clock: the
                 # commit's clock ``ts`` (``fpq.QueueManager.configure``)

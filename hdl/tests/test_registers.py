@@ -204,6 +204,37 @@ def test_out_of_range_commit_is_rejected_naming_the_first_bad_register(write_set
     simulate(bench, write_setup=write_setup)
 
 
+@pytest.mark.parametrize("write_setup", WRITE_SETUPS)
+@pytest.mark.parametrize("name", ["red_max_th", "red_min_th"])
+def test_the_threshold_check_sees_a_write_in_the_last_clock_a_commit_waits_for(write_setup,
+                                                                                 name):
+    """A commit waits for the queue manager's empty pipeline, and for the clocks after a bus
+    write that its checks need. A threshold's low word written while the commit waits, in the
+    very clock the pipeline empties (the latest write the commit must see), makes
+    ``red_max_th < red_min_th + 1.0``: the commit is rejected naming red_max_th."""
+    async def bench(ctx, dut, host):
+        values = Config(build=BUILD).registers()
+        assert check_registers(values, BUILD) is None
+        bad_low = {"red_max_th": 0, "red_min_th": values["red_max_th"] & 0xFFFFFFFF}[name]
+        assert check_registers(dict(values, **{name: bad_low}), BUILD) == INDEX["red_max_th"]
+        ctx.set(dut.idle, 0)
+        await host.write(REGS["control"].offset, CONTROL_COMMIT)
+        b = dut.bus
+        ctx.set(b.addr, REGS[name].offset)
+        ctx.set(b.w_data, bad_low)
+        for _ in range(dut.write_setup):
+            await ctx.tick()
+        ctx.set(b.w_en, 1)
+        ctx.set(dut.idle, 1)
+        await ctx.tick()
+        ctx.set(b.w_en, 0)
+        for _ in range(COMMIT_CLOCKS + 2):
+            await ctx.tick()
+        assert await host.status() == REJECTED | INDEX["red_max_th"] << STATUS_REJECT_INDEX_SHIFT
+        assert host.active() == {k: values[k] for k in host.active()}
+    simulate(bench, write_setup=write_setup)
+
+
 def test_commit_waits_for_an_empty_pipeline():
     async def bench(ctx, dut, host):
         ctx.set(dut.idle, 0)
