@@ -17,16 +17,23 @@ def step_counter(m, value, up, down, clear=None, next=None):
     to 0 on ``clear``, and return ``(next, value + 1, value - 1)``. Its next value is a
     select of registers (``value`` and ``value`` +- 1, kept beside it), so no adder lies
     between the events and the next value, nor between it and what the user computes of
-    it; the +- 1 registers serve compares that must follow the select. ``next``: a signal
-    to drive with the next value (default: a new one)."""
+    it; the +- 1 registers serve compares that must follow the select. They are selected
+    too, from ``value`` and their own +- 1: those adders start at registers and run while
+    the events arrive, so no carry chain follows the select. ``next``: a signal to drive
+    with the next value (default: a new one)."""
     name, width = value.name, len(value)
     p1 = Signal(width, init=1, name=f"{name}_p1")
     m1 = Signal(width, init=(1 << width) - 1, name=f"{name}_m1")
     if next is None:
         next = Signal(width, name=f"{name}_next")
-    step = Mux(up == down, value, Mux(up, p1, m1))
-    m.d.comb += next.eq(step if clear is None else Mux(clear, 0, step))
-    m.d.sync += [p1.eq(next + 1), m1.eq(next - 1), value.eq(next)]
+
+    def select(stay, if_up, if_down, if_clear):
+        step = Mux(up == down, stay, Mux(up, if_up, if_down))
+        return step if clear is None else Mux(clear, if_clear, step)
+    m.d.comb += next.eq(select(value, p1, m1, 0))
+    m.d.sync += [p1.eq(select(p1, p1 + 1, value, 1)),
+                 m1.eq(select(m1, value, m1 - 1, (1 << width) - 1)),
+                 value.eq(next)]
     return next, p1, m1
 
 
