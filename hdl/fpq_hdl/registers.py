@@ -1,5 +1,7 @@
 """Register file: the register map of ``fpq.regmap`` on a simple memory-mapped bus."""
 
+import operator
+from functools import reduce
 from types import SimpleNamespace
 
 from amaranth import *
@@ -336,20 +338,32 @@ class RegisterFile(wiring.Component):
             groups = {}
             for a, word in read_words.items():
                 groups.setdefault(a >> _GROUP_BITS, {})[a & ((1 << _GROUP_BITS) - 1)] = word
-            if self.read_setup:
-                onehot = Signal(1 << _GROUP_BITS, name="read_onehot")
-                m.d.sync += onehot.eq(Const(1, 1 << _GROUP_BITS) << wa[:_GROUP_BITS])
             group_regs = {}
             for g, words in sorted(groups.items()):
                 reg = group_regs[g] = Signal(32, name=f"read_group_{g}")
-                m.d.sync += reg.eq(onehot_select(words, onehot) if self.read_setup
-                                   else word_select(words, wa[:_GROUP_BITS]))
-            # the group: a select of the group registers, 0 above them
-            sel_bits = max(1, max(group_regs).bit_length())
-            high1, r_en1 = Signal(sel_bits), Signal()
-            m.d.sync += [high1.eq(wa[_GROUP_BITS:]),
-                         r_en1.eq(bus.r_en & (wa[_GROUP_BITS + sel_bits:] == 0))]
-            m.d.comb += r_data.eq(word_select(group_regs, high1))
+                if self.read_setup:
+                    # each group's own one-hot lines, decoded a clock ahead and all 0 when
+                    # the address is not in the group: registers placed by the group's words
+                    # (one set shared by every group fans out across the chip), and the
+                    # second stage an OR of the groups
+                    onehot = Signal(1 << _GROUP_BITS, name=f"read_onehot_{g}")
+                    m.d.sync += onehot.eq(Mux(wa[_GROUP_BITS:] == g,
+                                              Const(1, 1 << _GROUP_BITS) << wa[:_GROUP_BITS],
+                                              0))
+                    m.d.sync += reg.eq(onehot_select(words, onehot))
+                else:
+                    m.d.sync += reg.eq(word_select(words, wa[:_GROUP_BITS]))
+            r_en1 = Signal()
+            if self.read_setup:
+                m.d.sync += r_en1.eq(bus.r_en)
+                m.d.comb += r_data.eq(reduce(operator.or_, group_regs.values()))
+            else:
+                # the group: a select of the group registers, 0 above them
+                sel_bits = max(1, max(group_regs).bit_length())
+                high1 = Signal(sel_bits)
+                m.d.sync += [high1.eq(wa[_GROUP_BITS:]),
+                             r_en1.eq(bus.r_en & (wa[_GROUP_BITS + sel_bits:] == 0))]
+                m.d.comb += r_data.eq(word_select(group_regs, high1))
             m.d.sync += r_live.eq(Mux(r_en1, r_data, 0))
         if self.const_rom:
             # the constant words from a ROM read in the same clock as the multiplexer's
