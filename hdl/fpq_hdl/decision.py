@@ -10,28 +10,8 @@ from fpq.queue_manager import ENQUEUE, MARK, DROP_EARLY, DROP_FORCED
 
 from .layouts import config_layout, check_optimise
 
-__all__ = ["Decision", "sum_flags", "red_spacing", "admission",
+__all__ = ["Decision", "red_spacing", "admission",
            "track_max"]
-
-
-def sum_flags(m, a, b, width, name):
-    """Of the signed sum ``a + b`` (two operands of one width): whether it is negative, and
-    whether it is in ``[0, 2**width)``; as a carry-select adder (the low half's carry picks
-    one of two high halves, each summed with and without it), so that the flags come after
-    a chain of half the sum's width and two LUTs."""
-    total = len(a)
-    split = total // 2
-    lo = Signal(split + 1, name=f"{name}_lo")
-    m.d.comb += lo.eq(a[:split] + b[:split])
-    neg, fits = [], []
-    for c in (0, 1):
-        # the carry in as a low bit of both operands: ``x + y + 1`` in one chain, not two
-        hi_c = Signal(total - split + 1, name=f"{name}_hi{c}")
-        m.d.comb += hi_c.eq(Cat(C(c, 1), a[split:]) + Cat(C(c, 1), b[split:]))
-        hi = hi_c[1:]
-        neg.append(hi[-1])
-        fits.append(~hi[-1] & (hi[width - split:-1] == 0))
-    return Mux(lo[split], neg[1], neg[0]), Mux(lo[split], fits[1], fits[0])
 
 
 def split_less(m, a, b, name, split=QBYTES_BITS // 2):
@@ -318,28 +298,30 @@ class Decision(wiring.Component):
         # below) sets the flag whatever the compare; so the compare at cycle 0 needs no
         # range flag beside it.
         width = len(occ_b)
-        _, tb0_fits = sum_flags(m, s0, dlx, width, "tb0")
-        _, tb1_fits = sum_flags(m, s1, dlx, width, "tb1")
-        # whether a threshold is negative, ``a + dl < 0``, as ``a < ld`` (``ld = -dl``,
-        # registered beside it): a compare of two registers in offset binary (the sign bits
-        # inverted, which the chain's own LUTs absorb), so the flag is the chain's carry out
-        # with no select after it (a sum's sign from a carry-select adder is a LUT more)
-        ldx = Signal(signed(wb))
-        m.d.comb += ldx.eq(ld)
+        # Whether a threshold ``a + dl`` is below 0 or above the range, as ``a < ld`` and
+        # ``a >= ld + 2**width`` (``ld = -dl``, registered beside it): compares of registers
+        # in offset binary (the sign bits inverted, which the chain's own LUTs absorb), so
+        # each flag is a chain's carry out, beside the sum's chain, and the clamp is one LUT
+        # after them. ``ld + 2**width`` is wiring: ``|ld| < 2**width``, so its low bits are
+        # ld's and bit ``width`` is ld's sign inverted.
+        assert LENGTH_BITS + 2 <= width < wb - 1
+        ldx, ld_top = Signal(signed(wb)), Signal(signed(wb))
+        m.d.comb += [ldx.eq(ld), ld_top.eq(Cat(ldx[:width], ~ldx[-1]))]
 
-        def negative(a, name):
+        def below(a, b, name):
             flag = Signal(name=name)
-            m.d.comb += flag.eq(Cat(a[:-1], ~a[-1]) < Cat(ldx[:-1], ~ldx[-1]))
+            m.d.comb += flag.eq(Cat(a[:-1], ~a[-1]) < Cat(b[:-1], ~b[-1]))
             return flag
-        tb0_neg, tb1_neg = negative(s0, "tb0_neg"), negative(s1, "tb1_neg")
+        tb0_neg, tb1_neg = below(s0, ldx, "tb0_neg"), below(s1, ldx, "tb1_neg")
+        tb0_in, tb1_in = below(s0, ld_top, "tb0_in_range"), below(s1, ld_top, "tb1_in_range")
         tb0, tb1 = Signal(width, name="tb0"), Signal(width, name="tb1")
         tb0_sum, tb1_sum = Signal(signed(wb), name="tb0_sum"), Signal(signed(wb), name="tb1_sum")
         m.d.comb += [tb0_sum.eq(s0 + dlx),                            # K + d(t-1)
                      tb1_sum.eq(s1 + dlx)]                            # K + d(t-1) - l(t-1)
         top = (1 << width) - 1
-        m.d.sync += [tb0.eq(Mux(tb0_fits, tb0_sum[:width], top)),
-                     tb1.eq(Mux(tb1_fits, tb1_sum[:width], top))]
-        k1_neg = negative(sk, "k1_neg")                              # K - l(t-1) < 0
+        m.d.sync += [tb0.eq(Mux(~tb0_neg & tb0_in, tb0_sum[:width], top)),
+                     tb1.eq(Mux(~tb1_neg & tb1_in, tb1_sum[:width], top))]
+        k1_neg = below(sk, ldx, "k1_neg")                              # K - l(t-1) < 0
         # limit_pkts >= 1, so both thresholds are >= 0: unsigned, one bit over the limit's.
         # Each is one carry chain: the two departures as one 2-bit addend, and limit_pkts - 1
         # from a register (the configuration is steady a clock before any arrival: a commit
