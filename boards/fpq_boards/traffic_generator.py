@@ -247,7 +247,12 @@ class TrafficGenerator(wiring.Component):
         masked = Signal(17)
         m.d.sync += masked.eq(lfsr[:17] & mask)
         random_id = Signal(17)
-        m.d.sync += random_id.eq(Mux(masked >= flows, masked - flows, masked))
+        # masked - flows when masked >= flows: the difference's borrow selects (one carry
+        # chain, then the select; a compare beside the subtraction puts a chain and LUTs
+        # after it)
+        diff = Signal(signed(18))
+        m.d.comb += diff.eq(masked - flows)
+        m.d.sync += random_id.eq(Mux(diff[-1], masked, diff[:17]))
         rr_id = Signal(17)
         flow_id = Signal(17)
         m.d.comb += flow_id.eq(Mux(regs["tg_pattern"], random_id, rr_id))
