@@ -29,7 +29,7 @@ READ_LATENCIES = (1, 2)
 WRITE_SETUPS = (0, 1, 2, 3)
 #: ``RegisterFile(read_setup=)`` choices: clocks ``addr`` is stable before ``r_en`` (and held
 #: in its clock).
-READ_SETUPS = (0, 1)
+READ_SETUPS = (0, 1, 2)
 #: Word-address bits the first stage of a two-stage read selects on (16 words per group).
 _GROUP_BITS = 4
 
@@ -148,11 +148,13 @@ class RegisterFile(wiring.Component):
         applies at least 5 clocks after ``w_en``. Default 0 (AXI4-Lite and Wishbone give no
         such promise).
     read_setup : int
-        One of ``READ_SETUPS``; 1 only with ``read_latency`` 2: the bus in front promises
-        ``addr`` a clock before ``r_en`` and in its clock (the UART bridge does), so the
-        first read stage's decode of the address's low bits is registered a clock ahead
-        and each group's select is an OR of ANDs with one-hot lines (the ULX3S at 150
-        MHz: the groups' selects shared one decode, six LUTs deep). Default 0.
+        One of ``READ_SETUPS``; 1 or 2 only with ``read_latency`` 2: the bus in front
+        promises ``addr`` that many clocks before ``r_en`` and in its clock (the UART bridge
+        gives 4, the AXI4-Lite adapter 1), so the first read stage's decode of the address
+        is registered ahead: each group's one-hot lines, so that its select is an OR of
+        ANDs (the ULX3S at 150 MHz: the groups' selects shared one decode, six LUTs deep).
+        With 2 that decode takes two registered stages: the low bits' one-hot and each
+        group's hit, then the group's lines. Default 0.
 
     Attributes
     ----------
@@ -338,7 +340,7 @@ class RegisterFile(wiring.Component):
             groups = {}
             for a, word in read_words.items():
                 groups.setdefault(a >> _GROUP_BITS, {})[a & ((1 << _GROUP_BITS) - 1)] = word
-            group_regs = {}
+            group_regs, read_low = {}, None
             for g, words in sorted(groups.items()):
                 reg = group_regs[g] = Signal(32, name=f"read_group_{g}")
                 if self.read_setup:
@@ -347,9 +349,18 @@ class RegisterFile(wiring.Component):
                     # (one set shared by every group fans out across the chip), and the
                     # second stage an OR of the groups
                     onehot = Signal(1 << _GROUP_BITS, name=f"read_onehot_{g}")
-                    m.d.sync += onehot.eq(Mux(wa[_GROUP_BITS:] == g,
-                                              Const(1, 1 << _GROUP_BITS) << wa[:_GROUP_BITS],
-                                              0))
+                    low = Const(1, 1 << _GROUP_BITS) << wa[:_GROUP_BITS]
+                    hit = wa[_GROUP_BITS:] == g
+                    if self.read_setup >= 2:
+                        # the group's hit a register of its own (a compare of the address's
+                        # high bits), the low bits' one-hot shared
+                        if read_low is None:
+                            read_low = Signal(1 << _GROUP_BITS, name="read_low")
+                            m.d.sync += read_low.eq(low)
+                        hit_r = Signal(name=f"read_hit_{g}")
+                        m.d.sync += hit_r.eq(hit)
+                        low, hit = read_low, hit_r
+                    m.d.sync += onehot.eq(Mux(hit, low, 0))
                     m.d.sync += reg.eq(onehot_select(words, onehot))
                 else:
                     m.d.sync += reg.eq(word_select(words, wa[:_GROUP_BITS]))

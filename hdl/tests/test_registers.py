@@ -947,8 +947,8 @@ def test_bad_read_latency_is_rejected():
         RegisterFile(BUILD, read_latency=3)
     with pytest.raises(ValueError, match="read_latency: 2 with const_rom must be 1"):
         RegisterFile(BUILD, const_rom=True, read_latency=2)
-    with pytest.raises(ValueError, match="read_setup: 2 must be one of 0, 1"):
-        RegisterFile(BUILD, read_latency=2, read_setup=2)
+    with pytest.raises(ValueError, match="read_setup: 3 must be one of 0, 1, 2"):
+        RegisterFile(BUILD, read_latency=2, read_setup=3)
     with pytest.raises(ValueError, match="read_setup: 1 needs read_latency 2"):
         RegisterFile(BUILD, read_setup=1)
     with pytest.raises(ValueError, match="write_setup: 4 must be one of 0, 1, 2, 3"):
