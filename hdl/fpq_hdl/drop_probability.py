@@ -1,5 +1,8 @@
 """Drop/mark probability: FPQ's ``r(N) * q_a``, RED and gentle RED, in PROB fixed point."""
 
+import operator
+from functools import reduce
+
 from amaranth import *
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
@@ -204,7 +207,13 @@ class DropProbability(wiring.Component):
         # cycle 9: the fine part of ``>> shift``
         shifted = Signal(len(prod))
         if self.optimise == "speed":
-            m.d.sync += shifted.eq(Array([prod >> k for k in range(8)])[shift4[:3]])
+            # from one-hot lines decoded a clock ahead: each bit an OR of eight ANDs (two
+            # LUT levels) rather than an 8:1 select whose three select lines, decoded in
+            # front of it, fan out to every bit
+            fine = Signal(8, name="fine_shift")
+            m.d.sync += fine.eq(Const(1, 8) << shift3b[:3])
+            m.d.sync += shifted.eq(reduce(operator.or_,
+                                          (Mux(fine[k], prod >> k, 0) for k in range(8))))
         else:
             m.d.sync += shifted.eq(prod >> shift4[:3])
         # the high bits of ``prod`` that every shift by 0-7 leaves at or above bit 34 (a sum
