@@ -356,10 +356,15 @@ class Decision(wiring.Component):
         # ---- cycle 0: the flags of slot t, from the occupancy after slot t - 2. Every compare
         # is a strict ``<``: Yosys takes ``<`` from the carry chain's borrow alone, while ``>``,
         # ``<=`` and ``>=`` put an equality tree (several LUT levels) behind the chain
+        # ``pre | ~(x < tp)`` is the packets' compare alone, with ``pre`` as a top bit of the
+        # occupancy's side (``pre`` = 1 makes it not less): so each ``f`` is one LUT of four
+        # carry-outs.
+        def packets_or_pre(tp, pre):
+            return ~(Cat(x, C(0, len(tp) - len(x)), pre) < Cat(tp, C(0, 1)))
         f0, f1, sb0, sb1, sp0 = (Signal(name=n) for n in ("f0", "f1", "sb0", "sb1", "sp0"))
         m.d.sync += [
-            f0.eq(pre0 | split_less(m, tb0, y, "f0b") | ~(x < tp0)),
-            f1.eq(pre1 | split_less(m, tb1, y, "f1b") | ~(x < tp1)),
+            f0.eq(split_less(m, tb0, y, "f0b") | packets_or_pre(tp0, pre0)),
+            f1.eq(split_less(m, tb1, y, "f1b") | packets_or_pre(tp1, pre1)),
             sb0.eq(arm0 & _occupancy_below(m, y, sd0, "sb0b")),
             sb1.eq(arm1 & _occupancy_below(m, y, sd1, "sb1b")),
             sp0.eq(dvt & ~(dv1p < x)),
