@@ -30,8 +30,9 @@ WRITE_SETUPS = (0, 1, 2, 3)
 #: ``RegisterFile(read_setup=)`` choices: clocks ``addr`` is stable before ``r_en`` (and held
 #: in its clock).
 READ_SETUPS = (0, 1, 2)
-#: Word-address bits the first stage of a two-stage read selects on (16 words per group).
-_GROUP_BITS = 4
+#: Word-address bits the first stage of a two-stage read selects on (8 words per group: with
+#: one-hot lines, an OR of eight ANDs is two LUT levels).
+_GROUP_BITS = 3
 
 
 def word_select(words, sel):
@@ -333,7 +334,7 @@ class RegisterFile(wiring.Component):
                         m.d.comb += r_data.eq(word)
             m.d.sync += r_live.eq(Mux(bus.r_en, r_data, 0))
         else:
-            # the read multiplexer in two registered stages: first each group of 16 words
+            # the read multiplexer in two registered stages: first each group of 8 words
             # selects on the address's low bits (every clock, into a register per group),
             # then the group register on the high bits, registered as with one stage. The
             # words are sampled in the clock of r_en, as with one stage.
