@@ -142,7 +142,11 @@ def format_summary(s):
             lines.append(f"  {label:5s} {r['used']:7d} / {r['available']:7d}  {pct:5.1f} %")
     lines.append("  tools: " + ", ".join(f"{k} {v}" for k, v in s["tools"].items()))
     if s.get("nextpnr"):
-        lines.append(f"  nextpnr seed {s['nextpnr']['seed']}, {s['nextpnr']['router']}")
+        tried = s["nextpnr"].get("fmax_by_seed", {})
+        lines.append(f"  nextpnr seed {s['nextpnr']['seed']}, {s['nextpnr']['router']}"
+                     + (" (seeds tried: " + ", ".join(f"{k}: {v:.2f} MHz" for k, v in
+                                                        tried.items()) + ")"
+                        if len(tried) > 1 else ""))
     if s.get("build_seconds") is not None:
         lines.append(f"  build time {s['build_seconds']} s")
     return "\n".join(lines)
@@ -191,13 +195,15 @@ def _is_int(value):
 
 
 def check_build_options(board, vec_bits=None, table_depth=None, clk_mhz=None, seed=1,
-                        router="router1", time_limit=None, fixed=None, key=None, option=str):
+                        router="router1", time_limit=None, fixed=None, key=None, option=str,
+                        retry_seeds=None):
     """Check the arguments of :func:`build_board` (the same names and defaults) before any
     tool runs; returns the board's ``BoardSpec`` and the ``Build`` to elaborate. A bad value
     raises ``ValueError`` naming the argument and its allowed range: ``vec_bits`` and
     ``table_depth`` a power of two in ``fpq.config.BUILD_SIZES``' range (None: the board's);
     ``clk_mhz`` a clock the board's PLL makes (``platforms.clock_range_mhz``; None: the
-    board's); ``seed`` a nextpnr seed in [1, ``fpq_hdl.synth.MAX_SEED``]; ``key`` (bytes)
+    board's); ``seed`` a nextpnr seed in [1, ``fpq_hdl.synth.MAX_SEED``], and so is each of
+    ``retry_seeds`` (None: the board's ``BoardSpec.retry_seeds``), none twice; ``key`` (bytes)
     the hash key, not weak (``fpq.config.check_key``), and so is a key ``fixed`` gives (not
     both). The ``Build`` returned holds ``key`` if given: fixed in a build that fixes
     ``hash_key`` (the iCEBreaker's), else as its power-on value (``Build.power_on_keys``);
@@ -231,6 +237,12 @@ def check_build_options(board, vec_bits=None, table_depth=None, clk_mhz=None, se
     if not (_is_int(seed) and 1 <= seed <= MAX_SEED):
         raise ValueError(f"{option('seed')}: {seed!r} is out of range [1, {MAX_SEED}] "
                          f"(nextpnr's seeds)")
+    for i, s in enumerate(() if retry_seeds is None else retry_seeds):
+        if not (_is_int(s) and 1 <= s <= MAX_SEED):
+            raise ValueError(f"{option('retry_seeds')}: {s!r} is out of range "
+                             f"[1, {MAX_SEED}] (nextpnr's seeds)")
+        if s in retry_seeds[:i]:
+            raise ValueError(f"{option('retry_seeds')}: {s} is given twice")
     build = board_build(spec, vec_bits, table_depth, fixed)
     for name in SECRET_FIELDS:
         if fixed is not None and name in fixed:
@@ -290,12 +302,45 @@ def write_keys(build_dir, build):
     return path
 
 
+def seeds_to_try(seed, retry_seeds):
+    """``seed``, then each of ``retry_seeds`` that is not ``seed``."""
+    return [seed] + [s for s in retry_seeds if s != seed]
+
+
+def place_until_met(seeds, place):
+    """``place(seed)`` (-> a build summary) for each of ``seeds`` in turn until one meets
+    its clock; returns the last summary and the Fmax of each seed tried (MHz, in order)."""
+    tried = {}
+    for seed in seeds:
+        summary = place(seed)
+        tried[seed] = summary["fmax_mhz"]
+        if summary["timing_met"]:
+            break
+    return summary, tried
+
+
+def _place_again_script(build_dir, script, first_seed, seed):
+    """The build script without its Yosys step and with nextpnr's seed ``seed``: place,
+    route and pack the netlist the first run made again. Returns the new script's name."""
+    text = open(os.path.join(build_dir, f"{script}.sh")).read()
+    lines = [line for line in text.splitlines() if not line.startswith('"$YOSYS"')]
+    text = "\n".join(lines).replace(f" --seed {first_seed} ", f" --seed {seed} ") + "\n"
+    assert f" --seed {seed} " in text, "the build script's nextpnr line lacks its seed"
+    name = f"{script}_seed"
+    write_text(os.path.join(build_dir, f"{name}.sh"), text)
+    return name
+
+
 def build_board(board, out_root="build", vec_bits=None, table_depth=None, clk_mhz=None,
                 seed=1, tag=None, log=print, router="router1", time_limit=None, fixed=None,
-                key=None):
+                key=None, retry_seeds=None):
     """Build ``board``'s bitstream; returns the summary dict (also written as JSON/text).
-    The arguments are checked first (:func:`check_build_options`). ``time_limit`` (seconds,
-    > 0; None: none) bounds Yosys + nextpnr + packing: past it the tools are stopped and
+    The arguments are checked first (:func:`check_build_options`). While the routed design
+    misses its clock, nextpnr places and routes Yosys's netlist again with each of
+    ``retry_seeds`` in turn (None: the board's ``BoardSpec.retry_seeds``; ``()``: none); the
+    summary's ``nextpnr`` gives the seed of the bitstream and the Fmax of each seed tried.
+    ``time_limit`` (seconds, > 0; None: none) bounds Yosys + nextpnr + packing of each
+    run: past it the tools are stopped and
     ``TimeoutError`` is raised (a routing that does not converge otherwise runs for hours).
     The tools run in a process group of their own, stopped with the build on an exception,
     Ctrl-C or SIGTERM.
@@ -308,7 +353,9 @@ def build_board(board, out_root="build", vec_bits=None, table_depth=None, clk_mh
     are recorded in ``KEYS_FILE`` (mode 0600) in the build's folder; the summaries show
     ``fpq.config.SECRET_SHOWN`` instead or leave them out."""
     spec, build = check_build_options(board, vec_bits, table_depth, clk_mhz, seed, router,
-                                      time_limit, fixed, key)
+                                      time_limit, fixed, key, retry_seeds=retry_seeds)
+    if retry_seeds is None:
+        retry_seeds = spec.retry_seeds
     build = _with_drawn_keys(build, fixed, key, log)
     top = BoardTop(spec, build=build, clk_mhz=clk_mhz)
     build_dir = os.path.abspath(os.path.join(out_root, tag or board))
@@ -328,17 +375,26 @@ def build_board(board, out_root="build", vec_bits=None, table_depth=None, clk_mh
         t0 = time.time()
         log(f"building {board} in {build_dir} (vec_bits {build.vec_bits}, table_depth "
             f"{build.table_depth}, clock {top.f_mhz:.2f} MHz)")
-        try:
-            plan.extract(build_dir)
-            _run_script(build_dir, plan.script, env, time_limit)
-        except TimeoutError:
-            raise
-        except Exception as exc:
-            raise OSError(f"{board}: the toolchain failed ({exc}); see {build_dir}/top.rpt "
-                          f"(Yosys) and {build_dir}/top.tim (nextpnr)") from None
-        elapsed = time.time() - t0
-        summary = summarise(spec, build_dir, build, top.f_mhz, elapsed)
-        summary["nextpnr"] = {"seed": seed, "router": router}
+        def place(s):
+            if s != seed:
+                log(f"timing missed: placing and routing again with nextpnr seed {s}")
+            try:
+                if s == seed:
+                    plan.extract(build_dir)
+                    _run_script(build_dir, plan.script, env, time_limit)
+                else:
+                    _run_script(build_dir, _place_again_script(build_dir, plan.script, seed,
+                                                               s), env, time_limit)
+            except TimeoutError:
+                raise
+            except Exception as exc:
+                raise OSError(f"{board}: the toolchain failed ({exc}); see "
+                              f"{build_dir}/top.rpt (Yosys) and {build_dir}/top.tim "
+                              f"(nextpnr)") from None
+            return summarise(spec, build_dir, build, top.f_mhz, time.time() - t0)
+        summary, tried = place_until_met(seeds_to_try(seed, retry_seeds), place)
+        summary["nextpnr"] = {"seed": list(tried)[-1], "router": router,
+                              "fmax_by_seed": {str(k): v for k, v in tried.items()}}
         write_text(os.path.join(build_dir, "summary.json"), json.dumps(summary, indent=1))
         text = format_summary(summary)
         write_text(os.path.join(build_dir, "summary.txt"), text + "\n")

@@ -11,6 +11,16 @@ def _option(name):
     return name if name in ("board", "router") else "--" + name.replace("_", "-")
 
 
+def _retry_seeds(text):
+    """``--retry-seeds``: None (the board's), "none" -> (), or "2,3" -> (2, 3)."""
+    if text is None:
+        return None
+    if text.strip() == "none":
+        return ()
+    from fpq_hdl.synth import parse_seeds
+    return tuple(parse_seeds(text, "--retry-seeds"))
+
+
 def _build(args):
     from fpq.atomic import check_output_path
     from fpq.config import parse_fixed, parse_key
@@ -18,7 +28,8 @@ def _build(args):
     key = None if args.key is None else parse_key(args.key, "--key")
     options = dict(vec_bits=args.vec_bits, table_depth=args.table_depth, clk_mhz=args.clk_mhz,
                    seed=args.seed, router=args.router, time_limit=args.time_limit,
-                   fixed=parse_fixed(args.fix) if args.fix else None, key=key)
+                   fixed=parse_fixed(args.fix) if args.fix else None, key=key,
+                   retry_seeds=_retry_seeds(args.retry_seeds))
     # everything is checked before the build starts: it takes minutes to hours
     check_build_options(args.board, option=_option, **options)
     if args.record:
@@ -148,6 +159,10 @@ def register(subparsers):
                    help="PLL clock, MHz (default per board; within what the board's PLL "
                         "makes: iCEBreaker 8.4375-528, ULX3S 3.125-800)")
     b.add_argument("--seed", type=int, default=1, help="nextpnr placement seed")
+    b.add_argument("--retry-seeds", default=None, metavar="LIST",
+                   help="seeds to place and route with again, in turn, while timing is "
+                        "missed (comma-separated, or 'none'; default the board's: ULX3S "
+                        "2-7, iCEBreaker none)")
     b.add_argument("--router", choices=ROUTERS, default=ROUTERS[0],
                    help="nextpnr router (default router1)")
     b.add_argument("--strict", action="store_true", help="exit 1 if timing is missed")

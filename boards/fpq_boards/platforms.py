@@ -5,9 +5,8 @@ that fits its FPGA, the PLL clock, and the timing goal from issue 7 (ULX3S: 150 
 minimum frames at one verdict per clock; iCEBreaker: 14.88 MHz, 10 GbE minimum frames).
 
 The PLL clock is one the routed design meets, so that a board owner's bitstream works: the
-ULX3S runs at 75 MHz, below its 150 MHz goal (the self-test design's register file limits it;
-docs/BENCHMARKS.md, "Boards"), which the summary reports as missed; ``--clk-mhz`` sets any
-clock."""
+ULX3S runs at 150 MHz, above its goal, and its build places and routes with further seeds
+while timing is missed (``BoardSpec.retry_seeds``); ``--clk-mhz`` sets any clock."""
 
 import dataclasses
 from dataclasses import dataclass, field
@@ -38,6 +37,8 @@ class BoardSpec:
     goal_mhz: float           # the issue's minimum
     goal_text: str
     capacity: dict = field(default_factory=dict)   # nextpnr cell name -> (label, available)
+    # nextpnr seeds tried in turn after seed 1 while timing is missed (the netlist kept)
+    retry_seeds: tuple = ()
 
     def make_platform(self):
         import importlib
@@ -83,10 +84,16 @@ ICEBREAKER_FIXED = {name: Config(build=ICEBREAKER_SIZES,
 #: inputs, so the count moves with the key): too close to fit every key.
 ICE40_COUNTER_BITS = 44
 
+#: The ULX3S's seeds after seed 1: at 150 MHz the routed design's Fmax moves by about 10 %
+#: from seed to seed (docs/BENCHMARKS.md, "Boards"), so a build places and routes again until
+#: one meets the clock.
+ULX3S_RETRY_SEEDS = (2, 3, 4, 5, 6, 7)
+
 BOARDS = {
     "ulx3s": BoardSpec("ulx3s", "ULX3S_85F_Platform", "amaranth_boards.ulx3s", "ecp5",
-                       Build(vec_bits=8192, table_depth=8192), 75.0, 148.8,
-                       "100 GbE minimum frames: 148.8 Mpkt/s at one verdict per clock"),
+                       Build(vec_bits=8192, table_depth=8192), 150.0, 148.8,
+                       "100 GbE minimum frames: 148.8 Mpkt/s at one verdict per clock",
+                       retry_seeds=ULX3S_RETRY_SEEDS),
     "icebreaker": BoardSpec("icebreaker", "ICEBreakerPlatform", "amaranth_boards.icebreaker",
                             "ice40",
                             dataclasses.replace(ICEBREAKER_SIZES, fixed=ICEBREAKER_FIXED),

@@ -214,19 +214,19 @@ def test_read_build_decodes_sizes_and_avg_delay():
 
 
 # The view's rates are differences of the board's 32-bit clock counter (tg_time) between two
-# readings: 2**32 clocks are 286.331 s at 15 MHz, 57.2662 s at 75 MHz (the ULX3S's default
+# readings: 2**32 clocks are 286.331 s at 15 MHz, 28.6331 s at 150 MHz (the ULX3S's default
 # clock, the fastest of the boards' defaults), 2147483.648 s at the simulated board's 2000
 # clocks per interval second.
-WRAP_75 = (r"\(0, 57.2662\) s: the board's 32-bit clock counter wraps after 57.2662 s at the "
-           r"fastest default board clock, 75 MHz \(ulx3s\); give --clk-mhz for another")
+WRAP_150 = (r"\(0, 28.6331\) s: the board's 32-bit clock counter wraps after 28.6331 s at the "
+            r"fastest default board clock, 150 MHz \(ulx3s\); give --clk-mhz for another")
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--interval", "inf"], r"--interval: inf s is out of range " + WRAP_75),
-    (["--interval", "nan"], r"--interval: nan s is out of range " + WRAP_75),
-    (["--interval", "0"], r"--interval: 0.0 s is out of range " + WRAP_75),
-    (["--interval", "-1"], r"--interval: -1.0 s is out of range " + WRAP_75),
-    (["--interval", "60"], r"--interval: 60.0 s is out of range " + WRAP_75),
+    (["--interval", "inf"], r"--interval: inf s is out of range " + WRAP_150),
+    (["--interval", "nan"], r"--interval: nan s is out of range " + WRAP_150),
+    (["--interval", "0"], r"--interval: 0.0 s is out of range " + WRAP_150),
+    (["--interval", "-1"], r"--interval: -1.0 s is out of range " + WRAP_150),
+    (["--interval", "30"], r"--interval: 30.0 s is out of range " + WRAP_150),
     (["--interval", "300", "--clk-mhz", "15"],
      r"--interval: 300.0 s is out of range \(0, 286.331\) s: .* at --clk-mhz 15$"),
     (["--interval", "300", "--board", "icebreaker"],
@@ -252,7 +252,7 @@ def test_bad_interval_and_clock_are_refused_before_the_port_is_opened(args, mess
     assert "\n" not in line and re.search(message, line), line
 
 
-@pytest.mark.parametrize("args", [["--interval", "57"], ["--interval", "286", "--clk-mhz", "15"],
+@pytest.mark.parametrize("args", [["--interval", "28"], ["--interval", "286", "--clk-mhz", "15"],
                                   ["--interval", "286", "--board", "icebreaker"],
                                   ["--clk-mhz", "0.001"],
                                   ["--clk-mhz", "10000", "--interval", "0.4"]])

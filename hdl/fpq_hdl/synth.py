@@ -192,20 +192,20 @@ def _run(cmd, cwd, log, timeout=None):
 MAX_SEED = 2**31 - 1
 
 
-def parse_seeds(text):
+def parse_seeds(text, option="--seeds"):
     """``"1,2,3"`` -> [1, 2, 3]: distinct nextpnr seeds in [1, ``MAX_SEED``]; ValueError
-    names the field and the range."""
+    names the field (``option``) and the range."""
     seeds = []
     for item in text.split(","):
         try:
             seed = int(item)
         except ValueError:
-            raise ValueError(f"--seeds: {item.strip()!r} is not an integer; give seeds in "
+            raise ValueError(f"{option}: {item.strip()!r} is not an integer; give seeds in "
                              f"[1, {MAX_SEED}] separated by commas") from None
         if not 1 <= seed <= MAX_SEED:
-            raise ValueError(f"--seeds: {seed} is out of range [1, {MAX_SEED}]")
+            raise ValueError(f"{option}: {seed} is out of range [1, {MAX_SEED}]")
         if seed in seeds:
-            raise ValueError(f"--seeds: {seed} is given twice")
+            raise ValueError(f"{option}: {seed} is given twice")
         seeds.append(seed)
     return seeds
 
