@@ -240,10 +240,9 @@ class TrafficGenerator(wiring.Component):
         fm1 = Signal(17)
         m.d.sync += fm1.eq(flows - 1)
         mask = Signal(17)
-        fill = fm1
-        for s in (1, 2, 4, 8, 16):
-            fill = fill | (fill >> s)
-        m.d.sync += mask.eq(fill)
+        # each bit the OR of flows - 1's bits at and above it: a tree of at most three LUT
+        # levels (a fill by shifts, x | x >> 1 | ..., is five ORs in series)
+        m.d.sync += mask.eq(Cat(fm1[i:].any() for i in range(17)))
         masked = Signal(17)
         m.d.sync += masked.eq(lfsr[:17] & mask)
         random_id = Signal(17)

@@ -105,7 +105,7 @@ def test_arrival_rate_and_round_robin_flows(period):
     assert regs["tg_id"] == TG_ID
 
 
-@pytest.mark.parametrize("flows", [1, 3, 16, 100])
+@pytest.mark.parametrize("flows", [1, 3, 16, 17, 33, 100])   # 17, 33: the mask fills bits 0-3
 def test_random_flows_cover_the_set(flows):
     arrivals, _, _ = generate({"tg_arrival_period": 1, "tg_flows": flows, "tg_pattern": 1,
                                "tg_salt": 0x01020304, "tg_drain_period": 0}, 12 * flows + 20)
