@@ -72,8 +72,9 @@ def markdown(records):
     if boards:
         out += ["### Boards (`fpq board build BOARD`, the self-test design)", "",
                 "| record | board | vec_bits / table_depth | design clock (MHz) | "
-                "routed Fmax (MHz) | met | logic | FF | block RAM | DSP |",
-                "|---|---|---|---|---|---|---|---|---|---|"]
+                "routed Fmax (MHz) | met | nextpnr seeds tried: Fmax (MHz) | logic | FF | "
+                "block RAM | DSP |",
+                "|---|---|---|---|---|---|---|---|---|---|---|"]
         for n, r in boards:
             res = r["results"]
             b = res.get("build", {})
@@ -81,6 +82,7 @@ def markdown(records):
             out.append(f"| `{n}` | {res['board']} | {b.get('vec_bits', '-')} / "
                        f"{b.get('table_depth', '-')} | {res['clock_mhz']:g} | "
                        f"{_mhz(res.get('fmax_mhz'))} | {'yes' if res.get('met') else 'no'} | "
+                       f"{board_seeds(res)} | "
                        f"{logic} | {board_used(res, 'FF')} | {board_used(res, 'BRAM')} | "
                        f"{board_used(res, 'DSP')} |")
         out += ["", _dated(boards), ""]
@@ -125,6 +127,16 @@ def board_used(res, key):
     """``used / available`` of resource ``key`` in a board record's results, or "-"."""
     v = res.get("resources", {}).get(key)
     return f"{v['used']} / {v['available']}" if v else "-"
+
+
+def board_seeds(res):
+    """The nextpnr seeds a board record's build tried, each with its Fmax ("1: 143.4, 2:
+    153.7"); a record of one run gives its seed alone; "-" if it names none."""
+    nextpnr = res.get("nextpnr") or {}
+    tried = nextpnr.get("fmax_by_seed")
+    if tried:
+        return ", ".join(f"{seed}: {_mhz(fmax)}" for seed, fmax in tried.items())
+    return str(nextpnr["seed"]) if "seed" in nextpnr else "-"
 
 
 def board_logic(res):
