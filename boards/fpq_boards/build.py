@@ -12,6 +12,7 @@ import datetime
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -391,6 +392,10 @@ def build_board(board, out_root="build", vec_bits=None, table_depth=None, clk_mh
                 raise OSError(f"{board}: the toolchain failed ({exc}); see "
                               f"{build_dir}/top.rpt (Yosys) and {build_dir}/top.tim "
                               f"(nextpnr)") from None
+            # each seed's timing report kept beside the last one's (top.tim)
+            timing = os.path.join(build_dir, "top.tim")
+            if os.path.exists(timing):
+                shutil.copyfile(timing, os.path.join(build_dir, f"top.seed{s}.tim"))
             return summarise(spec, build_dir, build, top.f_mhz, time.time() - t0)
         summary, tried = place_until_met(seeds_to_try(seed, retry_seeds), place)
         summary["nextpnr"] = {"seed": list(tried)[-1], "router": router,

@@ -430,8 +430,11 @@ def fake_tools(monkeypatch):
     monkeypatch.setattr(BoardSpec, "make_platform", lambda spec: Platform())
     monkeypatch.setattr(build, "BoardTop", Top)
     monkeypatch.setattr(build, "wait_for_idle_toolchain", lambda **kwargs: True)
-    monkeypatch.setattr(build, "_run_script", lambda folder, script, *args:
-                        elaborated.scripts.append(script))
+    def run_script(folder, script, *args):
+        elaborated.scripts.append(script)
+        with open(os.path.join(folder, "top.tim"), "w") as f:
+            f.write(open(os.path.join(folder, f"{script}.sh")).read())
+    monkeypatch.setattr(build, "_run_script", run_script)
     elaborated.scripts = []
     return elaborated
 
@@ -446,6 +449,9 @@ def test_a_build_that_misses_its_clock_places_and_routes_again_with_the_retry_se
     assert list(s["nextpnr"]["fmax_by_seed"]) == ["1", "2", "3", "4", "5", "6", "7"]
     assert s["nextpnr"]["seed"] == 7 and not s["timing_met"]
     assert "--seed 7 " in (tmp_path / "ulx3s" / "build_top_seed.sh").read_text()
+    # each seed's timing report is kept
+    for seed in range(1, 8):
+        assert f"--seed {seed} " in (tmp_path / "ulx3s" / f"top.seed{seed}.tim").read_text()
     fake_tools.scripts.clear()
     s = build_board("ulx3s", out_root=str(tmp_path), retry_seeds=(), log=lambda message: None)
     assert fake_tools.scripts == ["build_top"] and list(s["nextpnr"]["fmax_by_seed"]) == ["1"]
