@@ -79,5 +79,21 @@ def test_board_record_row(tmp_path):
                   "build": {"vec_bits": 1024, "table_depth": 256}, "resources": res},
                  argv=["fpq", "board", "build", "icebreaker"])
     text = benchmarks.markdown(read_records(tmp_path))
-    assert ("| `icebreaker` | icebreaker | 1024 / 256 | 16.5 | 17.9 | yes | 4950 / 5280 | "
+    assert ("| `icebreaker` | icebreaker | 1024 / 256 | 16.5 | 17.9 | yes | - | 4950 / 5280 | "
             "2000 / 5280 | 20 / 30 | 4 / 8 |") in text
+
+
+def test_board_record_row_lists_the_seeds_tried(tmp_path):
+    """A build that tried several seeds: each with its Fmax, in the order tried; one run
+    names its seed."""
+    res = {"LUT": {"used": 9839, "available": 83640}}
+    for name, nextpnr in (("a", {"seed": 3, "router": "router1",
+                                 "fmax_by_seed": {"1": 139.41, "3": 153.07}}),
+                          ("b", {"seed": 2, "router": "router1"})):
+        write_record(tmp_path / f"{name}.json", "board",
+                     {"board": "ulx3s", "clock_mhz": 150.0, "fmax_mhz": 153.07, "met": True,
+                      "build": {}, "resources": res, "nextpnr": nextpnr},
+                     argv=["fpq", "board", "build", "ulx3s"])
+    text = benchmarks.markdown(read_records(tmp_path))
+    assert "| 153.1 | yes | 1: 139.4, 3: 153.1 | 9839 / 83640 |" in text
+    assert "| 153.1 | yes | 2 | 9839 / 83640 |" in text
