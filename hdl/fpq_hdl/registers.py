@@ -548,8 +548,8 @@ class RegisterFile(wiring.Component):
         """The commit: each register's check and what the commit changes, registered; then
         the active configuration, the bank and the strobes in one clock."""
         bus, shadow, overflow, index, started = s.bus, s.shadow, s.overflow, s.index, s.started
-        pending, applying, rejected, reject_index, rate_dirty = (
-            s.pending, s.applying, s.rejected, s.reject_index, s.rate_dirty)
+        pending, rejected, reject_index, rate_dirty = (
+            s.pending, s.rejected, s.reject_index, s.rate_dirty)
         pending_next, applying_next = s.pending_next, s.applying_next
         fixed = fixed_registers(self.build)
 
