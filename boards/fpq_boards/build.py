@@ -326,7 +326,8 @@ def _place_again_script(build_dir, script, first_seed, seed):
     text = open(os.path.join(build_dir, f"{script}.sh")).read()
     lines = [line for line in text.splitlines() if not line.startswith('"$YOSYS"')]
     text = "\n".join(lines).replace(f" --seed {first_seed} ", f" --seed {seed} ") + "\n"
-    assert f" --seed {seed} " in text, "the build script's nextpnr line lacks its seed"
+    if f" --seed {seed} " not in text:
+        raise RuntimeError(f"{script}.sh: no nextpnr line with --seed {first_seed} to replace")
     name = f"{script}_seed"
     write_text(os.path.join(build_dir, f"{name}.sh"), text)
     return name

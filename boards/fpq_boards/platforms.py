@@ -37,7 +37,7 @@ class BoardSpec:
     goal_mhz: float           # the minimum
     goal_text: str
     capacity: dict = field(default_factory=dict)   # nextpnr cell name -> (label, available)
-    # nextpnr seeds tried in turn after seed 1 while timing is missed (the netlist kept)
+    # nextpnr seeds tried in turn after the build's seed while timing is missed (the netlist kept)
     retry_seeds: tuple = ()
 
     def make_platform(self):

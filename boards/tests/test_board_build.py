@@ -288,6 +288,8 @@ def test_placing_again_runs_the_build_script_without_yosys_at_the_new_seed(tmp_p
     assert " --seed 12 " in lines[2] and " --seed 1 " not in lines[2]
     assert lines[2].replace(" --seed 12 ", " --seed 1 ") == script.splitlines()[3]
     assert lines[3] == script.splitlines()[4]
+    with pytest.raises(RuntimeError, match=r"build_top.sh: no nextpnr line with --seed 5"):
+        _place_again_script(str(tmp_path), "build_top", 5, 12)
 
 
 def test_in_range_build_arguments_pass_the_checks():

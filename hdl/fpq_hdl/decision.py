@@ -356,9 +356,9 @@ class Decision(wiring.Component):
         # ---- cycle 0: the flags of slot t, from the occupancy after slot t - 2. Every compare
         # is a strict ``<``: Yosys takes ``<`` from the carry chain's borrow alone, while ``>``,
         # ``<=`` and ``>=`` put an equality tree (several LUT levels) behind the chain
-        # ``pre | ~(x < tp)`` is the packets' compare alone, with ``pre`` as a top bit of the
-        # occupancy's side (``pre`` = 1 makes it not less): so each ``f`` is one LUT of four
-        # carry-outs.
+        # ``pre | ~(x < tp)`` written as the packets' compare alone, with ``pre`` as a top bit
+        # of the occupancy's side (``pre`` = 1 makes it not less); Yosys may fold that bit
+        # back into a LUT after the chain (the ULX3S's paths show it does).
         def packets_or_pre(tp, pre):
             return ~(Cat(x, C(0, len(tp) - len(x)), pre) < Cat(tp, C(0, 1)))
         f0, f1, sb0, sb1, sp0 = (Signal(name=n) for n in ("f0", "f1", "sb0", "sb1", "sp0"))
