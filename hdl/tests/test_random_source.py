@@ -2,7 +2,6 @@
 import copy
 import random
 
-import pytest
 
 from fpq import Config
 from fpq.random_source import XorShift128
@@ -79,26 +78,24 @@ def test_load_bypass_the_load_clock_shows_the_seed_s_first_number():
 def test_load_of_an_all_zero_seed_without_a_step():
     """An all-zero seed (only a raw port can present one: the register map refuses it) shows
     0 in its load clock, as documented, and loads ``w = 1``: from the next clock the model's
-    sequence for that seed."""
+    sequence for that seed, whether it steps at once or after idle clocks."""
     seed = Config(seed_clear=99).registers()["rng_clear_state"]
-    program = [(1, 1), (0, 1), (0, 1)] + [(1, 0)] + [(0, 1)] * 6 + [(0, 0), (0, 1)]
-    seeds = [seed] * 3 + [0] + [seed] * 8
-    got = _run(seeds, program)
     a, b = XorShift128(seed), XorShift128(0)
     first = [a.next() for _ in range(3)]
     zero = [b.next() for _ in range(7)]
-    assert got == first + [0] + zero[:6] + [zero[6], zero[6]]
+    for idle in (0, 1, 3):
+        program = ([(1, 1), (0, 1), (0, 1)] + [(1, 0)] + [(0, 0)] * idle + [(0, 1)] * 6
+                   + [(0, 0), (0, 1)])
+        seeds = [seed] * 3 + [0] + [seed] * (8 + idle)
+        got = _run(seeds, program)
+        assert got == first + [0] + [zero[0]] * idle + zero[:6] + [zero[6], zero[6]], idle
     assert zero[:3] == [1, 1, 1] and 2056 in zero       # the seed's sequence, not 1s
 
 
-@pytest.mark.xfail(strict=True, reason="a step in the load clock of an all-zero seed takes "
-                   "the state to all zeros (the step branch loads the unchecked seed words): "
-                   "every later number is 0, not only the one drawn in that clock as the "
-                   "docstring says (unreachable through the register map, which refuses the "
-                   "all-zero state)")
 def test_load_of_an_all_zero_seed_with_a_step():
-    """The number drawn in the load clock of an all-zero seed is 0 (documented); the
-    generator then goes on with the model's sequence for that seed after its first number."""
+    """The number drawn in the load clock of an all-zero seed is 0 (documented); a step in
+    that clock consumes the model's first number, so the generator then goes on with the
+    model's sequence for that seed after it."""
     program = [(1, 1)] + [(0, 1)] * 6
     got = _run([0] * 7, program)
     b = XorShift128(0)
