@@ -18,23 +18,33 @@ def split_less(m, a, b, name, split=QBYTES_BITS // 2):
     """``a < b`` for unsigned ``a``, ``b`` of one width, as three carry chains of half the
     width side by side (low halves ``<``, high halves ``<`` and ``>``) and one LUT: a
     32-bit compare in one carry chain is twice as long and crosses a column of the
-    fabric."""
+    fabric. The high halves' ``>`` carries a constant low bit (``2b + 1 < 2a + 1``): as
+    ``b < a`` Yosys shares one subtraction for both compares and forms ``>`` from ``<``
+    and an equality tree of its XORs, three LUT levels after the registers."""
     lo, hi_lt, hi_gt = (Signal(name=f"{name}_{k}") for k in ("lo", "hi_lt", "hi_gt"))
     m.d.comb += [lo.eq(a[:split] < b[:split]), hi_lt.eq(a[split:] < b[split:]),
-                 hi_gt.eq(b[split:] < a[split:])]
+                 hi_gt.eq(Cat(C(1, 1), b[split:]) < Cat(C(1, 1), a[split:]))]
     return hi_lt | (~hi_gt & lo)
+
+
+def nonzero(m, v, name):
+    """``v != 0`` as the carry out of ``v`` plus all ones: one carry chain. (Written as a
+    compare or an OR, Yosys makes it a tree of LUTs, three levels for 20 bits.)"""
+    flag = Signal(name=name)
+    m.d.comb += flag.eq((v + C((1 << len(v)) - 1, len(v)))[len(v)])
+    return flag
 
 
 def _occupancy_below(m, y, t, name):
     """``y < t`` for the unsigned byte occupancy ``y`` and a signed threshold ``t`` narrower
     than it, when ``t >= 0`` (the caller ANDs that in): the low bits compared in one short
-    carry chain, beside an OR tree of the occupancy's high bits. (As a compare of the full
-    width, with ``t`` zero-extended, Yosys folds the constant bits into LUT levels after the
-    chain.)"""
+    carry chain, beside a chain that tells whether the occupancy's high bits are nonzero.
+    (As a compare of the full width, with ``t`` zero-extended, Yosys folds the constant bits
+    into LUT levels after the chain.)"""
     n = len(t) - 1
-    lo, hi_zero = Signal(name=f"{name}_lo"), Signal(name=f"{name}_hi_zero")
-    m.d.comb += [lo.eq(y[:n] < t[:n]), hi_zero.eq(y[n:] == 0)]
-    return hi_zero & lo
+    lo = Signal(name=f"{name}_lo")
+    m.d.comb += lo.eq(y[:n] < t[:n])
+    return ~nonzero(m, y[n:], f"{name}_hi_nonzero") & lo
 
 
 def red_spacing(m, p, p_zero, u_load, step, separate_hit):
@@ -277,8 +287,12 @@ class Decision(wiring.Component):
         dl, ld = Signal(signed(LENGTH_BITS + 2)), Signal(signed(LENGTH_BITS + 2), name="ld")
         big = Signal()
         dep_ahead = Mux(self.dep_valid_ahead, self.dep_length_ahead, 0)
+        # ``l > limit_bytes`` as a strict ``<`` of the length's width (the borrow alone) beside
+        # a chain for "the limit's high bits are nonzero", one LUT after both: a compare of
+        # the limit's width, with the length zero-extended, takes three LUT levels after it
+        lim_b_long = nonzero(m, lim_b[LENGTH_BITS:], "limit_bytes_long")
         m.d.sync += [dl.eq(dep_ahead - self.length_ahead), ld.eq(self.length_ahead - dep_ahead),
-                     big.eq(self.length_ahead > lim_b)]
+                     big.eq(~lim_b_long & (lim_b[:LENGTH_BITS] < self.length_ahead))]
         dl0 = Signal.like(dl)                         # slot t - 1's, at slot t's cycle -1
         m.d.sync += dl0.eq(dl)
         lb = Cat(lim_b, C(0, wb - len(lim_b)))
@@ -322,6 +336,7 @@ class Decision(wiring.Component):
         m.d.sync += [tb0.eq(Mux(~tb0_neg & tb0_in, tb0_sum[:width], top)),
                      tb1.eq(Mux(~tb1_neg & tb1_in, tb1_sum[:width], top))]
         k1_neg = below(sk, ldx, "k1_neg")                              # K - l(t-1) < 0
+
         # limit_pkts >= 1, so both thresholds are >= 0: unsigned, one bit over the limit's.
         # Each is one carry chain: the two departures as one 2-bit addend, and limit_pkts - 1
         # from a register (the configuration is steady a clock before any arrival: a commit
@@ -361,13 +376,16 @@ class Decision(wiring.Component):
         # back into a LUT after the chain (the ULX3S's paths show it does).
         def packets_or_pre(tp, pre):
             return ~(Cat(x, C(0, len(tp) - len(x)), pre) < Cat(tp, C(0, 1)))
+        # ``x <= dv(t-1)`` (the departure finds no packet) is ``x < 2`` and ``x[0] <=
+        # dv(t-1)``: a chain and one LUT
+        x_above_1 = nonzero(m, x[1:], "occ_pkts_above_1")
         f0, f1, sb0, sb1, sp0 = (Signal(name=n) for n in ("f0", "f1", "sb0", "sb1", "sp0"))
         m.d.sync += [
             f0.eq(split_less(m, tb0, y, "f0b") | packets_or_pre(tp0, pre0)),
             f1.eq(split_less(m, tb1, y, "f1b") | packets_or_pre(tp1, pre1)),
             sb0.eq(arm0 & _occupancy_below(m, y, sd0, "sb0b")),
             sb1.eq(arm1 & _occupancy_below(m, y, sd1, "sb1b")),
-            sp0.eq(dvt & ~(dv1p < x)),
+            sp0.eq(dvt & ~x_above_1 & (~x[0] | dv1p)),
         ]
         grow = Signal(signed(LENGTH_BITS + 2))        # l(t) - d(t), for cycle 1
         m.d.sync += grow.eq(len0 - dep0)

@@ -101,8 +101,8 @@ class FlowCounter(wiring.Component):
         What ``n_raw`` shows at the next clock (the input of its register), for users that
         register a function of N without a clock more (``DropProbability``).
     over : Out(1)
-        ``n_raw > n_cap``, a register beside ``n_raw`` (a commit's new cap shows a clock after
-        it: arrivals, which use it, come later).
+        ``n_raw > n_cap``, a register beside ``n_raw`` (a commit's new cap shows two clocks
+        after it: arrivals, which use it, come later).
     busy : Out(1)
         A wipe is under way: accept no arrival.
     busy_next : Out(1)
@@ -321,7 +321,12 @@ class FlowCounter(wiring.Component):
         _, n_p1, n_m1 = step_counter(m, n, inc, dec, clear=wipe3, next=self.n_next)
         m.d.comb += self.n_raw.eq(n)
         # ``n > n_cap`` as a register beside n: each candidate's compare (n, n + 1, n - 1, all
-        # registers) selected as n_next is, so no compare follows the select
-        cap = self.config.n_cap
-        m.d.sync += self.over.eq(Mux(wipe3, 0, Mux(inc == dec, cap < n,
-                                                   Mux(inc, cap < n_p1, cap < n_m1))))
+        # registers) selected as n_next is, so no compare follows the select. Each compare
+        # is ``~(n_k < n_cap + 1)`` with ``n_cap + 1`` a register of n's width: a chain of
+        # registers and one LUT (Yosys compares the top bits there), and the select one LUT
+        # after them. ``n_cap < n_k`` with the cap zero-extended takes a LUT level more.
+        cap1 = Signal(len(n), name="n_cap_plus_1", init=1)       # out of reset n = 0: not over
+        m.d.sync += cap1.eq(self.config.n_cap + 1)
+        over_k = [~(n_k < cap1) for n_k in (n, n_p1, n_m1)]
+        m.d.sync += self.over.eq(Mux(wipe3, 0, Mux(inc == dec, over_k[0],
+                                                   Mux(inc, over_k[1], over_k[2]))))
