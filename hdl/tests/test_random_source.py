@@ -2,7 +2,6 @@
 import copy
 import random
 
-
 from fpq import Config
 from fpq.random_source import XorShift128
 from fpq_hdl.random_source import RandomSource
