@@ -307,14 +307,15 @@ def rename_bit_select_names(text):
     return _BIT_SELECT_NAME.sub(lambda m: f"\\{m[1]}__{m[2]}", text)
 
 
-def core_verilog(build, bus="axi-lite", name="fpq_core"):
-    """``(verilog text, core)``: :class:`FPQCore` as one flat Verilog module ``name``."""
+def core_verilog(build, bus="axi-lite", name="fpq_core", target="generic"):
+    """``(verilog text, core)``: :class:`FPQCore` as one flat Verilog module ``name``, its
+    memories and multipliers for ``target`` (one of ``TARGETS``)."""
     from amaranth.back import rtlil
     from amaranth._toolchain.yosys import find_yosys
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) or name in KEYWORDS:
         raise ValueError(f"name: {name!r} must be a Verilog identifier (letters, digits, _; "
                          f"not starting with a digit) and not a Verilog/SystemVerilog keyword")
-    core = FPQCore(build, bus)
+    core = FPQCore(build, bus, ram_style=target)
     text = rtlil.convert(core, name=name, emit_src=False)
     yosys = find_yosys(lambda ver: ver >= (0, 40))
     verilog = rename_bit_select_names(
@@ -335,7 +336,8 @@ def _port_lines(core):
     return lines
 
 
-def export_verilog(path, build, bus="axi-lite", name="fpq_core", package=True, keys=None):
+def export_verilog(path, build, bus="axi-lite", name="fpq_core", package=True, keys=None,
+                   target="generic"):
     """Write :class:`FPQCore` as Verilog to ``path`` and, with ``package``, its
     SystemVerilog package next to it (``<name>_pkg.sv``), and with ``keys`` the keys the
     build sets (``Build.secret_values``: its power-on and fixed keys, which the netlist
@@ -354,13 +356,16 @@ def export_verilog(path, build, bus="axi-lite", name="fpq_core", package=True, k
     keys : str or None
         Required when the build sets a key: the netlist is then as secret as the key, and
         the user needs the key to replay its traffic with the golden model.
+    target : str
+        One of ``TARGETS``: "generic" (memories and multipliers for the vendor tool to
+        infer) or an FPGA family whose primitives the core instantiates.
     """
     import os
     from fpq.output_files import keys_text, write_files
     if build.secret_values() and keys is None:
         raise ValueError("keys: required: the build sets keys (Build.secret_values), which "
                          "are recorded there")
-    verilog, core = core_verilog(build, bus, name)
+    verilog, core = core_verilog(build, bus, name, target)
     bus_text = {"axi-lite": "AXI4-Lite target s_axil_* (20-bit byte addresses, 32-bit data; "
                             "a write with wstrb != 4'hf answers SLVERR and writes nothing)",
                 "wishbone": "Wishbone B4 classic target wb_* (32-bit granularity, wb_adr the "
