@@ -7,6 +7,7 @@ import pytest
 
 from fpq_app.cli import main
 from fpq_sim import figures
+from fpq_sim.figures import template
 from fpq_sim.scenario import load
 
 SCEN = os.path.join(os.path.dirname(__file__), "..", "scenarios")
@@ -122,11 +123,11 @@ def test_template_sections_continuations_and_choices(tmp_path):
     path = tmp_path / "t.md"
     path.write_text("a note, not a section\n%% one\nfirst line \\\ncontinued {n:.2f}\n\n"
                     "second {flag:yes||no}{flag: only if true}\n\n\n%% two\n{x}\n")
-    sections = figures._sections(str(path))
+    sections = template.sections(str(path))
     assert sections == {"one": "first line continued {n:.2f}\n\nsecond {flag:yes||no}"
                                "{flag: only if true}",
                         "two": "{x}"}
-    fmt = figures._ProseFormatter()
+    fmt = template.ProseFormatter()
     assert fmt.vformat(sections["one"], (), {"n": 1.234, "flag": True}) == \
         "first line continued 1.23\n\nsecond yes only if true"
     assert fmt.vformat(sections["one"], (), {"n": 1.234, "flag": False}) == \
@@ -139,14 +140,15 @@ def test_template_sections_continuations_and_choices(tmp_path):
     twice = tmp_path / "twice.md"
     twice.write_text("%% one\na\n%% one\nb\n")
     with pytest.raises(ValueError, match="section 'one' appears twice"):
-        figures._sections(str(twice))
+        template.sections(str(twice))
 
 
 def test_template_names_a_missing_section_or_field():
     with pytest.raises(KeyError, match="no section 'no-such-section'"):
-        figures._prose("no-such-section")
+        template.prose("no-such-section")
     with pytest.raises(KeyError, match="section 'phase.roughness': field 'step' not given"):
-        figures._prose("phase.roughness", variant="deterministic", width=0.1)
-    # the shipped template is package data beside the module
-    assert os.path.dirname(figures.TEMPLATE) == os.path.join(os.path.dirname(figures.__file__),
-                                                             "templates")
+        template.prose("phase.roughness", variant="deterministic", width=0.1)
+    # the shipped template is package data of fpq_sim, beside the figures package
+    assert os.path.dirname(template.TEMPLATE) == os.path.join(
+        os.path.dirname(os.path.dirname(figures.__file__)), "templates")
+

@@ -1,0 +1,167 @@
+"""``fpq figures``: the papers' experiments and our extensions, re-run on our simulator, as
+PNG + PDF + CSV and the "TCP simulator" section of docs/RESULTS.md (between
+``<!-- BEGIN fpq figures -->`` and ``<!-- END fpq figures -->``; the rest of the file is left
+alone). The section's prose is the template ``fpq_sim/templates/results.md``; this package
+computes the numbers, the tables' rows and the judgments it fills in.
+
+Every point is run with ``len(SEEDS)`` (10) seeds and reported as the mean with its 95 %
+confidence interval (``fpq_sim.stats``): error bars on the plots, ``mean [lo, hi]`` in the
+tables. A seed changes every random choice of a run (start times, access delays, the queue
+manager's random numbers, losses). Runs per seed are shorter than the papers' single runs
+(each experiment's ``durations``), so that ten of them still fit the time budget.
+
+Experiments (scenario files in sim/scenarios/):
+
+* FPQ paper Figs. 1-3: 20-packet Tahoe transfers under uniform loss (``fpq-fig2-uniform-loss``);
+  a sensitivity run with the initial RTO at 3 s instead of ns's 6 s;
+* FPQ paper Figs. 10-13: N = 10..150 senders of repeated 10-packet transfers, traditional RED
+  router against FPQ (``fpq-traditional``, ``fpq-fpq``, bit-exact model), and Fig. 12's
+  sensitivity to timers and to the queue manager;
+* 1997 paper: 30 and 1500 bulk flows (``morris97-*``), with sensitivity rows (gentle RED, the
+  float model, the paper's five telnet sessions) and the FPQ router as an extension;
+* simulator validation: one bulk flow against the Mathis formula (``validation-mathis``);
+* phase effects: two bulk flows through drop-tail with unequal RTTs, deterministic and with
+  the two remedies (``phase-droptail-two-flows``);
+* modern baselines: FPQ, RED, CoDel and PIE (float models) on the FPQ paper's Fig. 8 network,
+  N = 10..150, with Tahoe, SACK and CUBIC senders;
+* beyond the paper: a parking lot of FPQ routers against one of RED routers (``parking-lot``).
+
+Each experiment is one module of this package that registers itself (``registry``): the runs
+it needs, the CSV tables and plots it draws, its part of the RESULTS.md section. The driver
+plans the registered experiments' runs, runs them (``runner``), groups the summaries by point
+and hands them to each experiment (``driver``). Shared: the per-run quantities and their
+estimates (``quantities``), the CSV writer and the plot files (``outputs``), the plots' style
+and intervals (``plots``), the prose template (``template``).
+
+Runs are independent: they go to local worker processes (``--jobs``) or to a Dask cluster
+(``--dask ADDRESS``), with a tqdm progress bar. ``--quick`` shortens every run, uses two seeds
+and thins the sweeps (for tests; its numbers are not the reproduction). Every run's JSON summary
+is kept (``--raw``); ``--from-raw`` rebuilds the outputs from them without running anything.
+"""
+
+import datetime
+import importlib
+import json
+import os
+import platform
+import time
+
+from .driver import write_outputs, results_markdown, update_results_md, BEGIN, END
+from .quantities import jain
+from .registry import REGISTRY, plan, durations, SEEDS, QUICK_SEEDS, SCEN
+from .runner import run_jobs, group, load_raw
+
+__all__ = ["add_arguments", "main", "plan", "run_jobs", "update_results_md", "group",
+           "write_outputs", "results_markdown", "load_raw", "jain", "durations", "EXPERIMENTS",
+           "EXPERIMENT_MODULES", "SEEDS", "QUICK_SEEDS", "SCEN", "BEGIN", "END"]
+
+#: The experiments' modules, in the order of ``--only``'s choices: each registers its
+#: experiment when imported
+EXPERIMENT_MODULES = ("loss", "sweep", "many", "validation", "phase", "baselines", "parking")
+for _module in EXPERIMENT_MODULES:
+    importlib.import_module(f"{__name__}.{_module}")
+#: The experiments' names (``--only``'s choices)
+EXPERIMENTS = tuple(REGISTRY)
+
+#: Default outputs outside a checkout (installed package), relative to the current folder:
+#: everything in one new folder, RESULTS.md beside the figures.
+OUTSIDE_OUT = "fpq-figures"
+
+
+def add_arguments(p):
+    from fpq.paths import default_output
+    out = default_output(os.path.join("docs", "figures"), OUTSIDE_OUT)
+    raw = default_output(os.path.join("results", "figures"), os.path.join(OUTSIDE_OUT, "raw"))
+    results_md = default_output(os.path.join("docs", "RESULTS.md"),
+                                os.path.join(OUTSIDE_OUT, "RESULTS.md"))
+    p.add_argument("--out", default=out, help="folder for PNG, PDF and CSV (default: the "
+                   f"checkout's docs/figures; installed: ./{OUTSIDE_OUT})")
+    p.add_argument("--raw", default=raw, help="folder for every run's JSON summary "
+                   f"(default: the checkout's results/figures; installed: ./{OUTSIDE_OUT}/raw)")
+    p.add_argument("--results-md", default=results_md,
+                   help="Markdown file whose fpq-figures section is rewritten (created if "
+                   "missing; default: the checkout's docs/RESULTS.md; installed: "
+                   f"./{OUTSIDE_OUT}/RESULTS.md)")
+    p.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+                   help="local worker processes (default: all cores)")
+    p.add_argument("--dask", metavar="ADDRESS", help="run on this Dask scheduler instead "
+                   "(e.g. tcp://127.0.0.1:8786)")
+    p.add_argument("--only", choices=EXPERIMENTS, action="append",
+                   help="run only these experiments (default: all); the RESULTS.md "
+                   "section then holds only these")
+    p.add_argument("--quick", action="store_true",
+                   help="short runs, two seeds, few points: a smoke test, not the reproduction")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--from-raw", action="store_true",
+                   help="run nothing: rebuild the plots, CSV and RESULTS.md section from the "
+                   "JSON summaries saved in --raw by an earlier run")
+
+
+def main(args):
+    _check_arguments(args)
+    seeds = QUICK_SEEDS if args.quick else SEEDS
+    if args.from_raw:
+        return _rebuild(args, seeds)
+    return _run(args, seeds)
+
+
+def _check_arguments(args):
+    """Check ``--jobs`` and the output paths: before the runs, which take minutes."""
+    if not 1 <= args.jobs <= 256:
+        raise ValueError(f"--jobs: {args.jobs} is out of range [1, 256]")
+    from fpq.atomic import check_output_path, check_output_folder
+    check_output_folder(args.out, "--out")
+    check_output_folder(args.raw, "--raw")
+    if os.path.abspath(os.path.dirname(args.results_md)) == os.path.abspath(args.out):
+        os.makedirs(args.out, exist_ok=True)      # RESULTS.md kept with the figures
+    check_output_path(args.results_md, "--results-md")
+
+
+def _meta_path(args):
+    """The file of the raw folder that records how its runs were made."""
+    return os.path.join(args.raw, "_meta.json")
+
+
+def _rebuild(args, seeds):
+    """``--from-raw``: the outputs from the summaries an earlier run saved."""
+    meta_path = _meta_path(args)
+    if not os.path.exists(meta_path):
+        raise ValueError(f"--from-raw: {meta_path} is missing (no earlier run to rebuild)")
+    res = load_raw(args.raw)
+    with open(meta_path) as f:
+        meta = json.load(f)
+    where = meta["where"][:-2] + (f"; tables and plots rebuilt from its saved runs with "
+                                  f"`fpq figures --from-raw` on "
+                                  f"{datetime.date.today().isoformat()}._")
+    files = write_outputs(res, args.out, args.raw, args.quick)
+    update_results_md(args.results_md, results_markdown(res, args.quick, meta["wall"],
+                                                        where, seeds))
+    print(f"fpq figures: rebuilt from {len(res)} saved runs; wrote {len(files)} files")
+    return 0
+
+
+def _run(args, seeds):
+    """Plan, run, write the outputs and the RESULTS.md section."""
+    from fpq.atomic import write_text
+    t0 = time.perf_counter()
+    jobs = plan(args.quick, args.only)
+    res = run_jobs(jobs, args.jobs, args.dask, progress=not args.no_progress)
+    wall = time.perf_counter() - t0
+    files = write_outputs(res, args.out, args.raw, args.quick)
+    where = _where(args, len(jobs), res, wall, seeds)
+    write_text(_meta_path(args), json.dumps({"where": where, "wall": wall, "runs": len(jobs)}))
+    update_results_md(args.results_md, results_markdown(res, args.quick, wall, where, seeds))
+    print(f"fpq figures: {len(jobs)} runs in {wall:.1f} s; wrote {len(files)} files in "
+          f"{args.out} and the fpq-figures section of {args.results_md}")
+    return 0
+
+
+def _where(args, runs, res, wall, seeds):
+    """The section's closing line: what ran, when, where and how long."""
+    events = sum(s["events"] for s in res.values())
+    cpu = sum(s["wall_seconds"] for s in res.values())
+    runner = f"Dask {args.dask}" if args.dask else f"{args.jobs} local processes"
+    return (f"_Generated by `fpq figures{' --quick' if args.quick else ''}` on "
+            f"{datetime.date.today().isoformat()}: {runs} runs ({len(seeds)} seeds per "
+            f"point), {events:,} events, {wall:.0f} s wall on {runner} "
+            f"({platform.machine()}, {os.cpu_count()} cores; {cpu:.0f} s of simulation)._")
