@@ -152,3 +152,28 @@ def test_template_names_a_missing_section_or_field():
     assert os.path.dirname(template.TEMPLATE) == os.path.join(
         os.path.dirname(os.path.dirname(figures.__file__)), "templates")
 
+
+def test_registry_plans_each_experiment_alone_and_places_each_section():
+    from fpq_sim.figures.driver import SECTION_ORDER
+    from fpq_sim.figures.registry import REGISTRY
+    assert figures.EXPERIMENTS == tuple(REGISTRY) == figures.EXPERIMENT_MODULES
+    assert sorted(SECTION_ORDER) == sorted(REGISTRY)
+    # the whole plan is each experiment's own plan, one after the other (--only composes)
+    alone = [key for name in REGISTRY for key, _, _ in figures.plan(True, [name])]
+    assert alone == [key for key, _, _ in figures.plan(True)]
+    assert len(set(alone)) == len(alone)
+    # a kind of run has one length, declared by one experiment, for both run lengths
+    kinds = [set(e.durations) for e in REGISTRY.values()]
+    assert sum(map(len, kinds)) == len(set().union(*kinds))
+    assert all(set(e.durations) == set(e.quick_durations) for e in REGISTRY.values())
+
+
+def test_an_experiment_without_its_runs_writes_nothing(tmp_path):
+    from fpq_sim.figures.outputs import Outputs
+    from fpq_sim.figures.registry import REGISTRY
+    others = {("someone-else", 1): [{}]}
+    for name, experiment in REGISTRY.items():
+        out = Outputs(str(tmp_path))
+        experiment.write(others, out)
+        assert out.files == [] and experiment.markdown(others) == [], name
+    assert os.listdir(tmp_path) == []
