@@ -5,7 +5,7 @@ import numpy as np
 
 from ..stats import est
 from .outputs import ci_cols, ci_header
-from .plots import errbar, cdf_band, cdf_rows, FIGSIZE
+from .plots import label, errbar, cdf_band, cdf_rows, FIGSIZE
 from .quantities import times, E
 from .registry import Experiment, register
 from .template import prose, pct
@@ -67,11 +67,8 @@ def _fig1(loss, out):
             + ci_header(("mean_s", "median_s", "frac_lt_1s", "frac_gt_10s")), rows)
     fig, ax = out.subplots(figsize=FIGSIZE)
     errbar(ax, [100 * l for l in ls], means, "o-", "ours (95 % CI over seeds)")
-    ax.set_xlabel("uniform loss rate (%)")
-    ax.set_ylabel("mean 20-packet transfer time (s)")
-    ax.set_title("FPQ paper Fig. 1 (ours)")
-    ax.legend()
-    ax.grid(alpha=.3)
+    label(ax, "uniform loss rate (%)", "mean 20-packet transfer time (s)",
+          "FPQ paper Fig. 1 (ours)")
     out.save(fig, "fig1_mean_transfer_vs_loss")
 
 
@@ -85,11 +82,8 @@ def _fig2(loss, out):
         per = cdf_band(ax, [times(s) for s in loss[l]], grid, f"{100 * l:g} %")
         cdf += cdf_rows(l, grid, per)
     ax.set_xscale("log")
-    ax.set_xlabel("transfer time (s)")
-    ax.set_ylabel("fraction of transfers")
-    ax.set_title("FPQ paper Fig. 2 (ours): 20-packet transfers")
-    ax.legend(title="loss")
-    ax.grid(alpha=.3)
+    label(ax, "transfer time (s)", "fraction of transfers",
+          "FPQ paper Fig. 2 (ours): 20-packet transfers", legend_title="loss")
     out.save(fig, "fig2_transfer_cdf")
     out.csv("fig2_transfer_cdf.csv", ["loss_rate", "time_s", "cdf_mean", "cdf_lo", "cdf_hi"],
             cdf)
@@ -106,11 +100,7 @@ def _fig3(runs, out):
     ax.fill_between(x, np.maximum([e.lo for e in tails], 1e-4),
                     np.maximum([e.hi for e in tails], 1e-4), alpha=.25, lw=0)
     ax.loglog(x, (4 / x) ** 1.8, "--", label="Pareto (4/x)^1.8")
-    ax.set_xlabel("transfer time x (s)")
-    ax.set_ylabel("P[X > x]")
-    ax.set_title("FPQ paper Fig. 3 (ours)")
-    ax.legend()
-    ax.grid(alpha=.3, which="both")
+    label(ax, "transfer time x (s)", "P[X > x]", "FPQ paper Fig. 3 (ours)", grid="both")
     out.save(fig, "fig3_tail_15pct")
     out.csv("fig3_tail_15pct.csv", ["x_s", "ccdf_mean", "ccdf_lo", "ccdf_hi", "pareto_ccdf"],
             [(xi, e.mean, e.lo, e.hi, (4 / xi) ** 1.8) for xi, e in zip(x, tails)])

@@ -5,7 +5,7 @@ delay, the 1997 paper's telnet sessions)."""
 import numpy as np
 
 from .outputs import ci_cols
-from .plots import errbar, FIGSIZE, MARKERS
+from .plots import label, errbar, FIGSIZE, MARKERS
 from .quantities import E
 from .registry import Experiment, register, telnet_group
 from .template import prose
@@ -65,12 +65,9 @@ def write(G, out):
         errbar(ax, [k / 2 for k in ks], shares, MARKERS[PHASE_VARIANTS.index(v)], LABEL[v])
         rows += [[v, k / 2, _access_delay(k) * 1e3] + ci_cols(e) for k, e in zip(ks, shares)]
     ax.axhline(0.5, color="gray", ls=":")
-    ax.set_xlabel("flow 1's extra access delay (bottleneck packet times)")
-    ax.set_ylabel("flow 1's share of the goodput")
-    ax.set_title("Phase effects: two Tahoe flows, drop-tail, 15 buffers")
     ax.set_ylim(0, 1)
-    ax.legend()
-    ax.grid(alpha=.3)
+    label(ax, "flow 1's extra access delay (bottleneck packet times)",
+          "flow 1's share of the goodput", "Phase effects: two Tahoe flows, drop-tail, 15 buffers")
     out.save(fig, "phase_share_vs_delay")
     out.csv("phase_share_vs_delay.csv", ["variant", "extra_delay_pkt_times", "access_delay_ms",
                                          "share_mean", "share_lo", "share_hi"], rows)

@@ -6,7 +6,7 @@ import numpy as np
 from ..stats import est
 from .quantities import ecdf
 
-__all__ = ["pyplot", "errbar", "cdf_band", "cdf_rows", "MARKERS", "FIGSIZE"]
+__all__ = ["pyplot", "label", "errbar", "cdf_band", "cdf_rows", "MARKERS", "FIGSIZE"]
 
 #: Line formats of the series of one plot, in order: one marker each.
 MARKERS = ("o-", "s-", "^-", "v-")
@@ -23,6 +23,16 @@ def pyplot():
     import matplotlib.pyplot as plt
     plt.rcParams.update(STYLE)
     return plt
+
+
+def label(ax, xlabel, ylabel, title, legend_title=None, grid="major"):
+    """Name the axes of a one-panel plot and give it its title, its legend (titled
+    ``legend_title``) and a light grid at the ``grid`` ticks."""
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(title=legend_title)
+    ax.grid(alpha=.3, which=grid)
 
 
 def errbar(ax, xs, ests, fmt, label, scale=1.0):

@@ -5,7 +5,7 @@ times at N = 75) with its sensitivity to two timers and to the queue manager."""
 import numpy as np
 
 from .outputs import ci_cols, ci_header
-from .plots import errbar, cdf_band, cdf_rows, FIGSIZE, MARKERS
+from .plots import label, errbar, cdf_band, cdf_rows, FIGSIZE, MARKERS
 from .quantities import times, ratio, E, Ek, saturated_share
 from .registry import Experiment, register
 from .template import prose, pct
@@ -85,11 +85,8 @@ def write(G, out):
         errbar(ax, ns, [table[("fpq", n, c)] for n in ns], MARKERS[1], "FPQ", scale)
         if c == "avg_queue_pkts":
             ax.plot(ns, [6 * n for n in ns], ":", color="gray", label="6 N")
-        ax.set_xlabel("competing connections N")
-        ax.set_ylabel(ylabel)
-        ax.set_title(f"FPQ paper {title} (ours), 95 % CI over seeds")
-        ax.legend()
-        ax.grid(alpha=.3)
+        label(ax, "competing connections N", ylabel,
+              f"FPQ paper {title} (ours), 95 % CI over seeds")
         out.save(fig, fname)
     if _has_fig12(sweep):
         _fig12_plot(sweep, out)
@@ -104,11 +101,7 @@ def _fig12_plot(sweep, out):
         cdf += cdf_rows(d, grid, per)
     ax.axvline(FAIR_75, color="gray", ls=":", label="fair 3.46 s")
     ax.set_xscale("log")
-    ax.set_xlabel("transfer time (s)")
-    ax.set_ylabel("fraction of transfers")
-    ax.set_title("FPQ paper Fig. 12 (ours): N = 75")
-    ax.legend()
-    ax.grid(alpha=.3)
+    label(ax, "transfer time (s)", "fraction of transfers", "FPQ paper Fig. 12 (ours): N = 75")
     out.save(fig, "fig12_transfer_cdf_n75")
     out.csv("fig12_transfer_cdf_n75.csv", ["router", "time_s", "cdf_mean", "cdf_lo", "cdf_hi"],
             cdf)
