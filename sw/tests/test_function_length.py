@@ -19,8 +19,6 @@ BUDGET = 80
 #: the functions longer than ``BUDGET`` today, at their recorded length: to be cut into named
 #: parts; an entry goes when its function is within the budget, and none is added
 OVER_BUDGET = {
-    "sw/fpq_app/datasheet.py::measure": 365,
-    "sw/fpq_app/datasheet.py::measure.bench": 320,
     "sim/fpq_sim/figures.py::write_outputs": 274,
     "sim/fpq_sim/figures.py::results_markdown": 179,
     "boards/fpq_boards/traffic_generator.py::TrafficGenerator.elaborate": 174,
@@ -32,14 +30,12 @@ OVER_BUDGET = {
     "sw/fpq_app/cli.py::build_parser": 120,
     "sw/fpq/config_export.py::to_c": 120,
     "hdl/fpq_hdl/registers.py::RegisterFile._writes": 120,
-    "sw/fpq_app/datasheet.py::_diagrams": 111,
     "hdl/fpq_hdl/axi_core.py::FPQCore.elaborate": 103,
     # the golden model's hot path: the components' common cases inlined for speed (a test
     # checks it against the components verdict by verdict)
     "sw/fpq/queue_manager.py::QueueManager.arrive": 89,
     "sim/fpq_sim/figures.py::plan": 86,
     "boards/fpq_boards/cli.py::register": 84,
-    "sw/fpq_app/datasheet.py::_timing_markdown": 81,
 }
 
 
