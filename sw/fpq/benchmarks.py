@@ -139,6 +139,7 @@ def _record_list(records):
             "and their commands:", ""] + [
         f"- [`{n}`](benchmarks/{n}.json): `{r['command']}` ({r['machine']['machine']}, "
         f"{r['machine']['cpus']} cores, Python {r['machine']['python']})"
+        + (f"; {r['note']}" if r.get("note") else "")
         for n, r in sorted(records.items())]
 
 

@@ -226,3 +226,21 @@ def test_the_checked_in_goals_and_tables_are_generated_from_the_records():
         assert doc.count(begin) == 1 and doc.count(end) == 1, (path, begin)
         assert doc.split(begin, 1)[1].split(end, 1)[0] == f"\n{text}", \
             f"{path.name} is not what the records give: run `fpq benchmarks --write --readme`"
+
+
+def test_simulator_record_table_and_a_record_s_note(tmp_path):
+    write_record(tmp_path / "sim.json", "sim", {
+        "rows": [{"run": "FPQ paper, N = 75", "simulated_s": 500.0, "events": 482247,
+                  "wall_s": 1.514, "events_per_s": 318525.1, "arrivals_per_wall_s": 69488.4}],
+        "sweep": {"runs": 200, "n": [10, 20], "seeds": 10, "duration_s": 200.0, "jobs": 2,
+                  "wall_s": 55.43, "events": 1000000, "worker_s": 100.0}},
+        argv=["python", "-m", "fpq_sim.bench"])
+    rec = json.loads((tmp_path / "sim.json").read_text())
+    (tmp_path / "sim.json").write_text(json.dumps(rec | {"note": "transcribed"}))
+    text = benchmarks.markdown(read_records(tmp_path))
+    assert "| `sim` | FPQ paper, N = 75 | 500 | 482,247 | 1.51 | 318,525 | 69,488 |" in text
+    assert ("`sim`, Figs. 10-13 sweep: 200 runs (N = 10, 20; traditional and FPQ; 10 seeds of "
+            "200 s each): **55.4 s wall** on 2 local processes (1,000,000 events, 100.0 s of "
+            "simulation in the workers, 10,000 events/s per process).") in text
+    assert text.count("_Measured ") == 1
+    assert "`python -m fpq_sim.bench` (" in text and "); transcribed" in text
