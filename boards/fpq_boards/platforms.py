@@ -63,8 +63,8 @@ ICEBREAKER_RUNTIME = ("p_pkts", "lt_plus_one", "lc_correction")
 #: is a constant (``fpq.config.RegisterSpec.fixed_in``): ``avg_tau_s`` and ``tick_hz``
 #: together fix ``wq_shift`` and ``avg_sample_period``, ``t_clear_s`` with them
 #: ``clear_period`` and ``rekey_hold``. Without fixing them the design does not fit the UP5K
-#: (docs/design-log.md). A board owner picks other values at build time (``fpq board build
-#: icebreaker --fix mode=red --fix ...``, repeating the others, or a BoardSpec of its own);
+#: (docs/history/design-log.md). A board owner picks other values at build time (``fpq board
+#: build icebreaker --fix mode=red --fix ...``, repeating the others, or a BoardSpec of its own);
 #: the bus still reads them all but the key (write-only, reads 0).
 #: The key here is ``Config``'s public default, a placeholder only: ``build_board`` fixes
 #: the key of the build command (``fpq board build icebreaker --key HEX``) or one drawn from

@@ -4,6 +4,9 @@
   routers, with the bit-exact and the float queue manager; the 1997 network with 1500 flows;
 * the wall time of the whole Figs. 10-13 sweep (the ``sweep`` jobs of ``fpq figures``: N = 10..150
   in 10 points, traditional and FPQ, 10 seeds each), on ``--jobs`` local processes.
+
+``--record PATH`` also writes the results as a measurement record (``fpq.records``, kind
+"sim"), from which ``fpq benchmarks`` writes the table in docs/BENCHMARKS.md.
 """
 
 import argparse
@@ -27,7 +30,16 @@ def single(name, sets):
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m fpq_sim.bench")
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--record", metavar="PATH",
+                    help="also write the results as a measurement record (docs/benchmarks/)")
     args = ap.parse_args(argv)
+    if args.record:
+        from fpq.atomic import check_output_path, OutputPathError
+        try:
+            check_output_path(args.record, "--record")
+        except OutputPathError as exc:
+            ap.exit(2, f"{ap.prog}: error: {exc}\n")
+    rows = []
     lines = ["| run | simulated s | events | wall s | events/s | bottleneck arrivals (after "
              "warm-up) per wall second |", "|---|---|---|---|---|---|"]
     for label, name, sets in (
@@ -43,6 +55,9 @@ def main(argv=None):
              ["flows.0.tcp=cubic", "queue.discipline=codel"]),
             ("1997 paper, 1500 bulk flows, 10 Mbit/s", "morris97-1500-flows", [])):
         s = single(name, sets)
+        rows.append({"run": label, "simulated_s": s["duration_s"], "events": s["events"],
+                     "wall_s": s["wall_seconds"], "events_per_s": s["events_per_second"],
+                     "arrivals_per_wall_s": s["arrivals"] / s["wall_seconds"]})
         lines.append(f"| {label} | {s['duration_s']:.0f} | {s['events']:,} | "
                      f"{s['wall_seconds']:.2f} | {s['events_per_second']:,.0f} | "
                      f"{s['arrivals'] / s['wall_seconds']:,.0f} |")
@@ -65,6 +80,13 @@ def main(argv=None):
               f"--jobs {args.jobs}` on {platform.machine()}, {os.cpu_count()} cores, "
               f"Python {platform.python_version()}; machine shared with other jobs._"]
     print("\n".join(lines))
+    if args.record:
+        from fpq.records import write_record
+        write_record(args.record, "sim", {"rows": rows, "sweep": {
+            "runs": len(jobs), "n": ns, "seeds": len(seeds), "duration_s": dur, "jobs": args.jobs,
+            "wall_s": wall, "events": events, "worker_s": cpu}},
+            ["python", "-m", "fpq_sim.bench", "--jobs", str(args.jobs), "--record", args.record])
+        print(f"wrote {args.record}")
     return 0
 
 

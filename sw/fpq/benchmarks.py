@@ -1,21 +1,28 @@
-"""``fpq benchmarks``: the current-figures tables of docs/BENCHMARKS.md, from the measurement
-records in docs/benchmarks/ (``fpq.records``).
+"""``fpq benchmarks``: the current-figures tables and the goals of docs/BENCHMARKS.md and the
+status block of README.md, from the measurement records in docs/benchmarks/
+(``fpq.records``) and the goals declared beside them (``fpq.goals``).
 
 Each table row is one record; the row names the record, a line under each table gives the
 dates, and the list under the tables links each record's file (which holds the commit it was
 measured at) and gives the command that measured it, so every figure can be measured again.
 ``--write`` replaces the text between ``<!-- BEGIN fpq benchmarks -->`` and ``<!-- END fpq
-benchmarks -->``; the prose around it (method, what limits each figure, decisions) is written
-by hand.
+benchmarks -->`` (the tables) and between ``<!-- BEGIN fpq goals -->`` and ``<!-- END fpq
+goals -->`` (the goals, each judged from its records); ``--readme`` the text between
+``<!-- BEGIN fpq status -->`` and ``<!-- END fpq status -->``. The prose around them
+(method, what limits each figure, decisions) is written by hand and names no figure.
 """
 
 import os
 
+from .goals import read_goals, goals_markdown, status_markdown
 from .records import read_records
 
-__all__ = ["markdown", "main", "BEGIN", "END"]
+__all__ = ["markdown", "main", "BEGIN", "END", "GOALS", "STATUS"]
 
 BEGIN, END = "<!-- BEGIN fpq benchmarks -->", "<!-- END fpq benchmarks -->"
+#: the markers of the goals table (BENCHMARKS.md) and of the status block (README.md)
+GOALS = ("<!-- BEGIN fpq goals -->", "<!-- END fpq goals -->")
+STATUS = ("<!-- BEGIN fpq status -->", "<!-- END fpq status -->")
 
 
 def _mhz(v):
@@ -51,75 +58,128 @@ def _dated(recs):
 
 
 
-def markdown(records):
-    """The tables, as Markdown, for ``records`` (``{name: record}``)."""
-    out = []
-    synth = sorted(((n, r) for n, r in records.items() if r["kind"] == "synth"),
+_SYNTH_HEAD = ("| record | design | vec_bits / table_depth | speed | router | Fmax by seed (MHz) | "
+               "min / median / max (MHz) | LUT | FF | DP16KD | DSP |",
+               "|---|---|---|---|---|---|---|---|---|---|---|")
+
+
+def _of_kind(records, kind):
+    return sorted((n, r) for n, r in records.items() if r["kind"] == kind)
+
+
+def _table(title, head, rows, recs):
+    """A table under its title, with the line of its records' dates; nothing if no record."""
+    return [title, "", *head, *rows, "", _dated(recs), ""] if recs else []
+
+
+def _synth_tables(records):
+    synth = sorted(_of_kind(records, "synth"),
                    key=lambda nr: (nr[1]["results"]["component"] != "queue_manager",
                                    nr[1]["results"]["component"], nr[0]))
-    head = ("| record | design | vec_bits / table_depth | speed | router | Fmax by seed (MHz) | "
-            "min / median / max (MHz) | LUT | FF | DP16KD | DSP |",
-            "|---|---|---|---|---|---|---|---|---|---|---|")
     top = [(n, r) for n, r in synth if r["results"]["component"] == "queue_manager"]
     rest = [(n, r) for n, r in synth if r["results"]["component"] != "queue_manager"]
-    if top:
-        out += ["### The queue manager on ECP5-85F (`python -m fpq_hdl.synth`)", "",
-                *head, *_synth_rows(top), "", _dated(top), ""]
-    if rest:
-        out += ["### Components and one-clock loops alone (`--component NAME`)", "",
-                *head, *_synth_rows(rest), "", _dated(rest), ""]
-    boards = sorted((n, r) for n, r in records.items() if r["kind"] == "board")
-    if boards:
-        out += ["### Boards (`fpq board build BOARD`, the self-test design)", "",
-                "| record | board | vec_bits / table_depth | design clock (MHz) | "
-                "routed Fmax (MHz) | met | nextpnr seeds tried: Fmax (MHz) | logic | FF | "
-                "block RAM | DSP |",
-                "|---|---|---|---|---|---|---|---|---|---|---|"]
-        for n, r in boards:
-            res = r["results"]
-            b = res.get("build", {})
-            logic = board_logic(res)
-            out.append(f"| `{n}` | {res['board']} | {b.get('vec_bits', '-')} / "
-                       f"{b.get('table_depth', '-')} | {res['clock_mhz']:g} | "
-                       f"{_mhz(res.get('fmax_mhz'))} | {'yes' if res.get('met') else 'no'} | "
-                       f"{board_seeds(res)} | "
-                       f"{logic} | {board_used(res, 'FF')} | {board_used(res, 'BRAM')} | "
-                       f"{board_used(res, 'DSP')} |")
-        out += ["", _dated(boards), ""]
-    bench = sorted((n, r) for n, r in records.items() if r["kind"] == "bench")
-    if bench:
-        out += ["### The golden model's speed (`fpq bench`, one core)", "",
-                "| record | model | arrivals | arrivals/s |", "|---|---|---|---|"]
-        for n, r in bench:
-            for row in r["results"]["rows"]:
-                out.append(f"| `{n}` | {row['model']} | {row['arrivals']} | "
-                           f"{row['arrivals_per_s']:,} |")
-        out += ["", _dated(bench), ""]
-    out += ["Records (docs/benchmarks/, one per file, with the commit each was measured at) "
-            "and their commands:", ""]
-    for n, r in sorted(records.items()):
-        out.append(f"- [`{n}`](benchmarks/{n}.json): `{r['command']}` "
-                   f"({r['machine']['machine']}, {r['machine']['cpus']} cores, Python "
-                   f"{r['machine']['python']})")
+    return (_table("### The queue manager on ECP5-85F (`python -m fpq_hdl.synth`)",
+                   _SYNTH_HEAD, _synth_rows(top), top)
+            + _table("### Components and one-clock loops alone (`--component NAME`)",
+                     _SYNTH_HEAD, _synth_rows(rest), rest))
+
+
+def _board_table(records):
+    boards = _of_kind(records, "board")
+    rows = []
+    for n, r in boards:
+        res = r["results"]
+        b = res.get("build", {})
+        rows.append(f"| `{n}` | {res['board']} | {b.get('vec_bits', '-')} / "
+                    f"{b.get('table_depth', '-')} | {res['clock_mhz']:g} | "
+                    f"{_mhz(res.get('fmax_mhz'))} | {'yes' if res.get('met') else 'no'} | "
+                    f"{board_seeds(res)} | {board_logic(res)} | {board_used(res, 'FF')} | "
+                    f"{board_used(res, 'BRAM')} | {board_used(res, 'DSP')} |")
+    head = ("| record | board | vec_bits / table_depth | design clock (MHz) | "
+            "routed Fmax (MHz) | met | nextpnr seeds tried: Fmax (MHz) | logic | FF | "
+            "block RAM | DSP |", "|---|---|---|---|---|---|---|---|---|---|---|")
+    return _table("### Boards (`fpq board build BOARD`, the self-test design)", head, rows,
+                  boards)
+
+
+def _bench_table(records):
+    bench = _of_kind(records, "bench")
+    rows = [f"| `{n}` | {row['model']} | {row['arrivals']} | {row['arrivals_per_s']:,} |"
+            for n, r in bench for row in r["results"]["rows"]]
+    return _table("### The golden model's speed (`fpq bench`, one core)",
+                  ("| record | model | arrivals | arrivals/s |", "|---|---|---|---|"),
+                  rows, bench)
+
+
+def _sweep_line(name, sweep):
+    return (f"`{name}`, Figs. 10-13 sweep: {sweep['runs']} runs (N = "
+            f"{', '.join(map(str, sweep['n']))}; traditional and FPQ; {sweep['seeds']} seeds "
+            f"of {sweep['duration_s']:.0f} s each): **{sweep['wall_s']:.1f} s wall** on "
+            f"{sweep['jobs']} local processes ({sweep['events']:,} events, "
+            f"{sweep['worker_s']:.1f} s of simulation in the workers, "
+            f"{sweep['events'] / sweep['worker_s']:,.0f} events/s per process).")
+
+
+def _sim_table(records):
+    sim = _of_kind(records, "sim")
+    rows = [f"| `{n}` | {row['run']} | {row['simulated_s']:.0f} | {row['events']:,} | "
+            f"{row['wall_s']:.2f} | {row['events_per_s']:,.0f} | "
+            f"{row['arrivals_per_wall_s']:,.0f} |"
+            for n, r in sim for row in r["results"]["rows"]]
+    head = ("| record | run | simulated s | events | wall s | events/s | bottleneck arrivals "
+            "(after warm-up) per wall second |", "|---|---|---|---|---|---|---|")
+    out = _table("### The TCP simulator's speed (`python -m fpq_sim.bench`, one process per "
+                 "run)", head, rows, sim)
+    sweeps = [_sweep_line(n, r["results"]["sweep"]) for n, r in sim]
+    return out[:-2] + [*sweeps, ""] + out[-2:] if out else []
+
+
+def _record_list(records):
+    return ["Records (docs/benchmarks/, one per file, with the commit each was measured at) "
+            "and their commands:", ""] + [
+        f"- [`{n}`](benchmarks/{n}.json): `{r['command']}` ({r['machine']['machine']}, "
+        f"{r['machine']['cpus']} cores, Python {r['machine']['python']})"
+        + (f"; {r['note']}" if r.get("note") else "")
+        for n, r in sorted(records.items())]
+
+
+def markdown(records):
+    """The tables, as Markdown, for ``records`` (``{name: record}``)."""
+    out = (_synth_tables(records) + _board_table(records) + _bench_table(records)
+           + _sim_table(records) + _record_list(records))
     return "\n".join(out) + "\n"
 
 
+def _check_outputs(args):
+    """Refuse an output path that cannot be written or that is one of the records read."""
+    from .atomic import check_output_path, check_not_an_input
+    inputs = [("--records", os.path.join(args.records, name))
+              for name in (os.listdir(args.records) if os.path.isdir(args.records) else [])
+              if name.endswith((".json", ".toml"))]
+    for option in ("--write", "--readme"):
+        path = getattr(args, option[2:], None)
+        if path:
+            check_output_path(path, option)
+            check_not_an_input(path, option, inputs)
+
+
 def main(args):
-    if args.write:
-        from .atomic import check_output_path, check_not_an_input
-        check_output_path(args.write, "--write")
-        if os.path.isdir(args.records):
-            check_not_an_input(args.write, "--write", [
-                ("--records", os.path.join(args.records, name))
-                for name in os.listdir(args.records) if name.endswith(".json")])
+    from .accuracy import write_results
+    _check_outputs(args)
     records = read_records(args.records)
+    goals = read_goals(args.records)
     text = markdown(records)
+    table = goals_markdown(goals, records)
     if args.write:
-        from .accuracy import write_results
         write_results(text, args.write, BEGIN, END)
-        print(f"wrote {args.write} ({len(records)} records)")
-    else:
-        print(text)
+        if goals:
+            write_results(table, args.write, *GOALS)
+        print(f"wrote {args.write} ({len(records)} records, {len(goals)} goals)")
+    if getattr(args, "readme", None):
+        write_results(status_markdown(goals, records), args.readme, *STATUS)
+        print(f"wrote {args.readme} ({len(goals)} goals)")
+    if not args.write and not getattr(args, "readme", None):
+        print(text + ("\n## Goals\n\n" + table if goals else ""))
     return 0
 
 
@@ -162,4 +222,9 @@ def report_arguments(p, name, what):
 
 
 def add_arguments(p):
-    report_arguments(p, "BENCHMARKS.md", "the tables")
+    report_arguments(p, "BENCHMARKS.md", "the tables and the goals")
+    from .paths import default_output
+    p.add_argument("--readme", metavar="README_MD", nargs="?",
+                   const=default_output("README.md", "README.md"),
+                   help="replace the status block (the goals, judged from the records) in "
+                        "this file (default: the checkout's README.md; installed: ./README.md)")

@@ -238,10 +238,8 @@ def measure(build=None, bus="axi-lite"):
     """
     from amaranth import Module, ClockDomain
     from amaranth.sim import Simulator
-    from fpq import Build, pack_flow
-    from fpq.regmap import registers, CONTROL_COMMIT, STATUS_BITS
+    from fpq import Build
     from fpq_hdl.axi_core import FPQCore
-    from fpq_hdl.layouts import ARRIVAL, VERDICT
 
     build = Build() if build is None else build
     if bus not in ("axi-lite", "wishbone"):
@@ -250,342 +248,387 @@ def measure(build=None, bus="axi-lite"):
     top = Module()
     top.domains.sync = cd = ClockDomain("sync")
     top.submodules.core = dut
-    regs = {r.name: r for r in registers(build)}
-    port_names = [name for name in dut.signature.members]
-    results, traces, origins = {}, {}, {}
-    seq_field = VERDICT["seq"]
+    probe = _Probe(dut, cd, build, bus)
+    sim = Simulator(top)
+    sim.add_clock(1e-8, domain="sync")
+    sim.add_testbench(probe.run)
+    sim.run()
+    return {"build": build, "bus": bus, "results": probe.results, "traces": probe.traces,
+            "origins": probe.origins}
 
-    def arrival(i):
-        flow = pack_flow(0x0A000000 + i, 0x0A800001, 1024 + i, 80, 6)
-        return flow | ((64 + i % 1400) << ARRIVAL["length"].offset)
 
-    async def bench(ctx):
-        trace = None
-        clock = [0]
-        seq_next = [0]              # the seq the next accepted arrival gets
+class _Probe:
+    """The testbench of :func:`measure`: drives FPQCore's ports clock by clock, one short
+    coroutine per scenario, each adding its figures to ``results`` and, where the datasheet
+    draws it, its clocks to ``traces``.
+
+    Every clock goes through :meth:`step`, which records the ports into the current trace
+    (``self.trace``, None while a scenario is not drawn) and counts accepted arrivals, so
+    that the seq each verdict carries is known (``seq_next``)."""
+
+    def __init__(self, dut, cd, build, bus):
+        from fpq.regmap import registers
+        from fpq_hdl.layouts import ARRIVAL, VERDICT
+        self.dut, self.cd, self.bus = dut, cd, bus
+        self.regs = {r.name: r for r in registers(build)}
+        self.port_names = list(dut.signature.members)
+        self.seq_field = VERDICT["seq"]
+        self.length_offset = ARRIVAL["length"].offset
+        self.results, self.traces, self.origins = {}, {}, {}
+        self.trace = None
+        self.clock = 0
+        self.seq_next = 0               # the seq the next accepted arrival gets
         # every scenario's clocks together are far fewer than this; more means a hang
-        clock_limit = 4 * build.vec_bits + 50_000
+        self.clock_limit = 4 * build.vec_bits + 50_000
+        self.ctx = None
 
-        def set_(name, value):
-            ctx.set(getattr(dut, name), value)
+    # -- ports and clocks
+    def set(self, name, value):
+        self.ctx.set(getattr(self.dut, name), value)
 
-        def get(name):
-            return ctx.get(getattr(dut, name))
+    def get(self, name):
+        return self.ctx.get(getattr(self.dut, name))
 
-        async def step():
-            """Sample every port (inputs as driven, outputs settled), then one clock. The
-            arrival source holds its descriptor until it is taken (AXI-Stream)."""
-            set_("s_axis_arrival_tdata",
-                 arrival(seq_next[0]) if get("s_axis_arrival_tvalid") else 0)
-            if trace is not None:
-                trace.append({n: get(n) for n in port_names}
-                             | {"rst": ctx.get(cd.rst), "_seq": seq_next[0],
-                                "_clock": clock[0]})
-            if get("s_axis_arrival_tvalid") and get("s_axis_arrival_tready"):
-                seq_next[0] += 1
-            await ctx.tick()
-            clock[0] += 1
-            if clock[0] > clock_limit:
-                raise RuntimeError(f"measure: the core has not answered in {clock_limit} "
-                                   f"clocks (a port that never becomes ready or valid)")
+    def handshake(self, prefix):
+        return self.get(prefix + "tvalid") and self.get(prefix + "tready")
 
-        def handshake(prefix):
-            return get(prefix + "tvalid") and get(prefix + "tready")
+    def verdict_seq(self):
+        return (self.get("m_axis_verdict_tdata") >> self.seq_field.offset) & 0xFFFF_FFFF
 
-        # -- reset: two clocks of rst, then count the clocks until each port is ready
-        trace = traces["reset"] = []
-        ctx.set(cd.rst, 1)
-        set_("m_axis_verdict_tready", 1)
-        await step()
-        await step()
-        ctx.set(cd.rst, 0)
-        start = origins["reset"] = clock[0]
-        first = {}
-        set_("s_axis_arrival_tvalid", 1)
-        # reads during the wipe, one after another: when the bus answers, and what the
-        # registers hold out of reset (before any arrival is accepted)
-        to_read = ["id", "status", "mode", "arrivals"] if bus == "axi-lite" else []
-        reads, issued = {}, None
-        while "s_axis_arrival_tready" not in first:
-            for name in ("s_axis_arrival_tready", "s_axis_departure_tready"):
-                if name not in first and get(name):
-                    first[name] = clock[0] - start
-            if to_read and issued is None:
-                set_("s_axil_araddr", regs[to_read[0]].offset)
-                set_("s_axil_arvalid", 1)
-                set_("s_axil_rready", 1)
-                if get("s_axil_arready"):
-                    issued = clock[0] - start
-            elif to_read:
-                set_("s_axil_arvalid", 0)
-                if get("s_axil_rvalid"):
-                    reads[to_read.pop(0)] = (issued, clock[0] - start,
-                                             get("s_axil_rdata"))
-                    issued = None
-            # the wipe's thousands of clocks are not drawn
-            drawn = clock[0] - start <= 12 or get("s_axis_arrival_tready")
-            trace = traces["reset"] if drawn else None
-            await step()
-        trace = traces["reset"]
-        for _ in range(3):
-            await step()
-        results["reset"] = {
+    def arrival(self, i):
+        from fpq import pack_flow
+        flow = pack_flow(0x0A000000 + i, 0x0A800001, 1024 + i, 80, 6)
+        return flow | ((64 + i % 1400) << self.length_offset)
+
+    async def step(self):
+        """Sample every port (inputs as driven, outputs settled), then one clock. The
+        arrival source holds its descriptor until it is taken (AXI-Stream)."""
+        self.set("s_axis_arrival_tdata",
+                 self.arrival(self.seq_next) if self.get("s_axis_arrival_tvalid") else 0)
+        if self.trace is not None:
+            self.trace.append({n: self.get(n) for n in self.port_names}
+                              | {"rst": self.ctx.get(self.cd.rst), "_seq": self.seq_next,
+                                 "_clock": self.clock})
+        if self.get("s_axis_arrival_tvalid") and self.get("s_axis_arrival_tready"):
+            self.seq_next += 1
+        await self.ctx.tick()
+        self.clock += 1
+        if self.clock > self.clock_limit:
+            raise RuntimeError(f"measure: the core has not answered in {self.clock_limit} "
+                               f"clocks (a port that never becomes ready or valid)")
+
+    async def steps(self, n):
+        for _ in range(n):
+            await self.step()
+
+    async def drain(self):
+        """Clocks until no verdict is waiting."""
+        while self.get("m_axis_verdict_tvalid"):
+            await self.step()
+
+    # -- the scenarios, in the order they run
+    async def run(self, ctx):
+        self.ctx = ctx
+        await self.reset()
+        await self.handshake_latency()
+        for sink_every, label in ((1, "sink_always_ready"), (2, "sink_ready_half")):
+            await self.throughput(sink_every, label)
+        await self.backpressure()
+        if self.bus == "wishbone":
+            await self.wishbone_accesses()
+            return
+        await self.axil_accesses()
+        for label, flowing in (("commit_arrivals_flowing", True), ("commit_idle", False)):
+            await self.commit(label, flowing)
+
+    async def reset(self):
+        """Two clocks of rst, then the clocks until each port is ready; on AXI4-Lite,
+        register reads during the wipe, one after another."""
+        self.trace = self.traces["reset"] = []
+        self.ctx.set(self.cd.rst, 1)
+        self.set("m_axis_verdict_tready", 1)
+        await self.steps(2)
+        self.ctx.set(self.cd.rst, 0)
+        start = self.origins["reset"] = self.clock
+        self.set("s_axis_arrival_tvalid", 1)
+        first, reads = await self._until_ready(start)
+        self.trace = self.traces["reset"]
+        await self.steps(3)
+        self.results["reset"] = {
             "arrival_ready_clocks": first["s_axis_arrival_tready"],
             "departure_ready_clocks": first.get("s_axis_departure_tready"),
             "first_arrival_accept_clock": first["s_axis_arrival_tready"],
         }
-        if bus == "axi-lite":
-            results["reset"]["id_read"] = {"arready_clock": reads["id"][0],
-                                           "rvalid_clock": reads["id"][1],
-                                           "value": reads["id"][2]}
-            results["reset"]["reads"] = {name: value for name, (_, _, value) in reads.items()}
-            results["reset"]["defaults"] = {name: regs[name].reset for name in reads}
-        set_("s_axis_arrival_tvalid", 0)
-        trace = None
-        while get("m_axis_verdict_tvalid") or not get("s_axis_arrival_tready"):
-            await step()
-        for _ in range(40):
-            await step()
+        if self.bus == "axi-lite":
+            self.results["reset"] |= {
+                "id_read": dict(zip(("arready_clock", "rvalid_clock", "value"), reads["id"])),
+                "reads": {name: value for name, (_, _, value) in reads.items()},
+                "defaults": {name: self.regs[name].reset for name in reads}}
+        self.set("s_axis_arrival_tvalid", 0)
+        self.trace = None
+        while self.get("m_axis_verdict_tvalid") or not self.get("s_axis_arrival_tready"):
+            await self.step()
+        await self.steps(40)
 
-        # -- handshake: three arrivals (two back to back, then one after a gap) and a
-        # departure; the sink always ready. Latency = verdict clock - accept clock.
-        trace = traces["handshake"] = []
-        base = clock[0]
+    async def _until_ready(self, start):
+        """Clocks from ``start`` until the arrival port is ready: ``({port: the clock it
+        became ready}, {register: (arready clock, rvalid clock, value)})``, with what the
+        registers hold out of reset (read before any arrival is accepted)."""
+        to_read = ["id", "status", "mode", "arrivals"] if self.bus == "axi-lite" else []
+        first, reads, issued = {}, {}, None
+        while "s_axis_arrival_tready" not in first:
+            for name in ("s_axis_arrival_tready", "s_axis_departure_tready"):
+                if name not in first and self.get(name):
+                    first[name] = self.clock - start
+            if to_read and issued is None:
+                self.set("s_axil_araddr", self.regs[to_read[0]].offset)
+                self.set("s_axil_arvalid", 1)
+                self.set("s_axil_rready", 1)
+                if self.get("s_axil_arready"):
+                    issued = self.clock - start
+            elif to_read:
+                self.set("s_axil_arvalid", 0)
+                if self.get("s_axil_rvalid"):
+                    reads[to_read.pop(0)] = (issued, self.clock - start,
+                                             self.get("s_axil_rdata"))
+                    issued = None
+            # the wipe's thousands of clocks are not drawn
+            drawn = self.clock - start <= 12 or self.get("s_axis_arrival_tready")
+            self.trace = self.traces["reset"] if drawn else None
+            await self.step()
+        return first, reads
+
+    async def handshake_latency(self):
+        """Three arrivals (two back to back, then one after a gap) and a departure, the sink
+        always ready. Latency = verdict clock - accept clock."""
+        self.trace = self.traces["handshake"] = []
+        base = self.clock
         accepted, verdicts = {}, {}
         for k in range(40):
-            set_("s_axis_arrival_tvalid", int(k in (0, 1, 4)))
-            set_("s_axis_departure_tvalid", int(k == 2))
-            set_("s_axis_departure_tdata", 64 if k == 2 else 0)
-            if handshake("s_axis_arrival_"):
-                accepted[seq_next[0]] = k
-            if handshake("m_axis_verdict_"):
-                seq = (get("m_axis_verdict_tdata") >> seq_field.offset) & 0xFFFF_FFFF
-                verdicts[seq] = k
-            await step()
-        set_("s_axis_departure_tvalid", 0)
+            self.set("s_axis_arrival_tvalid", int(k in (0, 1, 4)))
+            self.set("s_axis_departure_tvalid", int(k == 2))
+            self.set("s_axis_departure_tdata", 64 if k == 2 else 0)
+            if self.handshake("s_axis_arrival_"):
+                accepted[self.seq_next] = k
+            if self.handshake("m_axis_verdict_"):
+                verdicts[self.verdict_seq()] = k
+            await self.step()
+        self.set("s_axis_departure_tvalid", 0)
         latencies = [verdicts[s] - accepted[s] for s in sorted(accepted)]
-        results["latency"] = {"clocks": sorted(set(latencies)), "arrivals": len(latencies),
-                              "trace_start": base}
+        self.results["latency"] = {"clocks": sorted(set(latencies)),
+                                   "arrivals": len(latencies), "trace_start": base}
 
-        # -- throughput: arrivals offered in every clock with a departure in every clock,
-        # the sink always ready; then the sink ready in every other clock
-        trace = None
-        for sink_every, label in ((1, "sink_always_ready"), (2, "sink_ready_half")):
-            n_clocks = 2000
-            acc = ver = dep = 0
-            first_v = last_v = None
-            seqs = []
-            accept_clock, latency, seqs_valid = {}, set(), set()
-            for k in range(n_clocks + 200):
-                offering = k < n_clocks
-                set_("s_axis_arrival_tvalid", int(offering))
-                set_("s_axis_departure_tvalid", int(offering))
-                set_("s_axis_departure_tdata", 64)
-                set_("m_axis_verdict_tready", int(k % sink_every == 0))
-                if handshake("s_axis_arrival_"):
-                    acc += 1
-                    accept_clock[seq_next[0]] = k
-                if handshake("s_axis_departure_"):
-                    dep += 1
-                if get("m_axis_verdict_tvalid"):
-                    seq = (get("m_axis_verdict_tdata") >> seq_field.offset) & 0xFFFF_FFFF
-                    if seq in accept_clock and seq not in seqs_valid:
-                        latency.add(k - accept_clock[seq])   # first clock valid
-                        seqs_valid.add(seq)
-                if handshake("m_axis_verdict_"):
-                    ver += 1
-                    seqs.append((get("m_axis_verdict_tdata") >> seq_field.offset)
-                                & 0xFFFF_FFFF)
-                    first_v = k if first_v is None else first_v
-                    last_v = k
-                await step()
-            set_("m_axis_verdict_tready", 1)
-            set_("s_axis_departure_tvalid", 0)
-            in_order = all(b == a + 1 for a, b in zip(seqs, seqs[1:]))
-            results.setdefault("throughput", {})[label] = {
-                "clocks_offered": n_clocks, "arrivals_accepted": acc,
-                "departures_accepted": dep, "verdicts": ver,
-                "verdicts_in_order": in_order,
-                "verdict_clocks": (last_v - first_v + 1) if ver else 0,
-                "latency_clocks": sorted(latency)}
+    async def throughput(self, sink_every, label, n_clocks=2000):
+        """Arrivals offered and a departure in every clock for ``n_clocks``, the sink ready
+        in every ``sink_every``-th clock."""
+        self.trace = None
+        acc = ver = dep = 0
+        first_v = last_v = None
+        seqs = []
+        accept_clock, latency, seqs_valid = {}, set(), set()
+        for k in range(n_clocks + 200):
+            offering = k < n_clocks
+            self.set("s_axis_arrival_tvalid", int(offering))
+            self.set("s_axis_departure_tvalid", int(offering))
+            self.set("s_axis_departure_tdata", 64)
+            self.set("m_axis_verdict_tready", int(k % sink_every == 0))
+            if self.handshake("s_axis_arrival_"):
+                acc += 1
+                accept_clock[self.seq_next] = k
+            if self.handshake("s_axis_departure_"):
+                dep += 1
+            if self.get("m_axis_verdict_tvalid"):
+                seq = self.verdict_seq()
+                if seq in accept_clock and seq not in seqs_valid:
+                    latency.add(k - accept_clock[seq])   # first clock valid
+                    seqs_valid.add(seq)
+            if self.handshake("m_axis_verdict_"):
+                ver += 1
+                seqs.append(self.verdict_seq())
+                first_v = k if first_v is None else first_v
+                last_v = k
+            await self.step()
+        self.set("m_axis_verdict_tready", 1)
+        self.set("s_axis_departure_tvalid", 0)
+        self.results.setdefault("throughput", {})[label] = {
+            "clocks_offered": n_clocks, "arrivals_accepted": acc, "departures_accepted": dep,
+            "verdicts": ver, "verdicts_in_order": all(b == a + 1 for a, b in zip(seqs, seqs[1:])),
+            "verdict_clocks": (last_v - first_v + 1) if ver else 0,
+            "latency_clocks": sorted(latency)}
 
-        # -- back-pressure: arrivals in every clock, the sink not ready for 60 clocks
-        while get("m_axis_verdict_tvalid"):
-            await step()
-        trace = traces["backpressure"] = []
-        acc_stalled = 0
-        stall = 60
-        held_ok = True
-        seen = None
+    async def backpressure(self, stall=60):
+        """Arrivals in every clock, the sink not ready for ``stall`` clocks."""
+        await self.drain()
+        self.trace = self.traces["backpressure"] = []
+        acc_stalled = ver = acc = 0
+        held_ok, seen = True, None
         tready_low_at = tready_high_at = None
-        ver = acc = 0
         for k in range(stall + 60):
-            set_("s_axis_arrival_tvalid", int(k < stall + 40))
-            set_("m_axis_verdict_tready", int(k >= stall))
-            if handshake("s_axis_arrival_"):
+            self.set("s_axis_arrival_tvalid", int(k < stall + 40))
+            self.set("m_axis_verdict_tready", int(k >= stall))
+            if self.handshake("s_axis_arrival_"):
                 acc += 1
                 acc_stalled += k < stall
-            elif (tready_low_at is None and get("s_axis_arrival_tvalid")
-                  and not get("s_axis_arrival_tready")):
+            elif (tready_low_at is None and self.get("s_axis_arrival_tvalid")
+                  and not self.get("s_axis_arrival_tready")):
                 tready_low_at = k
-            if k >= stall and tready_high_at is None and get("s_axis_arrival_tready"):
+            if k >= stall and tready_high_at is None and self.get("s_axis_arrival_tready"):
                 tready_high_at = k
-            if k < stall and get("m_axis_verdict_tvalid"):
-                now = get("m_axis_verdict_tdata")
+            if k < stall and self.get("m_axis_verdict_tvalid"):
+                now = self.get("m_axis_verdict_tdata")
                 held_ok &= seen is None or now == seen
                 seen = now
-            if handshake("m_axis_verdict_"):
+            if self.handshake("m_axis_verdict_"):
                 ver += 1
-            await step()
-        trace = None
-        while get("m_axis_verdict_tvalid"):
+            await self.step()
+        self.trace = None
+        while self.get("m_axis_verdict_tvalid"):
             ver += 1
-            await step()
-        results["backpressure"] = {
+            await self.step()
+        self.results["backpressure"] = {
             "sink_stall_clocks": stall, "arrivals_accepted_while_stalled": acc_stalled,
             "arrival_tready_low_from_clock": tready_low_at,
             "arrival_tready_high_clocks_after_sink_ready": tready_high_at - stall,
             "verdict_held_while_stalled": held_ok,
             "arrivals_accepted": acc, "verdicts_delivered": ver}
-        for _ in range(40):
-            await step()
+        await self.steps(40)
 
-        if bus == "wishbone":
-            trace = traces["bus"] = []
-            acks = []
-            for addr, data in ((regs["id"].offset, None), (regs["ecn"].offset, 1),
-                               (regs["ecn"].offset, None)):
-                set_("wb_cyc", 1)
-                set_("wb_stb", 1)
-                set_("wb_we", int(data is not None))
-                set_("wb_adr", addr >> 2)
-                set_("wb_dat_w", data or 0)
-                k = 0
-                await step()
-                while not get("wb_ack"):
-                    k += 1
-                    await step()
-                acks.append((k + 1, get("wb_dat_r") if data is None else None))
-                set_("wb_cyc", 0)
-                set_("wb_stb", 0)
-                await step()
-            results["bus"] = {"wishbone_ack_clocks": sorted({a for a, _ in acks}),
-                              "id": acks[0][1], "readback": acks[2][1]}
-            return
-
-        # -- AXI4-Lite accesses: a write, its read-back, a partial write
-        async def axil_write(addr, value, strobe=0xF):
-            set_("s_axil_awaddr", addr)
-            set_("s_axil_wdata", value)
-            set_("s_axil_wstrb", strobe)
-            set_("s_axil_awvalid", 1)
-            set_("s_axil_wvalid", 1)
-            set_("s_axil_bready", 1)
-            k, taken = 0, None
-            while True:
-                if taken is None and get("s_axil_awready") and get("s_axil_wready"):
-                    taken = k
-                    done = k
-                if get("s_axil_bvalid"):
-                    resp, done = get("s_axil_bresp"), k
-                    await step()
-                    break
-                await step()
-                if taken is not None:
-                    set_("s_axil_awvalid", 0)
-                    set_("s_axil_wvalid", 0)
-                k += 1
-            set_("s_axil_bready", 0)
-            return {"ready_clock": taken, "bvalid_clock": done, "bresp": resp}
-
-        async def axil_read(addr):
-            set_("s_axil_araddr", addr)
-            set_("s_axil_arvalid", 1)
-            set_("s_axil_rready", 1)
-            k, taken = 0, None
-            while True:
-                if taken is None and get("s_axil_arready"):
-                    taken = k
-                if get("s_axil_rvalid"):
-                    value, resp, done = get("s_axil_rdata"), get("s_axil_rresp"), k
-                    await step()
-                    break
-                await step()
-                if taken is not None:
-                    set_("s_axil_arvalid", 0)
-                k += 1
-            set_("s_axil_rready", 0)
-            return {"ready_clock": taken, "rvalid_clock": done, "value": value,
-                    "rresp": resp}
-
-        trace = traces["bus"] = []
-        w = await axil_write(regs["ecn"].offset, 1)
-        r = await axil_read(regs["ecn"].offset)
-        part = await axil_write(regs["ecn"].offset, 0, strobe=0x3)
-        after = await axil_read(regs["ecn"].offset)
-        results["bus"] = {"write": w, "read": r, "partial_write": part,
-                          "after_partial_write": after["value"]}
-        trace = None
-        for _ in range(4):
-            await step()
-
-        # -- commit with arrivals flowing: the arrival port's tready low from the commit
-        # until the new configuration applies; then with no arrival in flight
-        for label, flowing in (("commit_arrivals_flowing", True), ("commit_idle", False)):
-            trace = traces.setdefault("commit", []) if flowing else None
-            set_("s_axis_arrival_tvalid", int(flowing))
-            for k in range(3):
-                await step()
-            value = 0 if flowing else 1
-            await axil_write(regs["ecn"].offset, value)
-            set_("s_axil_awaddr", regs["control"].offset)
-            set_("s_axil_wdata", CONTROL_COMMIT)
-            set_("s_axil_wstrb", 0xF)
-            set_("s_axil_awvalid", 1)
-            set_("s_axil_wvalid", 1)
-            set_("s_axil_bready", 1)
+    async def wishbone_accesses(self):
+        """A read of id, a write of ecn and its read-back; the clocks to each ack."""
+        self.trace = self.traces["bus"] = []
+        acks = []
+        for addr, data in ((self.regs["id"].offset, None), (self.regs["ecn"].offset, 1),
+                           (self.regs["ecn"].offset, None)):
+            self.set("wb_cyc", 1)
+            self.set("wb_stb", 1)
+            self.set("wb_we", int(data is not None))
+            self.set("wb_adr", addr >> 2)
+            self.set("wb_dat_w", data or 0)
             k = 0
-            commit_at = low_from = high_again = None
-            while high_again is None and k < 400:
-                if commit_at is None and get("s_axil_awready"):
-                    commit_at = k
-                elif commit_at is not None:
-                    set_("s_axil_awvalid", 0)
-                    set_("s_axil_wvalid", 0)
-                    if low_from is None and not get("s_axis_arrival_tready"):
-                        low_from = k
-                    elif low_from is not None and get("s_axis_arrival_tready"):
-                        high_again = k
-                await step()
+            await self.step()
+            while not self.get("wb_ack"):
                 k += 1
-            if high_again is None:
-                raise RuntimeError(f"measure: {label}: the arrival port did not stall and "
-                                   f"recover within {k} clocks of the commit")
-            set_("s_axil_bready", 0)
-            for _ in range(4):
-                await step()
-            set_("s_axis_arrival_tvalid", 0)
-            status = await axil_read(regs["status"].offset)
-            readback = await axil_read(regs["ecn"].offset)
-            results[label] = {
-                "write_taken_clock": commit_at,
-                "arrival_tready_low_clocks": high_again - low_from,
-                "low_from_clocks_after_write": low_from - commit_at,
-                "status_after": status["value"],
-                "rejected": bool(status["value"] >> STATUS_BITS["COMMIT_REJECTED"] & 1),
-                "readback": readback["value"], "written": value}
-            trace = None
-            while get("m_axis_verdict_tvalid"):
-                await step()
-            for _ in range(40):
-                await step()
+                await self.step()
+            acks.append((k + 1, self.get("wb_dat_r") if data is None else None))
+            self.set("wb_cyc", 0)
+            self.set("wb_stb", 0)
+            await self.step()
+        self.results["bus"] = {"wishbone_ack_clocks": sorted({a for a, _ in acks}),
+                               "id": acks[0][1], "readback": acks[2][1]}
 
-    sim = Simulator(top)
-    sim.add_clock(1e-8, domain="sync")
-    sim.add_testbench(bench)
-    sim.run()
-    return {"build": build, "bus": bus, "results": results, "traces": traces,
-            "origins": origins}
+    async def axil_write(self, addr, value, strobe=0xF):
+        """One AXI4-Lite write: the clocks (from its valids) of its ready and its bvalid."""
+        self.set("s_axil_awaddr", addr)
+        self.set("s_axil_wdata", value)
+        self.set("s_axil_wstrb", strobe)
+        self.set("s_axil_awvalid", 1)
+        self.set("s_axil_wvalid", 1)
+        self.set("s_axil_bready", 1)
+        k, taken = 0, None
+        while True:
+            if taken is None and self.get("s_axil_awready") and self.get("s_axil_wready"):
+                taken = k
+                done = k
+            if self.get("s_axil_bvalid"):
+                resp, done = self.get("s_axil_bresp"), k
+                await self.step()
+                break
+            await self.step()
+            if taken is not None:
+                self.set("s_axil_awvalid", 0)
+                self.set("s_axil_wvalid", 0)
+            k += 1
+        self.set("s_axil_bready", 0)
+        return {"ready_clock": taken, "bvalid_clock": done, "bresp": resp}
+
+    async def axil_read(self, addr):
+        """One AXI4-Lite read: the clocks (from its valid) of its ready and its rvalid."""
+        self.set("s_axil_araddr", addr)
+        self.set("s_axil_arvalid", 1)
+        self.set("s_axil_rready", 1)
+        k, taken = 0, None
+        while True:
+            if taken is None and self.get("s_axil_arready"):
+                taken = k
+            if self.get("s_axil_rvalid"):
+                value, resp, done = self.get("s_axil_rdata"), self.get("s_axil_rresp"), k
+                await self.step()
+                break
+            await self.step()
+            if taken is not None:
+                self.set("s_axil_arvalid", 0)
+            k += 1
+        self.set("s_axil_rready", 0)
+        return {"ready_clock": taken, "rvalid_clock": done, "value": value, "rresp": resp}
+
+    async def axil_accesses(self):
+        """A write, its read-back, a partial write (refused) and a read-back."""
+        ecn = self.regs["ecn"].offset
+        self.trace = self.traces["bus"] = []
+        w = await self.axil_write(ecn, 1)
+        r = await self.axil_read(ecn)
+        part = await self.axil_write(ecn, 0, strobe=0x3)
+        after = await self.axil_read(ecn)
+        self.results["bus"] = {"write": w, "read": r, "partial_write": part,
+                               "after_partial_write": after["value"]}
+        self.trace = None
+        await self.steps(4)
+
+    async def commit(self, label, flowing):
+        """A write of ecn, then CONTROL.COMMIT with arrivals flowing (``flowing``) or none
+        in flight: the arrival port's tready low from the commit until the new
+        configuration applies; then STATUS and ecn read back."""
+        from fpq.regmap import STATUS_BITS
+        self.trace = self.traces.setdefault("commit", []) if flowing else None
+        self.set("s_axis_arrival_tvalid", int(flowing))
+        await self.steps(3)
+        value = 0 if flowing else 1
+        await self.axil_write(self.regs["ecn"].offset, value)
+        commit_at, low_from, high_again = await self._commit_write(label)
+        self.set("s_axil_bready", 0)
+        await self.steps(4)
+        self.set("s_axis_arrival_tvalid", 0)
+        status = await self.axil_read(self.regs["status"].offset)
+        readback = await self.axil_read(self.regs["ecn"].offset)
+        self.results[label] = {
+            "write_taken_clock": commit_at,
+            "arrival_tready_low_clocks": high_again - low_from,
+            "low_from_clocks_after_write": low_from - commit_at,
+            "status_after": status["value"],
+            "rejected": bool(status["value"] >> STATUS_BITS["COMMIT_REJECTED"] & 1),
+            "readback": readback["value"], "written": value}
+        self.trace = None
+        await self.drain()
+        await self.steps(40)
+
+    async def _commit_write(self, label):
+        """Write CONTROL.COMMIT; the clocks (from the write's valids) it is taken in, the
+        arrival port goes low and it is high again."""
+        from fpq.regmap import CONTROL_COMMIT
+        self.set("s_axil_awaddr", self.regs["control"].offset)
+        self.set("s_axil_wdata", CONTROL_COMMIT)
+        self.set("s_axil_wstrb", 0xF)
+        self.set("s_axil_awvalid", 1)
+        self.set("s_axil_wvalid", 1)
+        self.set("s_axil_bready", 1)
+        k = 0
+        commit_at = low_from = high_again = None
+        while high_again is None and k < 400:
+            if commit_at is None and self.get("s_axil_awready"):
+                commit_at = k
+            elif commit_at is not None:
+                self.set("s_axil_awvalid", 0)
+                self.set("s_axil_wvalid", 0)
+                if low_from is None and not self.get("s_axis_arrival_tready"):
+                    low_from = k
+                elif low_from is not None and self.get("s_axis_arrival_tready"):
+                    high_again = k
+            await self.step()
+            k += 1
+        if high_again is None:
+            raise RuntimeError(f"measure: {label}: the arrival port did not stall and "
+                               f"recover within {k} clocks of the commit")
+        return commit_at, low_from, high_again
 
 
 # ---- WaveDrom ------------------------------------------------------------------------------
@@ -643,11 +686,11 @@ def _wavedrom_json(diagram):
     return "{\"signal\": [\n" + lanes + "\n],\n \"head\": " + json.dumps(diagram["head"]) + "}"
 
 
-def _diagrams(measured):
+def _stream_lanes():
+    """The AXI-Stream lanes of the diagrams: arrival valid, ready and the seq its verdict
+    will carry; departure valid; verdict valid, ready and its seq."""
     from fpq_hdl.layouts import VERDICT
-    from fpq.regmap import registers
     seq = VERDICT["seq"]
-    names = {r.offset: r.name for r in registers(measured["build"])}
 
     def arrival_label(row):
         # the seq its verdict will carry, for an arrival taken in this clock
@@ -660,97 +703,116 @@ def _diagrams(measured):
             return None
         return f"#{(row['m_axis_verdict_tdata'] >> seq.offset) & 0xFFFFFFFF}"
 
-    def awaddr(row):
-        return names.get(row["s_axil_awaddr"], hex(row["s_axil_awaddr"])) \
-            if row["s_axil_awvalid"] else None
+    return [("s_axis_arrival_tvalid", "s_axis_arrival_tvalid", "bit"),
+            ("s_axis_arrival_tready", "s_axis_arrival_tready", "bit"),
+            ("s_axis_arrival_tdata", None, arrival_label),
+            ("s_axis_departure_tvalid", "s_axis_departure_tvalid", "bit"),
+            ("m_axis_verdict_tvalid", "m_axis_verdict_tvalid", "bit"),
+            ("m_axis_verdict_tready", "m_axis_verdict_tready", "bit"),
+            ("m_axis_verdict_tdata (seq)", None, verdict_label)]
+
+
+def _rdata(row):
+    return hex(row["s_axil_rdata"]) if row["s_axil_rvalid"] else None
+
+
+def _axil_lanes(build):
+    """The AXI4-Lite lanes of the diagrams, ``(write lanes, read lanes)``; addresses by
+    register name."""
+    from fpq.regmap import registers
+    names = {r.offset: r.name for r in registers(build)}
+
+    def address(channel):
+        def label(row):
+            addr = row[f"s_axil_{channel}addr"]
+            return names.get(addr, hex(addr)) if row[f"s_axil_{channel}valid"] else None
+        return label
 
     def wdata(row):
         return hex(row["s_axil_wdata"]) if row["s_axil_wvalid"] else None
 
-    def araddr(row):
-        return names.get(row["s_axil_araddr"], hex(row["s_axil_araddr"])) \
-            if row["s_axil_arvalid"] else None
-
-    def rdata(row):
-        return hex(row["s_axil_rdata"]) if row["s_axil_rvalid"] else None
-
     def bresp(row):
-        return _RESP[row["s_axil_bresp"]] \
-            if row["s_axil_bvalid"] else None
+        return _RESP[row["s_axil_bresp"]] if row["s_axil_bvalid"] else None
 
-    def rdata_reset(row):
-        return hex(row["s_axil_rdata"]) if row["s_axil_rvalid"] else None
+    write = [("s_axil_awvalid", "s_axil_awvalid", "bit"),
+             ("s_axil_awready", "s_axil_awready", "bit"),
+             ("s_axil_awaddr", None, address("aw")),
+             ("s_axil_wvalid", "s_axil_wvalid", "bit"),
+             ("s_axil_wdata", None, wdata),
+             ("s_axil_bvalid", "s_axil_bvalid", "bit"),
+             ("s_axil_bresp", None, bresp)]
+    read = [("s_axil_arvalid", "s_axil_arvalid", "bit"),
+            ("s_axil_arready", "s_axil_arready", "bit"),
+            ("s_axil_araddr", None, address("ar")),
+            ("s_axil_rvalid", "s_axil_rvalid", "bit"),
+            ("s_axil_rdata", None, _rdata)]
+    return write, read
 
-    stream = [("s_axis_arrival_tvalid", "s_axis_arrival_tvalid", "bit"),
-              ("s_axis_arrival_tready", "s_axis_arrival_tready", "bit"),
-              ("s_axis_arrival_tdata", None, arrival_label),
-              ("s_axis_departure_tvalid", "s_axis_departure_tvalid", "bit"),
-              ("m_axis_verdict_tvalid", "m_axis_verdict_tvalid", "bit"),
-              ("m_axis_verdict_tready", "m_axis_verdict_tready", "bit"),
-              ("m_axis_verdict_tdata (seq)", None, verdict_label)]
-    r = measured["results"]
-    lat = r["latency"]["clocks"][0]
-    out = {}
-    ready = r["reset"]["arrival_ready_clocks"]
-    reset_lanes = [("rst", "rst", "bit"),
-                   ("s_axis_departure_tready", "s_axis_departure_tready", "bit"),
-                   ("s_axis_arrival_tvalid", "s_axis_arrival_tvalid", "bit"),
-                   ("s_axis_arrival_tready", "s_axis_arrival_tready", "bit")]
+
+def _reset_diagram(measured):
+    ready = measured["results"]["reset"]["arrival_ready_clocks"]
+    lanes = [("rst", "rst", "bit"),
+             ("s_axis_departure_tready", "s_axis_departure_tready", "bit"),
+             ("s_axis_arrival_tvalid", "s_axis_arrival_tvalid", "bit"),
+             ("s_axis_arrival_tready", "s_axis_arrival_tready", "bit")]
     if "s_axil_arvalid" in measured["traces"]["reset"][0]:
-        reset_lanes += [("s_axil_arvalid", "s_axil_arvalid", "bit"),
-                        ("s_axil_arready", "s_axil_arready", "bit"),
-                        ("s_axil_rvalid", "s_axil_rvalid", "bit"),
-                        ("s_axil_rdata", None, rdata_reset)]
-    out["reset"] = wavedrom(
-        measured["traces"]["reset"], reset_lanes, [(-2, 5), (ready - 1, ready + 3)],
+        lanes += [("s_axil_arvalid", "s_axil_arvalid", "bit"),
+                  ("s_axil_arready", "s_axil_arready", "bit"),
+                  ("s_axil_rvalid", "s_axil_rvalid", "bit"),
+                  ("s_axil_rdata", None, _rdata)]
+    return wavedrom(
+        measured["traces"]["reset"], lanes, [(-2, 5), (ready - 1, ready + 3)],
         f"Reset: clock 0 is the first with rst low; the arrival port is ready from clock "
         f"{ready} (the flow vector wiped), departures and the register bus at once",
         origin=measured["origins"]["reset"])
-    t = measured["traces"]["handshake"]
-    out["handshake"] = wavedrom(
-        t, stream, [(0, 6), (lat - 1, lat + 6)],
-        f"Arrival, departure and verdict: the verdict of the arrival accepted in clock c is "
-        f"valid in clock c + {lat} (#k: the arrival that gets seq k, and its verdict)")
-    t = measured["traces"]["backpressure"]
-    bp = r["backpressure"]
+
+
+def _backpressure_diagram(measured, stream, lat):
+    bp = measured["results"]["backpressure"]
     low = bp["arrival_tready_low_from_clock"]
     stall = bp["sink_stall_clocks"]
-    out["backpressure"] = wavedrom(
-        t, stream[:3] + stream[4:],
+    return wavedrom(
+        measured["traces"]["backpressure"], stream[:3] + stream[4:],
         [(0, 3), (lat - 1, lat + 1), (low - 2, low + 2), (stall - 2, stall + bp[
             "arrival_tready_high_clocks_after_sink_ready"] + 2)],
         f"Back-pressure: the sink not ready in clocks 0-{stall - 1}; the arrival port takes "
         f"{bp['arrivals_accepted_while_stalled']} arrivals, then is not ready until the "
         f"verdicts drain")
+
+
+def _commit_diagram(measured, write_lanes, stream):
+    t = measured["traces"]["commit"]
+    c = measured["results"]["commit_arrivals_flowing"]
+    # the trace: 3 clocks of arrivals, the data write, then the commit's write
+    starts = [k for k, row in enumerate(t) if row["s_axil_awvalid"] and (
+        k == 0 or not t[k - 1]["s_axil_awvalid"])]
+    commit = starts[1] if len(starts) > 1 else starts[0]
+    low = commit + c["low_from_clocks_after_write"]
+    high = low + c["arrival_tready_low_clocks"]
+    return wavedrom(
+        t, write_lanes + stream[:3] + stream[4:5] + stream[6:],
+        [(0, low + 2), (high - 2, high + 2)],
+        f"Register write and commit (AXI4-Lite): ecn written, then CONTROL.COMMIT; the "
+        f"arrival port is not ready for {c['arrival_tready_low_clocks']} clocks while "
+        f"the pipeline drains and the configuration applies")
+
+
+def _diagrams(measured):
+    """The WaveDrom diagrams of ``measure``'s traces, by scenario (the commit and the bus
+    accesses of an AXI4-Lite run only)."""
+    stream = _stream_lanes()
+    lat = measured["results"]["latency"]["clocks"][0]
+    out = {"reset": _reset_diagram(measured)}
+    out["handshake"] = wavedrom(
+        measured["traces"]["handshake"], stream, [(0, 6), (lat - 1, lat + 6)],
+        f"Arrival, departure and verdict: the verdict of the arrival accepted in clock c is "
+        f"valid in clock c + {lat} (#k: the arrival that gets seq k, and its verdict)")
+    out["backpressure"] = _backpressure_diagram(measured, stream, lat)
     if "commit" in measured["traces"]:
-        t = measured["traces"]["commit"]
-        c = r["commit_arrivals_flowing"]
-        bus_lanes = [("s_axil_awvalid", "s_axil_awvalid", "bit"),
-                     ("s_axil_awready", "s_axil_awready", "bit"),
-                     ("s_axil_awaddr", None, awaddr),
-                     ("s_axil_wvalid", "s_axil_wvalid", "bit"),
-                     ("s_axil_wdata", None, wdata),
-                     ("s_axil_bvalid", "s_axil_bvalid", "bit"),
-                     ("s_axil_bresp", None, bresp)]
-        # the trace: 3 clocks of arrivals, the data write, then the commit's write
-        starts = [k for k, row in enumerate(t) if row["s_axil_awvalid"] and (
-            k == 0 or not t[k - 1]["s_axil_awvalid"])]
-        commit = starts[1] if len(starts) > 1 else starts[0]
-        low = commit + c["low_from_clocks_after_write"]
-        high = low + c["arrival_tready_low_clocks"]
-        out["commit"] = wavedrom(
-            t, bus_lanes + stream[:3] + stream[4:5] + stream[6:],
-            [(0, low + 2), (high - 2, high + 2)],
-            f"Register write and commit (AXI4-Lite): ecn written, then CONTROL.COMMIT; the "
-            f"arrival port is not ready for {c['arrival_tready_low_clocks']} clocks while "
-            f"the pipeline drains and the configuration applies")
+        write_lanes, read_lanes = _axil_lanes(measured["build"])
+        out["commit"] = _commit_diagram(measured, write_lanes, stream)
         t = measured["traces"]["bus"]
-        read_lanes = [("s_axil_arvalid", "s_axil_arvalid", "bit"),
-                      ("s_axil_arready", "s_axil_arready", "bit"),
-                      ("s_axil_araddr", None, araddr),
-                      ("s_axil_rvalid", "s_axil_rvalid", "bit"),
-                      ("s_axil_rdata", None, rdata)]
-        out["bus"] = wavedrom(t, bus_lanes + read_lanes, [(0, len(t) - 1)],
+        out["bus"] = wavedrom(t, write_lanes + read_lanes, [(0, len(t) - 1)],
                               "AXI4-Lite: a write of ecn, its read-back, a write with wstrb "
                               "4'h3 (SLVERR, nothing written), a read-back")
     return out
@@ -772,14 +834,11 @@ def _span(values):
 _RESP = ("OKAY", "EXOKAY", "SLVERR", "DECERR")
 
 
-def _timing_markdown(m, wb):
-    b = m["build"]
-    r = m["results"]
-    rs, lat, bp = r["reset"], r["latency"], r["backpressure"]
+def _stream_rows(r):
+    """The Timing table's rows of the streams: latency, throughput, back-pressure."""
+    lat, bp = r["latency"], r["backpressure"]
     t1, t2 = r["throughput"]["sink_always_ready"], r["throughput"]["sink_ready_half"]
-    bus = r["bus"]
-    cf, ci = r["commit_arrivals_flowing"], r["commit_idle"]
-    rows = [
+    return [
         ("arrival to verdict latency (sink ready)",
          f"{', '.join(map(str, lat['clocks']))} clocks (each of {lat['arrivals']} arrivals; "
          f"the verdict of the arrival accepted in clock c is valid in c + "
@@ -806,6 +865,20 @@ def _timing_markdown(m, wb):
          f"({bp['arrivals_accepted']} accepted, {bp['verdicts_delivered']} delivered; "
          f"verdict and tdata held while stalled: "
          f"{'yes' if bp['verdict_held_while_stalled'] else 'NO'})"),
+    ]
+
+
+def _commit_row(what, c):
+    return (what, f"{c['arrival_tready_low_clocks']} clocks, from "
+                  f"{c['low_from_clocks_after_write']} clock(s) after the CONTROL write is "
+                  f"taken (STATUS after: {c['status_after']:#x}, ecn reads {c['readback']})")
+
+
+def _bus_rows(r, wb):
+    """The Timing table's rows of the register bus: AXI4-Lite accesses, Wishbone's ack and
+    the commits."""
+    bus = r["bus"]
+    return [
         ("AXI4-Lite write: `awready`/`wready`, `bvalid`",
          f"clock {bus['write']['ready_clock']} and clock {bus['write']['bvalid_clock']} after "
          f"`awvalid`+`wvalid` rise (bresp {_RESP[bus['write']['bresp']]})"),
@@ -819,31 +892,24 @@ def _timing_markdown(m, wb):
         ("Wishbone access: `ack`",
          f"{', '.join(map(str, wb['results']['bus']['wishbone_ack_clocks']))} clock(s) after "
          f"the strobe (ID read {wb['results']['bus']['id']:#010x})"),
-        ("commit with arrivals flowing: arrival port not ready",
-         f"{cf['arrival_tready_low_clocks']} clocks, from {cf['low_from_clocks_after_write']} "
-         f"clock(s) after the CONTROL write is taken (STATUS after: {cf['status_after']:#x}, "
-         f"ecn reads {cf['readback']})"),
-        ("commit with no arrival in flight: arrival port not ready",
-         f"{ci['arrival_tready_low_clocks']} clocks, from {ci['low_from_clocks_after_write']} "
-         f"clock(s) after the CONTROL write is taken (STATUS after: {ci['status_after']:#x}, "
-         f"ecn reads {ci['readback']})"),
+        _commit_row("commit with arrivals flowing: arrival port not ready",
+                    r["commit_arrivals_flowing"]),
+        _commit_row("commit with no arrival in flight: arrival port not ready",
+                    r["commit_idle"]),
     ]
-    out = [f"Build: vec_bits {b.vec_bits}, table_depth {b.table_depth}, avg_delay "
-           f"{b.avg_delay}, `--bus axi-lite` (the Wishbone row: `--bus wishbone`). Measured "
-           f"by {_measure_command(b)}; clocks of `clk`.", "",
-           "| what | measured |", "|---|---|"]
-    out += [f"| {a} | {v} |" for a, v in rows]
-    idr = rs.get("id_read", {})
-    out += ["", "Reset (two clocks of `rst`, then clocks counted from the first with `rst` "
-                "low):", "",
-            "| what | measured |", "|---|---|",
-            f"| `s_axis_departure_tready` high | clock {rs['departure_ready_clocks']} |",
-            f"| `s_axis_arrival_tready` high (the flow vector wiped) | clock "
-            f"{rs['arrival_ready_clocks']} (vec_bits {b.vec_bits}) |",
-            f"| AXI4-Lite read of `id` issued in clock 0 | `arready` clock "
-            f"{idr.get('arready_clock')}, `rvalid` clock {idr.get('rvalid_clock')}, value "
-            f"{idr.get('value', 0):#010x} |"]
+
+
+def _reset_rows(rs, b):
+    """The Reset table: when each port is ready, and what registers read during the
+    wipe."""
     from fpq.regmap import STATUS_BITS
+    idr = rs.get("id_read", {})
+    out = [f"| `s_axis_departure_tready` high | clock {rs['departure_ready_clocks']} |",
+           f"| `s_axis_arrival_tready` high (the flow vector wiped) | clock "
+           f"{rs['arrival_ready_clocks']} (vec_bits {b.vec_bits}) |",
+           f"| AXI4-Lite read of `id` issued in clock 0 | `arready` clock "
+           f"{idr.get('arready_clock')}, `rvalid` clock {idr.get('rvalid_clock')}, value "
+           f"{idr.get('value', 0):#010x} |"]
     for name, value in rs.get("reads", {}).items():
         if name == "status":
             bits = [b for b, i in STATUS_BITS.items() if value >> i & 1]
@@ -852,6 +918,21 @@ def _timing_markdown(m, wb):
         elif name != "id":
             out.append(f"| `{name}` read during the wipe | {value:#x} (the map's reset value: "
                        f"{rs['defaults'][name]:#x}) |")
+    return out
+
+
+def _timing_markdown(m, wb):
+    """The Timing section: ``measure``'s AXI4-Lite run ``m`` and Wishbone run ``wb``."""
+    b = m["build"]
+    rows = _stream_rows(m["results"]) + _bus_rows(m["results"], wb)
+    out = [f"Build: vec_bits {b.vec_bits}, table_depth {b.table_depth}, avg_delay "
+           f"{b.avg_delay}, `--bus axi-lite` (the Wishbone row: `--bus wishbone`). Measured "
+           f"by {_measure_command(b)}; clocks of `clk`.", "",
+           "| what | measured |", "|---|---|"]
+    out += [f"| {a} | {v} |" for a, v in rows]
+    out += ["", "Reset (two clocks of `rst`, then clocks counted from the first with `rst` "
+                "low):", "",
+            "| what | measured |", "|---|---|", *_reset_rows(m["results"]["reset"], b)]
     return out
 
 

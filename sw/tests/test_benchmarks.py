@@ -2,11 +2,15 @@
 
 import json
 import os
+import re
+from pathlib import Path
 
 import pytest
 
-from fpq import benchmarks
+from fpq import benchmarks, goals
 from fpq.records import read_records, write_record
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _synth(seeds, component="queue_manager"):
@@ -97,3 +101,146 @@ def test_board_record_row_lists_the_seeds_tried(tmp_path):
     text = benchmarks.markdown(read_records(tmp_path))
     assert "| 153.1 | yes | 1: 139.4, 3: 153.1 | 9839 / 83640 |" in text
     assert "| 153.1 | yes | 2 | 9839 / 83640 |" in text
+
+
+def _board(fmax, clock=150.0):
+    return {"board": "ulx3s", "clock_mhz": clock, "fmax_mhz": fmax, "met": fmax >= clock,
+            "build": {}, "nextpnr": {"seed": 1},
+            "resources": {"LUT": {"used": 8364, "available": 83640},
+                          "BRAM": {"used": 26, "available": 208}}}
+
+
+def _entry(text, records, metric, extra):
+    """One ``[[goal]]`` entry of a goals file, its source "issue 1"."""
+    fields = {"text": text, "source": "issue 1", "records": records, "metric": metric, **extra}
+    return "[[goal]]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in fields.items())
+
+
+def _goals_file(folder, body):
+    (folder / goals.GOALS_FILE).write_text(body)
+    return goals.read_goals(folder)
+
+
+def test_goal_status_is_computed_from_the_records(tmp_path):
+    write_record(tmp_path / "q6.json", "synth", _synth({"1": 151.25, "2": 160.0}), argv=["s"])
+    write_record(tmp_path / "q8.json", "synth", _synth({"1": 210.0, "2": 190.5, "3": None}),
+                 argv=["s"])
+    write_record(tmp_path / "ulx3s.json", "board", _board(147.9), argv=["b"])
+    write_record(tmp_path / "gm.json", "bench", {"rows": [
+        {"model": "bit-exact, fpq", "arrivals": 10, "arrivals_per_s": 310_000},
+        {"model": "bit-exact, red", "arrivals": 10, "arrivals_per_s": 290_000},
+        {"model": "float (paper), fpq", "arrivals": 10, "arrivals_per_s": 80_000}]},
+        argv=["fpq", "bench"])
+    write_record(tmp_path / "sim.json", "sim", {"rows": [], "sweep": {
+        "runs": 200, "n": [10], "seeds": 10, "duration_s": 200.0, "jobs": 2, "wall_s": 70.5,
+        "events": 1000, "worker_s": 130.0}}, argv=["sim"])
+    gs = _goals_file(tmp_path, "".join(_entry(*g) for g in (
+        ("q at speed 6", ["q6"], "fmax_min", {"seeds": [1, 2], "at_least": 150}),
+        ("q at speed 8", ["q8"], "fmax_min", {"seeds": [1, 2, 3], "at_least": 180}),
+        ("q at speed 8, median", ["q8"], "fmax_median", {"seeds": [1, 2, 3], "at_least": 180}),
+        ("q at speed 6, seeds the record lacks", ["q6"], "fmax_min",
+         {"seeds": [1, 2, 3], "at_least": 150}),
+        ("reported", ["q6"], "fmax_min", {"seeds": [1, 2]}),
+        ("board", ["ulx3s"], "board_clock", {"at_least": 150}),
+        ("model", ["gm"], "arrivals_min", {"rows": "bit-exact", "at_least": 300000}),
+        ("sweep", ["sim"], "sweep_wall", {"at_most": 600}),
+        ("not yet measured", ["q6", "top-speed9"], "fmax_min", {"seeds": [1], "at_least": 1}),
+    )))
+    recs = read_records(tmp_path)
+    status = {g.text: goals.judge(g, recs) for g in gs}
+    assert status["q at speed 6"][0] == "met"
+    assert "151.2 / 155.6 / 160.0 MHz" in status["q at speed 6"][1]
+    # an unrouted seed fails a minimum (190.5 alone would pass) but not the median
+    assert status["q at speed 8"][0] == "not met"
+    assert "seed 3 not routed" in status["q at speed 8"][1]
+    assert status["q at speed 8, median"][0] == "met"
+    assert status["q at speed 6, seeds the record lacks"] == \
+        ("not met", "not measured: seed 3 not in `q6`")
+    assert status["reported"][0] == "reported"
+    assert status["board"][0] == "not met" and "147.9 MHz for a 150 MHz clock" in \
+        status["board"][1] and "BRAM 12.5 % (26 / 208)" in status["board"][1]
+    # the slowest bit-exact mode decides; the float model is not one of them
+    assert status["model"] == ("not met", "290k-310k arrivals/s over 2 modes (`gm`)")
+    assert status["sweep"][0] == "met" and "70.5 s wall" in status["sweep"][1]
+    assert status["not yet measured"] == ("not measured", "no record `top-speed9`")
+    table = goals.goals_markdown(gs, recs)
+    assert "| q at speed 6: minimum Fmax over nextpnr seeds 1, 2 >= 150 MHz | issue 1 | " \
+           "**met**: " in table
+    assert "| sweep: wall time <= 600 s | issue 1 | **met**: " in table
+
+
+def test_adding_a_goal_is_one_entry_and_both_documents_show_it(tmp_path):
+    write_record(tmp_path / "q6.json", "synth", _synth({"1": 151.25}), argv=["s"])
+    _goals_file(tmp_path, '[[goal]]\ntext = "the core"\nsource = "issue 45"\n'
+                          'records = ["q6"]\nmetric = "fmax_min"\nseeds = [1]\n'
+                          'at_least = 150\n')
+    doc, readme = tmp_path / "BENCHMARKS.md", tmp_path / "README.md"
+    doc.write_text(f"# B\n\n{benchmarks.BEGIN}\n{benchmarks.END}\n\n## Goals\n\n"
+                   f"{benchmarks.GOALS[0]}\nold\n{benchmarks.GOALS[1]}\n\n## Method\n")
+    readme.write_text(f"# R\n\n## Status\n\n{benchmarks.STATUS[0]}\nold\n"
+                      f"{benchmarks.STATUS[1]}\n\n## References\n")
+
+    class Args:
+        records = str(tmp_path)
+        write = str(doc)
+        readme = str(tmp_path / "README.md")
+    assert benchmarks.main(Args) == 0
+    row = "| the core: minimum Fmax over nextpnr seeds 1 >= 150 MHz |"
+    for text in (doc.read_text(), readme.read_text()):
+        assert "old" not in text
+        line = next(line for line in text.splitlines() if line.startswith(row))
+        assert "**met**: 151.2 / 151.2 / 151.2 MHz" in line
+    assert doc.read_text().endswith("\n\n## Method\n")
+    assert readme.read_text().endswith("\n\n## References\n")
+
+
+@pytest.mark.parametrize("entry, named", [
+    ('text = "a"\nsource = "s"\nrecords = ["r"]\nmetric = "speed"', "metric 'speed'"),
+    ('text = "a"\nsource = "s"\nrecords = ["r"]', "missing metric"),
+    ('text = "a"\nsource = "s"\nrecords = ["r"]\nmetric = "fmax_min"', "needs seeds"),
+    ('text = "a"\nsource = "s"\nrecords = ["r"]\nmetric = "sweep_wall"\nat_least = 1\n'
+     'at_most = 2', "at_least and at_most"),
+    ('text = "a"\nsource = "s"\nrecords = ["r"]\nmetric = "sweep_wall"\nat_most = "10"',
+     "at_most = '10'"),
+    ('text = "a"\nsource = "s"\nrecords = ["r"]\nmetric = "sweep_wall"\nthreshold = 1',
+     "unknown field 'threshold'"),
+    ('text = "a"\nsource = "s"\nrecords = []\nmetric = "sweep_wall"', "records is empty"),
+])
+def test_a_bad_goal_is_named_with_its_field(tmp_path, entry, named):
+    with pytest.raises(ValueError, match=f"goal 1 .*{re.escape(named)}"):
+        _goals_file(tmp_path, f"[[goal]]\n{entry}\n")
+
+
+def test_the_checked_in_goals_and_tables_are_generated_from_the_records():
+    """docs/BENCHMARKS.md and README.md hold what `fpq benchmarks --write --readme` renders
+    from docs/benchmarks/: no figure in them was typed by hand or left stale."""
+    folder = ROOT / "docs" / "benchmarks"
+    recs, gs = read_records(folder), goals.read_goals(folder)
+    assert gs, "docs/benchmarks/goals.toml declares no goal"
+    for path, (begin, end), text in (
+            (ROOT / "docs" / "BENCHMARKS.md", (benchmarks.BEGIN, benchmarks.END),
+             benchmarks.markdown(recs)),
+            (ROOT / "docs" / "BENCHMARKS.md", benchmarks.GOALS, goals.goals_markdown(gs, recs)),
+            (ROOT / "README.md", benchmarks.STATUS, goals.status_markdown(gs, recs))):
+        doc = path.read_text()
+        assert doc.count(begin) == 1 and doc.count(end) == 1, (path, begin)
+        assert doc.split(begin, 1)[1].split(end, 1)[0] == f"\n{text}", \
+            f"{path.name} is not what the records give: run `fpq benchmarks --write --readme`"
+
+
+def test_simulator_record_table_and_a_record_s_note(tmp_path):
+    write_record(tmp_path / "sim.json", "sim", {
+        "rows": [{"run": "FPQ paper, N = 75", "simulated_s": 500.0, "events": 482247,
+                  "wall_s": 1.514, "events_per_s": 318525.1, "arrivals_per_wall_s": 69488.4}],
+        "sweep": {"runs": 200, "n": [10, 20], "seeds": 10, "duration_s": 200.0, "jobs": 2,
+                  "wall_s": 55.43, "events": 1000000, "worker_s": 100.0}},
+        argv=["python", "-m", "fpq_sim.bench"])
+    rec = json.loads((tmp_path / "sim.json").read_text())
+    (tmp_path / "sim.json").write_text(json.dumps(rec | {"note": "transcribed"}))
+    text = benchmarks.markdown(read_records(tmp_path))
+    assert "| `sim` | FPQ paper, N = 75 | 500 | 482,247 | 1.51 | 318,525 | 69,488 |" in text
+    assert ("`sim`, Figs. 10-13 sweep: 200 runs (N = 10, 20; traditional and FPQ; 10 seeds of "
+            "200 s each): **55.4 s wall** on 2 local processes (1,000,000 events, 100.0 s of "
+            "simulation in the workers, 10,000 events/s per process).") in text
+    assert text.count("_Measured ") == 1
+    assert "`python -m fpq_sim.bench` (" in text and "); transcribed" in text
