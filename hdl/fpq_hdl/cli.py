@@ -1,6 +1,7 @@
 """``fpq verilog``: the queue manager as a core (``fpq_hdl.axi_core``): one flat Verilog
 module with AXI-Stream ports and its register file behind AXI4-Lite or Wishbone, and a
-SystemVerilog package of its payload structs and register addresses."""
+SystemVerilog package of its payload structs and register addresses; ``fpq datasheet``: the
+generated sections of docs/DATASHEET.md (``fpq_hdl.datasheet``)."""
 
 
 __all__ = ["register"]
@@ -116,3 +117,11 @@ def register(subparsers):
                         "bits equal; default: drawn from the operating system (recorded as "
                         "--key's)")
     p.set_defaults(func=_verilog)
+
+    p = subparsers.add_parser("datasheet", help="the generated sections of docs/DATASHEET.md: "
+                                                "the exported core's ports, its timing "
+                                                "measured in simulation, resources from "
+                                                "docs/benchmarks/ (needs the hdl extra)")
+    from .datasheet import add_arguments as datasheet_arguments, main as datasheet
+    datasheet_arguments(p)
+    p.set_defaults(func=datasheet)

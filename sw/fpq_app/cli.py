@@ -1,9 +1,9 @@
 """The ``fpq`` command. Subcommands come from the packages that own them:
 
 * ``fpq_app.cli`` (here): ``demo``, ``regmap``, ``config``, ``bench``, ``benchmarks``,
-  ``datasheet``, ``accuracy``, ``trace-csv``;
+  ``accuracy``, ``trace-csv``;
 * ``fpq_sim.cli.register(subparsers)``: ``sim``, ``figures``, ``trace`` (TCP simulator);
-* ``fpq_hdl.cli.register(subparsers)``: ``verilog`` (RTL export).
+* ``fpq_hdl.cli.register(subparsers)``: ``verilog`` (RTL export), ``datasheet``.
 
 Each ``register`` adds its parsers and sets ``func`` (called with the parsed arguments, returns
 an exit code). Errors in arguments exit with status 2 and a message naming the argument.
@@ -287,14 +287,6 @@ def build_parser():
     benchmarks_arguments(p)
     p.set_defaults(func=_main_of("fpq.benchmarks"))
 
-    p = sub.add_parser("datasheet", help="the generated sections of docs/DATASHEET.md: the "
-                                         "exported core's ports, its timing measured in "
-                                         "simulation, resources from docs/benchmarks/ (needs "
-                                         "the hdl extra)")
-    from .datasheet import add_arguments as datasheet_arguments
-    datasheet_arguments(p)
-    p.set_defaults(func=_main_of("fpq_app.datasheet"))
-
     p = sub.add_parser("trace-csv", help="convert a binary trace to CSV")
     p.add_argument("input")
     p.add_argument("output", help="the CSV file (- for standard output)")
@@ -321,7 +313,8 @@ def build_parser():
 #: the message when an optional dependency they need is not installed.
 SUBCOMMANDS = {
     "fpq_sim.cli": [],
-    "fpq_hdl.cli": [("verilog", "export the RTL queue manager as Verilog", "hdl")],
+    "fpq_hdl.cli": [("verilog", "export the RTL queue manager as Verilog", "hdl"),
+                    ("datasheet", "the generated sections of docs/DATASHEET.md", "hdl")],
     "fpq_boards.cli": [("board", "FPGA boards: bitstreams, reports, live monitor", "boards")],
 }
 #: Optional dependencies (top-level import name) and the extra of the distribution that

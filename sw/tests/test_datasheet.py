@@ -14,7 +14,7 @@ import pytest
 pytest.importorskip("amaranth")
 
 from fpq import Build, pack_flow
-from fpq_app.datasheet import (parse_ports, measure, wavedrom, replace_sections,
+from fpq_hdl.datasheet import (parse_ports, measure, wavedrom, replace_sections,
                            check_markers, verilog_template, begin_marker, end_marker,
                            SECTIONS)
 from fpq.regmap import ID_VALUE
@@ -323,7 +323,7 @@ def test_fusesoc_core_file_lists_what_fpq_verilog_writes(tmp_path):
 
 
 def test_resources_rows_come_from_the_records():
-    from fpq_app.datasheet import _resources_markdown
+    from fpq_hdl.datasheet import _resources_markdown
     synth = {"kind": "synth", "date": "2030-01-02", "commit": "abc1234",
              "command": "python -m fpq_hdl.synth --component axi_core --seeds 1,2",
              "results": {"component": "axi_core", "device": "LFE5U-85F", "speed": 6,

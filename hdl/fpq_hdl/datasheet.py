@@ -157,7 +157,7 @@ def _describe(port):
         return DESCRIPTIONS[prefix][port.name[len(prefix):]]
     except KeyError:
         raise ValueError(f"port {port.name}: the datasheet has no description of it "
-                         f"(fpq_app.datasheet.DESCRIPTIONS)") from None
+                         f"(fpq_hdl.datasheet.DESCRIPTIONS)") from None
 
 
 def _ports_markdown(ports_by_bus):
@@ -239,7 +239,7 @@ def measure(build=None, bus="axi-lite"):
     from amaranth import Module, ClockDomain
     from amaranth.sim import Simulator
     from fpq import Build
-    from fpq_hdl.axi_core import FPQCore
+    from .axi_core import FPQCore
 
     build = Build() if build is None else build
     if bus not in ("axi-lite", "wishbone"):
@@ -268,7 +268,7 @@ class _Probe:
 
     def __init__(self, dut, cd, build, bus):
         from fpq.regmap import registers
-        from fpq_hdl.layouts import ARRIVAL, VERDICT
+        from .layouts import ARRIVAL, VERDICT
         self.dut, self.cd, self.bus = dut, cd, bus
         self.regs = {r.name: r for r in registers(build)}
         self.port_names = list(dut.signature.members)
@@ -689,7 +689,7 @@ def _wavedrom_json(diagram):
 def _stream_lanes():
     """The AXI-Stream lanes of the diagrams: arrival valid, ready and the seq its verdict
     will carry; departure valid; verdict valid, ready and its seq."""
-    from fpq_hdl.layouts import VERDICT
+    from .layouts import VERDICT
     seq = VERDICT["seq"]
 
     def arrival_label(row):
@@ -822,7 +822,7 @@ def _diagrams(measured):
 def _measure_command(build):
     from fpq import Build
     opts = "" if build == Build() else " (a build other than the default)"
-    return f"`fpq datasheet` (`fpq_app.datasheet.measure`: Amaranth simulation of FPQCore{opts})"
+    return f"`fpq datasheet` (`fpq_hdl.datasheet.measure`: Amaranth simulation of FPQCore{opts})"
 
 
 def _span(values):
@@ -1003,7 +1003,7 @@ def _resources_markdown(records):
 def _registers_markdown(build):
     from fpq.regmap import registers, tables, ID_VALUE, CONTROL_COMMIT, \
         CONTROL_CLEAR_ERRORS, STATUS_BITS, STATUS_REJECT_INDEX_SHIFT
-    from fpq_hdl.registers import ADDR_BITS
+    from .registers import ADDR_BITS
     regs = registers(build)
     kinds = {}
     for r in regs:
@@ -1040,8 +1040,8 @@ def _registers_markdown(build):
 
 def _payload_markdown():
     from fpq.queue_manager import ENQUEUE, MARK, DROP_EARLY, DROP_FORCED
-    from fpq_hdl.layouts import ARRIVAL, DEPARTURE, VERDICT
-    from fpq_hdl.axi_core import tdata_width
+    from .layouts import ARRIVAL, DEPARTURE, VERDICT
+    from .axi_core import tdata_width
     actions = ", ".join(f"{v} {name}" for v, name in ((ENQUEUE, "enqueue"), (MARK, "mark"),
                                                         (DROP_EARLY, "early drop"),
                                                         (DROP_FORCED, "forced drop")))
@@ -1063,7 +1063,7 @@ def sections(records_dir, build=None, progress=None):
     ``build`` (default ``fpq.Build()``) and the records in ``records_dir``."""
     from fpq import Build
     from fpq.records import read_records
-    from fpq_hdl.axi_core import core_verilog
+    from .axi_core import core_verilog
     build = Build() if build is None else build
     say = progress or (lambda msg: None)
     ports = {}
@@ -1084,7 +1084,7 @@ def sections(records_dir, build=None, progress=None):
                         ("bus", "AXI4-Lite write and read")):
         waves += [f"#### {title}", "", "```wavedrom", _wavedrom_json(diagrams[name]), "```",
                   ""]
-    cmd = "`fpq datasheet --write` (from `fpq_app.datasheet.measure`'s simulation)"
+    cmd = "`fpq datasheet --write` (from `fpq_hdl.datasheet.measure`'s simulation)"
     waves.append(f"Drawn from the simulation the Timing table comes from ({cmd}); `clock` "
                  f"numbers the clocks of each scenario, `|` marks clocks left out.")
     out = {
