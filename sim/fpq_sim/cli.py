@@ -1,5 +1,5 @@
-"""``fpq sim``, ``fpq trace``, ``fpq parity``, ``fpq figures`` and ``fpq attack``: the
-simulator's subcommands of ``fpq``."""
+"""``fpq sim``, ``fpq trace``, ``fpq parity``, ``fpq figures``, ``fpq attack`` and ``fpq
+demo``: the simulator's subcommands of ``fpq``."""
 
 import argparse
 import json
@@ -153,6 +153,11 @@ def _attack(args):
     return main(args)
 
 
+def _demo(args):
+    from .demo import main
+    return main(args)
+
+
 def _positive_int(text):
     try:
         v = int(text)
@@ -169,6 +174,12 @@ def _shipped():
 
 
 def register(sub):
+    p = sub.add_parser("demo", help="a TCP scenario through the golden model and the Verilated "
+                                    "RTL, and many-flow traffic through both models")
+    from .demo import add_arguments as demo_arguments
+    demo_arguments(p)
+    p.set_defaults(func=_demo)
+
     p = sub.add_parser("sim", help="run a TCP simulation scenario (TOML)")
     p.add_argument("scenario", help="scenario file (schema: sim/scenarios/README.md), or "
                                     "the name of a shipped one: " + _shipped())

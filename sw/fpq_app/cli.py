@@ -1,8 +1,9 @@
 """The ``fpq`` command. Subcommands come from the packages that own them:
 
-* ``fpq_app.cli`` (here): ``demo``, ``regmap``, ``config``, ``bench``, ``benchmarks``,
+* ``fpq_app.cli`` (here): ``regmap``, ``config``, ``bench``, ``benchmarks``,
   ``accuracy``, ``trace-csv``;
-* ``fpq_sim.cli.register(subparsers)``: ``sim``, ``figures``, ``trace`` (TCP simulator);
+* ``fpq_sim.cli.register(subparsers)``: ``sim``, ``figures``, ``trace`` (TCP simulator),
+  ``demo``;
 * ``fpq_hdl.cli.register(subparsers)``: ``verilog`` (RTL export), ``datasheet``.
 
 Each ``register`` adds its parsers and sets ``func`` (called with the parsed arguments, returns
@@ -202,21 +203,6 @@ def build_parser():
                         version=f"{DISTRIBUTION} {version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-
-    p = sub.add_parser("demo", help="a TCP scenario through the golden model and the Verilated "
-                                    "RTL, and many-flow traffic through both models")
-    p.add_argument("--flows", type=int, default=75,
-                   help="TCP senders in the FPQ paper's set-up (default 75)")
-    p.add_argument("--duration", type=float, default=500.0,
-                   help="simulated seconds of the TCP scenario (default 500)")
-    p.add_argument("--synthetic-flows", type=int, default=300,
-                   help="flows of the synthetic many-flow part (default 300)")
-    p.add_argument("--arrivals", type=int, default=50_000,
-                   help="arrivals of the synthetic part (default 50000)")
-    p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--out", default="build/demo", help="folder for plots, traces, summary")
-    p.add_argument("--no-rtl", action="store_true", help="skip the Verilated RTL")
-    p.set_defaults(func=_main_of("fpq_app.demo"))
 
     p = sub.add_parser("regmap", help="generate the register map: JSON, C header, Markdown, "
                                       "SystemRDL")

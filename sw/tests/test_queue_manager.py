@@ -352,7 +352,7 @@ def test_samples_before_the_commit_clock_use_the_old_weight(at, sampled):
 
 
 def test_fixed_and_float_models_agree_statistically():
-    from fpq_app.demo import run, summary
+    from fpq_sim.demo import run, summary
     cfg, out, t_half, flows = run(200, 20000, seed=4)
     rows = summary(cfg, out, t_half, flows)
     a, b = rows["bit-exact"], rows["float"]

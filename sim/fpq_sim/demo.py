@@ -33,7 +33,7 @@ from fpq.queue_manager import QueueManager, DROP_EARLY, DROP_FORCED, MARK
 from fpq.synthetic import flow_keys, poisson_arrivals, serve_link
 from fpq.trace import write_trace
 
-__all__ = ["main", "run"]
+__all__ = ["main", "run", "add_arguments"]
 
 LENGTH = 1000            # bytes per packet
 LINK_PKTS = 1250.0       # 10 Mbit/s of 1000-byte packets
@@ -101,6 +101,20 @@ def _check_args(args):
             raise ValueError(f"--{name.replace('_', '-')}: {v} is out of range [{lo}, {hi}]")
 
 
+def add_arguments(p):
+    p.add_argument("--flows", type=int, default=75,
+                   help="TCP senders in the FPQ paper's set-up (default 75)")
+    p.add_argument("--duration", type=float, default=500.0,
+                   help="simulated seconds of the TCP scenario (default 500)")
+    p.add_argument("--synthetic-flows", type=int, default=300,
+                   help="flows of the synthetic many-flow part (default 300)")
+    p.add_argument("--arrivals", type=int, default=50_000,
+                   help="arrivals of the synthetic part (default 50000)")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--out", default="build/demo", help="folder for plots, traces, summary")
+    p.add_argument("--no-rtl", action="store_true", help="skip the Verilated RTL")
+
+
 def main(args):
     _check_args(args)
     os.makedirs(args.out, exist_ok=True)
@@ -141,8 +155,8 @@ def _verdict_wait():
 
 
 def _tcp_run(args, model, trace=False):
-    from fpq_sim.network import Network
-    from fpq_sim.scenario import load, SCENARIO_DIR
+    from .network import Network
+    from .scenario import load, SCENARIO_DIR
     sc = load(os.path.join(SCENARIO_DIR, "fpq-fpq.toml"),
               [f"flows.0.count={args.flows}", f"run.duration_s={args.duration}",
                f"run.warmup_s={min(20.0, args.duration / 5)}", f"run.seed={args.seed}",
@@ -156,10 +170,6 @@ def _tcp_run(args, model, trace=False):
 def tcp_part(args):
     print(f"== 1. TCP: FPQ paper Figs. 8-9, {args.flows} Tahoe senders, repeated 10-packet "
           f"transfers, 1 Mbit/s bottleneck, FPQ router, {args.duration:g} s, seed {args.seed}")
-    try:
-        importlib.import_module("fpq_sim")
-    except ImportError as exc:
-        raise ValueError(f"the TCP simulator (package fpq_sim, sim/) is not installed: {exc}")
     runs = {}
     net, runs["golden model"] = _tcp_run(args, "exact", trace=True)
     events, cfg = net.trace, net.config
