@@ -20,7 +20,8 @@ import time
 from fpq.atomic import write_text
 from fpq.config import BUILD_SIZES, SECRET_FIELDS, check_key, hardware_keys, random_key
 from fpq.terminate import sigterm_as_exit
-from fpq_hdl.synth import MAX_SEED, ROUTERS, run_tools
+from fpq_hdl.synth import MAX_SEED, run_tools
+from fpq_hdl.toolchain import ROUTERS
 
 from .platforms import BOARDS, OSCILLATOR_MHZ, BoardTop, clock_range_mhz
 

@@ -1,4 +1,5 @@
-"""``fpq board ...``: bitstream builds, the resource sweep and the live monitor."""
+"""``fpq board ...``: bitstream builds, the resource sweep and the live monitor; the boards'
+subcommand of ``fpq`` (``fpq.cli``)."""
 
 import math
 import sys
@@ -144,11 +145,18 @@ def _monitor(args):
 
 
 def register(subparsers):
-    from fpq_hdl.synth import ROUTERS
-    p = subparsers.add_parser("board", help="FPGA boards: bitstreams, reports, live monitor")
+    p = subparsers.add_parser("board", help="FPGA boards: bitstreams, reports, live monitor "
+                                            "(needs the boards extra)")
+    p.set_defaults(extra="boards")
     sub = p.add_subparsers(dest="board_command", metavar="BOARD_COMMAND")
     sub.required = True
+    _add_build(sub)
+    _add_sweep(sub)
+    _add_monitor(sub)
 
+
+def _add_build(sub):
+    from fpq_hdl.toolchain import ROUTERS
     b = sub.add_parser("build", help="build a bitstream with timing / utilisation reports")
     b.add_argument("board", choices=["ulx3s", "icebreaker"])
     b.add_argument("--out", default="build", help="folder (default build/; the board's "
@@ -184,6 +192,8 @@ def register(subparsers):
                         "project keeps them in docs/benchmarks/)")
     b.set_defaults(func=_build)
 
+
+def _add_sweep(sub):
     s = sub.add_parser("sweep", help="resource / Fmax table over build-time configurations")
     s.add_argument("board", choices=["ulx3s", "icebreaker"])
     s.add_argument("--out", default="build/sweep")
@@ -193,6 +203,8 @@ def register(subparsers):
                         "finished (default 1200)")
     s.set_defaults(func=_sweep)
 
+
+def _add_monitor(sub):
     m = sub.add_parser("monitor", help="live view of a board over its UART")
     m.add_argument("--port", help="serial port, e.g. /dev/ttyUSB0")
     m.add_argument("--baud", type=int, default=115200)

@@ -207,7 +207,7 @@ def test_bad_build_arguments_are_refused_before_any_tool_runs(board, args, messa
     made. Before the checks 0 was silently replaced by the board's value, and a clock out of
     the PLL's range by the nearest the PLL makes."""
     import re
-    from fpq_app.cli import main
+    from fpq.cli import main
     out = tmp_path / "build"
     argv = ["board", "build", board, "--out", str(out)] + [a.format(tmp=tmp_path) for a in args]
     assert main(argv) == 2
@@ -235,7 +235,7 @@ def test_bad_retry_seeds_are_refused(retry, message):
 ])
 def test_bad_retry_seeds_on_the_command_line(args, message, tmp_path, capsys, no_tool_may_run):
     import re
-    from fpq_app.cli import main
+    from fpq.cli import main
     out = tmp_path / "build"
     assert main(["board", "build", "ulx3s", "--out", str(out), *args]) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -490,7 +490,7 @@ def test_icebreaker_build_draws_its_key_and_records_it_only_in_a_private_file(tm
 def test_build_key_from_the_command_line(tmp_path, fake_tools):
     """``fpq board build icebreaker --key HEX`` fixes exactly that key; the measurement
     record (``--record``) leaves it out."""
-    from fpq_app.cli import main
+    from fpq.cli import main
     record = tmp_path / "record.json"
     assert main(["board", "build", "icebreaker", "--out", str(tmp_path), "--key",
                  GOOD_KEY.hex(), "--record", str(record)]) == 0
@@ -527,7 +527,7 @@ def test_ulx3s_build_draws_its_power_on_keys_and_records_them_only_in_a_private_
 def test_ulx3s_build_key_from_the_command_line_is_its_power_on_key(tmp_path, fake_tools):
     """``fpq board build ulx3s --key HEX``: that key is ``hash_key``'s power-on value (the
     mix key's is drawn); the record and the summaries leave both out."""
-    from fpq_app.cli import main
+    from fpq.cli import main
     record = tmp_path / "record.json"
     assert main(["board", "build", "ulx3s", "--out", str(tmp_path), "--key",
                  GOOD_KEY.hex(), "--record", str(record)]) == 0
@@ -554,7 +554,7 @@ def test_ulx3s_build_key_from_the_command_line_is_its_power_on_key(tmp_path, fak
 def test_bad_build_keys_are_refused_before_any_tool_runs(board, args, message, tmp_path,
                                                          capsys, no_tool_may_run):
     import re
-    from fpq_app.cli import main
+    from fpq.cli import main
     out = tmp_path / "build"
     assert main(["board", "build", board, "--out", str(out), *args]) == 2
     err = capsys.readouterr().err.strip().splitlines()

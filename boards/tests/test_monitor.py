@@ -2,7 +2,7 @@
 
 import pytest
 
-from fpq_app.cli import main
+from fpq.cli import main
 from fpq.config import Build
 from fpq.queue_manager import COUNTERS
 from fpq_boards.monitor import parse_settings, render

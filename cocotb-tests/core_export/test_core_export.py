@@ -7,7 +7,7 @@ against the golden model (``core_export.bench_core_export``)."""
 import hashlib
 
 from fpq import Build, Config
-from fpq_app.cli import main
+from fpq.cli import main
 
 from tb_lib import runner
 from tb_lib.coverage_report import record

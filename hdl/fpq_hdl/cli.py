@@ -1,4 +1,4 @@
-"""``fpq verilog``: the queue manager as a core (``fpq_hdl.axi_core``): one flat Verilog
+"""The RTL's subcommands of ``fpq`` (``fpq.cli``). ``fpq verilog``: the queue manager as a core (``fpq_hdl.axi_core``): one flat Verilog
 module with AXI-Stream ports and its register file behind AXI4-Lite or Wishbone, and a
 SystemVerilog package of its payload structs and register addresses; ``fpq datasheet``: the
 generated sections of docs/DATASHEET.md (``fpq_hdl.datasheet``)."""
@@ -82,7 +82,8 @@ BUSES = ("axi-lite", "wishbone", "none")
 def register(subparsers):
     from fpq.config import Build
     d = Build()
-    p = subparsers.add_parser("verilog", help="export the RTL queue manager as a Verilog core")
+    p = subparsers.add_parser("verilog", help="export the RTL queue manager as a Verilog core "
+                                              "(needs the hdl extra)")
     p.add_argument("-o", "--out", default="build/fpq_core.v",
                    help="output file (default build/fpq_core.v); the package goes next to it "
                         "as NAME_pkg.sv")
@@ -116,7 +117,7 @@ def register(subparsers):
                    help="power-on value of the hash_mix_key register: 24 hex digits, not all "
                         "bits equal; default: drawn from the operating system (recorded as "
                         "--key's)")
-    p.set_defaults(func=_verilog)
+    p.set_defaults(func=_verilog, extra="hdl")
 
     p = subparsers.add_parser("datasheet", help="the generated sections of docs/DATASHEET.md: "
                                                 "the exported core's ports, its timing "
@@ -124,4 +125,4 @@ def register(subparsers):
                                                 "docs/benchmarks/ (needs the hdl extra)")
     from .datasheet import add_arguments as datasheet_arguments, main as datasheet
     datasheet_arguments(p)
-    p.set_defaults(func=datasheet)
+    p.set_defaults(func=datasheet, extra="hdl")

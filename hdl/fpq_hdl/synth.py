@@ -33,12 +33,9 @@ from amaranth import *
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["SynthHarness", "ROUTERS", "SPEEDS", "main"]
+from .toolchain import ROUTERS
 
-#: nextpnr's routers: router1 (the default, more timing-driven) and router2 (which routes
-#: some designs where router1 stalls on congestion; docs/BENCHMARKS.md). The boards' build
-#: (``fpq_boards.build``) offers the same choice.
-ROUTERS = ("router1", "router2")
+__all__ = ["SynthHarness", "SPEEDS", "main"]
 
 #: ECP5 speed grades nextpnr models. The project's goal is stated for speed 6 (the ULX3S's
 #: LFE5U-85F-6); 7 and 8 are the faster grades of the same part.

@@ -15,7 +15,7 @@ import pytest
 from amaranth.sim import Simulator
 
 from fpq import Build, Config
-from fpq_app.cli import main as fpq_main
+from fpq.cli import main as fpq_main
 from fpq.regmap import registers
 from fpq_hdl.registers import RegisterFile
 

@@ -14,7 +14,7 @@ from amaranth.back import verilog as amaranth_verilog
 from amaranth.sim import Simulator
 
 from fpq import Build
-from fpq_app.cli import main
+from fpq.cli import main
 from fpq.regmap import registers, ID_VALUE, STATUS_BITS
 from fpq_hdl.axi_core import FPQCore, check_names, BUSES, rename_bit_select_names
 from fpq_hdl.layouts import ARRIVAL, DEPARTURE, VERDICT

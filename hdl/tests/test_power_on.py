@@ -9,7 +9,7 @@ import pytest
 from amaranth import Fragment
 
 from fpq import Build, Config
-from fpq_app.cli import main
+from fpq.cli import main
 from fpq.formats import RATE
 from fpq.queue_manager import DROP_EARLY
 from fpq_hdl import block_ram

@@ -3,7 +3,7 @@ import re
 
 import pytest
 
-from fpq_app.cli import main
+from fpq.cli import main
 from fpq_hdl.layouts import ARRIVAL, VERDICT
 
 

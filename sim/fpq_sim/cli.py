@@ -1,5 +1,5 @@
-"""``fpq sim``, ``fpq trace``, ``fpq parity``, ``fpq figures``, ``fpq attack`` and ``fpq
-demo``: the simulator's subcommands of ``fpq``."""
+"""``fpq sim``, ``fpq trace``, ``fpq parity``, ``fpq figures``, ``fpq attack``, ``fpq demo``
+and ``fpq config``: the simulator's subcommands of ``fpq`` (``fpq.cli``)."""
 
 import argparse
 import json
@@ -158,6 +158,11 @@ def _demo(args):
     return main(args)
 
 
+def _config(args):
+    from .config_command import main
+    return main(args)
+
+
 def _positive_int(text):
     try:
         v = int(text)
@@ -179,6 +184,12 @@ def register(sub):
     from .demo import add_arguments as demo_arguments
     demo_arguments(p)
     p.set_defaults(func=_demo)
+
+    p = sub.add_parser("config", help="a configuration as register writes and tables for a "
+                                      "host without Python: JSON, C, $readmemh")
+    from .config_command import add_arguments as config_arguments
+    config_arguments(p)
+    p.set_defaults(func=_config)
 
     p = sub.add_parser("sim", help="run a TCP simulation scenario (TOML)")
     p.add_argument("scenario", help="scenario file (schema: sim/scenarios/README.md), or "

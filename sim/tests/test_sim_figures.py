@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from fpq_app.cli import main
+from fpq.cli import main
 from fpq_sim import figures
 from fpq_sim.figures import template
 from fpq_sim.scenario import load

@@ -12,7 +12,7 @@ import pytest
 
 import fpq
 from fpq import Arrival
-from fpq_app.cli import main
+from fpq.cli import main
 from fpq_sim.flood import pool_tuple, expected_flow_count, VICTIM_IP
 from fpq_sim.network import Network
 from fpq_sim.scenario import load, validate, ScenarioError, with_overrides

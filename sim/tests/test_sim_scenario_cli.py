@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from fpq_app.cli import main
+from fpq.cli import main
 from fpq.trace import read_trace
 from fpq import Arrival, Departure, QueueManager
 from fpq_sim.scenario import load, ScenarioError, schema_markdown, shipped_scenarios

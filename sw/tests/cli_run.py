@@ -3,7 +3,7 @@
 import contextlib
 import io
 
-from fpq_app.cli import main
+from fpq.cli import main
 
 __all__ = ["run", "build_args"]
 

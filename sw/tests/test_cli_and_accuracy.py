@@ -1,13 +1,60 @@
-"""The `fpq` command (demo, bench, accuracy, errors) and the flow-count accuracy model."""
+"""The `fpq` command (its subcommands found through entry points, demo, bench, accuracy,
+errors) and the flow-count accuracy model."""
 import json
 import os
 import math
+import re
+import subprocess
+import sys
 
 import pytest
 
-from fpq_app.cli import main
+from fpq.cli import main
 from fpq.accuracy import expected_n, flow_count_row
 from fpq.trace import read_trace
+
+
+#: The optional dependencies (``fpq.cli.EXTRAS``), made unimportable in a child process.
+WITHOUT_EXTRAS = """
+import sys
+from fpq.cli import EXTRAS, main
+sys.modules.update(dict.fromkeys(EXTRAS))
+try:
+    code = main(sys.argv[1:])
+finally:
+    print(sorted(m for m in sys.modules if m.split(".")[0] in EXTRAS and sys.modules[m]),
+          file=sys.stderr)
+sys.exit(code)
+"""
+
+
+def _without_extras(cwd, *argv):
+    return subprocess.run([sys.executable, "-c", WITHOUT_EXTRAS, *argv], capture_output=True,
+                          text=True, timeout=120, cwd=cwd)
+
+
+def test_help_lists_every_subcommand_without_the_optional_dependencies(tmp_path):
+    """Each package's ``register`` (entry-point group ``fpq.commands``) imports no optional
+    dependency: without any of them ``fpq --help`` lists the same subcommands, and none is
+    imported."""
+    from fpq.cli import build_parser
+    known = build_parser()._subparsers._group_actions[0].choices
+    r = _without_extras(tmp_path, "--help")
+    assert r.returncode == 0, r.stderr
+    # a subcommand's line is indented by 4, its wrapped help by more
+    listed = set(re.findall(r"^    (\S+)", r.stdout.split("options:")[0], re.M))
+    assert listed == set(known) and {"verilog", "datasheet", "demo", "board"} <= listed
+    assert r.stderr.strip() == "[]"
+
+
+@pytest.mark.parametrize("argv, extra", [(["verilog", "-o", "x.v"], "hdl"),
+                                         (["board", "build", "ulx3s"], "boards"),
+                                         (["board", "monitor", "--simulate"], "boards")])
+def test_a_subcommand_without_its_optional_dependency_names_the_extra(argv, extra, tmp_path):
+    r = _without_extras(tmp_path, *argv)
+    assert r.returncode == 2, r.stderr
+    assert f"fpq {argv[0]}: error: needs the Python package amaranth, which is not " \
+           f"installed (pip install 'fpq-aqm[{extra}]')" in r.stderr, r.stderr
 
 
 def test_demo_runs_tcp_through_model_and_rtl_and_writes_outputs(tmp_path, capsys):

@@ -10,7 +10,7 @@ import subprocess
 import pytest
 
 from fpq import Build, Config
-from fpq_app.cli import main
+from fpq.cli import main
 
 from cli_run import run, build_args
 from fpq.regmap import registers, tables, ID_VALUE, build_word

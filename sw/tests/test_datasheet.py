@@ -158,7 +158,7 @@ def test_datasheet_is_current():
     which a child process started later by this one would report as its own peak (Linux
     keeps ``ru_maxrss`` across fork and exec; test_trace measures a child's)."""
     import sys
-    res = subprocess.run([sys.executable, "-m", "fpq_app.cli", "datasheet"], capture_output=True,
+    res = subprocess.run([sys.executable, "-m", "fpq.cli", "datasheet"], capture_output=True,
                          text=True, cwd=ROOT)
     assert res.returncode == 0, res.stderr[-3000:]
     text = DATASHEET.read_text()

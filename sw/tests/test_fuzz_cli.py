@@ -14,7 +14,7 @@ import sys
 from hypothesis import given, settings, strategies as st, HealthCheck
 import pytest
 
-from fpq_app.cli import main
+from fpq.cli import main
 from bad_inputs import Tried
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -127,7 +127,7 @@ def test_bad_option_values(tmp_path, case):
 @given(words=st.lists(st.text(alphabet=st.sampled_from("abcdefgilmnoprstuv-="), min_size=1,
                                max_size=10), min_size=1, max_size=3))
 def test_unknown_subcommands_and_options(words):
-    from fpq_app.cli import build_parser
+    from fpq.cli import build_parser
     known = set(build_parser()._subparsers._group_actions[0].choices)
     if words[0] in known:
         words = ["x" + words[0]] + words[1:]
@@ -157,7 +157,7 @@ def test_unknown_subcommands_and_options(words):
 def test_real_command_exit_status_and_message(tmp_path, argv, fragment):
     """The installed entry point: status 2, one line naming the problem, no traceback, no
     output file."""
-    r = subprocess.run([sys.executable, "-m", "fpq_app.cli", *argv], capture_output=True,
+    r = subprocess.run([sys.executable, "-m", "fpq.cli", *argv], capture_output=True,
                        text=True, timeout=120, cwd=tmp_path)
     note(argv, r.returncode, r.stderr)
     assert r.returncode == 2, r.stderr

@@ -1,7 +1,7 @@
-"""Imports point down: the golden model (``fpq``) imports no other package of the project;
-the RTL (``fpq_hdl``) only the model; the simulator (``fpq_sim``) and the boards
-(``fpq_boards``) the model and the RTL; the application layer (``fpq_app``: the ``fpq``
-command, the demo, the datasheet) anything. No shipped module imports test or benchmark code
+"""Imports point down: the golden model (``fpq``, with the ``fpq`` command's dispatcher, which
+finds the other packages' subcommands through entry points) imports no other package of the
+project; the RTL (``fpq_hdl``) only the model; the simulator (``fpq_sim``) and the boards
+(``fpq_boards``) the model and the RTL. No shipped module imports test or benchmark code
 (``hdl/tests``, ``hdl/experiments``, ``cocotb-tests``). Read from the source (``ast``):
 module-level and function-level imports, and module names given to ``importlib``."""
 
@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = {"fpq": ROOT / "sw" / "fpq", "fpq_app": ROOT / "sw" / "fpq_app",
+PACKAGES = {"fpq": ROOT / "sw" / "fpq",
             "fpq_hdl": ROOT / "hdl" / "fpq_hdl", "fpq_sim": ROOT / "sim" / "fpq_sim",
             "fpq_boards": ROOT / "boards" / "fpq_boards"}
 #: what each package may import of the project's packages (besides itself)
 ALLOWED = {"fpq": set(), "fpq_hdl": {"fpq"}, "fpq_sim": {"fpq", "fpq_hdl"},
-           "fpq_boards": {"fpq", "fpq_hdl"}, "fpq_app": set(PACKAGES)}
+           "fpq_boards": {"fpq", "fpq_hdl"}}
 #: test and benchmark code: never imported by a shipped module
 NOT_SHIPPED = {"tests", "formal_harness", "loop_bounds", "experiments", "tb_lib", "cocotb",
                "conftest", "hdl_harness"}

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import fpq.paths
-from fpq_app.cli import main, build_parser
+from fpq.cli import main, build_parser
 from fpq.trace import write_trace
 from fpq import Arrival, Departure, pack_flow
 

@@ -1,4 +1,4 @@
-"""``python -m fpq_app``: the ``fpq`` command."""
+"""``python -m fpq``: the ``fpq`` command."""
 import sys
 
 from .cli import main
