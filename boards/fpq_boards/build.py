@@ -18,7 +18,9 @@ import sys
 import time
 
 from fpq.atomic import write_text
-from fpq.config import BUILD_SIZES, SECRET_FIELDS, check_key, hardware_keys, random_key
+from fpq.config import BUILD_SIZES
+from fpq.fields import SECRET_FIELDS
+from fpq.keys import check_key, hardware_keys, random_key
 from fpq.terminate import sigterm_as_exit
 from fpq_hdl.synth import MAX_SEED, run_tools
 from fpq_hdl.toolchain import ROUTERS
@@ -206,7 +208,7 @@ def check_build_options(board, vec_bits=None, table_depth=None, clk_mhz=None, se
     ``clk_mhz`` a clock the board's PLL makes (``platforms.clock_range_mhz``; None: the
     board's); ``seed`` a nextpnr seed in [1, ``fpq_hdl.synth.MAX_SEED``], and so is each of
     ``retry_seeds`` (None: the board's ``BoardSpec.retry_seeds``), none twice; ``key`` (bytes)
-    the hash key, not weak (``fpq.config.check_key``), and so is a key ``fixed`` gives (not
+    the hash key, not weak (``fpq.keys.check_key``), and so is a key ``fixed`` gives (not
     both). The ``Build`` returned holds ``key`` if given: fixed in a build that fixes
     ``hash_key`` (the iCEBreaker's), else as its power-on value (``Build.power_on_keys``);
     a key the board's own fixed fields hold is a placeholder that :func:`build_board`
@@ -272,7 +274,7 @@ def _keys_to_draw(build, fixed, key):
 def _with_drawn_keys(build, fixed, key, log):
     """``build`` with every placeholder key (:func:`_keys_to_draw`) and the power-on value
     of every runtime key it does not set yet (``Build.power_on_keys``) drawn from the
-    operating system (``fpq.config.random_key``, ``fpq.config.hardware_keys``)."""
+    operating system (``fpq.keys.random_key``, ``fpq.keys.hardware_keys``)."""
     drawn = {name: random_key(name) for name in _keys_to_draw(build, fixed, key)}
     for name in drawn:
         option = "--key HEX" if name == "hash_key" else f"--fix {name}=HEX"
@@ -354,7 +356,7 @@ def build_board(board, out_root="build", vec_bits=None, table_depth=None, clk_mh
     holds, out of reset, ``key`` as ``hash_key`` and keys drawn from the operating system
     for the others (``Build.power_on_keys``), never ``Config``'s public defaults. The keys
     are recorded in ``KEYS_FILE`` (mode 0600) in the build's folder; the summaries show
-    ``fpq.config.SECRET_SHOWN`` instead or leave them out."""
+    ``fpq.fields.SECRET_SHOWN`` instead or leave them out."""
     spec, build = check_build_options(board, vec_bits, table_depth, clk_mhz, seed, router,
                                       time_limit, fixed, key, retry_seeds=retry_seeds)
     if retry_seeds is None:

@@ -24,7 +24,8 @@ def _retry_seeds(text):
 
 def _build(args):
     from fpq.atomic import check_output_path
-    from fpq.config import parse_fixed, parse_key
+    from fpq.cli_options import parse_fixed
+    from fpq.keys import parse_key
     from .build import build_board, check_build_options
     key = None if args.key is None else parse_key(args.key, "--key")
     options = dict(vec_bits=args.vec_bits, table_depth=args.table_depth, clk_mhz=args.clk_mhz,
@@ -57,7 +58,7 @@ def _check_monitor_timing(args):
     configuration takes as its ``tick_hz``, and a finite interval shorter than the board's
     32-bit clock counter's wrap (``tg_time``: the view's rates are counter differences over
     it, which wrap once more than 2**32 clocks pass between two readings)."""
-    from fpq.config import FIELD_BY_NAME
+    from fpq.fields import FIELD_BY_NAME
     from .platforms import BOARDS
     from .traffic_generator import TG_REG
     lo_hz, hi_hz = FIELD_BY_NAME["tick_hz"].bounds(None)
@@ -91,7 +92,7 @@ def _monitor(args):
     _check_monitor_timing(args)
     keys = {}
     if args.key is not None:
-        from fpq.config import check_key, parse_key
+        from fpq.keys import check_key, parse_key
         if not args.configure:
             raise ValueError("--key: only with --configure (the key is written with the "
                              "configuration)")

@@ -9,7 +9,8 @@ loops. ``--simulate`` runs the same code against the RTL in Amaranth's simulator
 import sys
 import time
 
-from fpq.config import Build, SECRET_FIELDS
+from fpq.config import Build
+from fpq.fields import SECRET_FIELDS
 from fpq.formats import QAVG
 from fpq.queue_manager import COUNTERS
 from fpq.regmap import registers, ID_VALUE
@@ -196,12 +197,13 @@ def configure(client, tick_hz, wait=None, tables_to_load=("rate_table",), build=
     (``read_build``); the fixed registers are not written but read and checked against it,
     except a fixed key, which reads 0.
 
-    Keys (``fpq.config.SECRET_FIELDS``, ``hash_key``): one given in ``fields`` must not be
-    weak (``fpq.config.check_key``); every other one the build does not fix is drawn from
-    the operating system (``fpq.config.random_key``), never ``Config``'s public default.
+    Keys (``fpq.fields.SECRET_FIELDS``, ``hash_key``): one given in ``fields`` must not be
+    weak (``fpq.keys.check_key``); every other one the build does not fix is drawn from
+    the operating system (``fpq.keys.random_key``), never ``Config``'s public default.
     The board's key registers are write-only: the returned ``Config`` is the only copy.
     Returns the ``Config``."""
-    from fpq.config import Config, hardware_keys
+    from fpq.config import Config
+    from fpq.keys import hardware_keys
     from fpq.regmap import tables, CONTROL_COMMIT, CONTROL_CLEAR_ERRORS, STATUS_BITS, \
         STATUS_REJECT_INDEX_SHIFT
     build = read_build(client, build)

@@ -15,7 +15,8 @@ import functools
 from amaranth import *
 from amaranth.lib.cdc import ResetSynchronizer
 
-from fpq.config import Build, Config, register_fields
+from fpq.config import Build, Config
+from fpq.register_specs import register_fields
 from fpq.formats import COUNTER_BITS
 
 from .soc import SelfTestSoC
@@ -58,9 +59,9 @@ ICEBREAKER_MHZ = 15.0
 #: what the host writes into the table, which stays runtime).
 ICEBREAKER_RUNTIME = ("p_pkts", "lt_plus_one", "lc_correction")
 #: The iCEBreaker's build fixes every other field a configuration register of its build is
-#: computed from (``fpq.config.register_fields``: not the float model's own fields, nor
+#: computed from (``fpq.register_specs.register_fields``: not the float model's own fields, nor
 #: ``hash_mix_key``, whose register the build lacks), so that every configuration register
-#: is a constant (``fpq.config.RegisterSpec.fixed_in``): ``avg_tau_s`` and ``tick_hz``
+#: is a constant (``fpq.register_specs.RegisterSpec.fixed_in``): ``avg_tau_s`` and ``tick_hz``
 #: together fix ``wq_shift`` and ``avg_sample_period``, ``t_clear_s`` with them
 #: ``clear_period`` and ``rekey_hold``. Without fixing them the design does not fit the UP5K
 #: (docs/history/design-log.md). A board owner picks other values at build time (``fpq board

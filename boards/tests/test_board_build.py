@@ -68,7 +68,7 @@ def test_icebreaker_fixes_every_configuration_register():
     needs it): ``avg_tau_s`` and ``tick_hz`` fixed together make ``wq_shift`` and
     ``avg_sample_period`` constants. Only the r(N) table's host fields stay runtime, and no
     float-model field is fixed (none is hardware)."""
-    from fpq.config import FIELDS
+    from fpq.fields import FIELDS
     from fpq.regmap import registers
     from fpq_boards.platforms import ICEBREAKER_FIXED, ICEBREAKER_RUNTIME
     build = BOARDS["icebreaker"].build
@@ -396,7 +396,7 @@ def test_sweep_refuses_a_bad_write_path_before_building(tmp_path, no_tool_may_ru
 
 
 # ---- the hash key of a build that fixes it ----------------------------------------------------
-#: A key that passes ``fpq.config.check_key`` (typed once, not drawn by the code under test).
+#: A key that passes ``fpq.keys.check_key`` (typed once, not drawn by the code under test).
 GOOD_KEY = bytes.fromhex("3c7a0d5be2914f68a1c7e03b5d92f4a6087e1bc9")
 
 
@@ -469,7 +469,8 @@ def test_icebreaker_build_draws_its_key_and_records_it_only_in_a_private_file(tm
     """Without ``--key`` every iCEBreaker build fixes a key drawn from the OS: never the
     board's placeholder (the public RSS key), not weak, a new one each build. The key is in
     ``keys.txt`` (mode 0600) and in no other file of the build (summaries included)."""
-    from fpq.config import RSS_KEY, key_weakness
+    from fpq.fields import RSS_KEY
+    from fpq.keys import key_weakness
     said = []
     for tag in ("a", "b"):
         build_board("icebreaker", out_root=str(tmp_path), tag=tag, log=said.append)
@@ -504,7 +505,8 @@ def test_ulx3s_build_draws_its_power_on_keys_and_records_them_only_in_a_private_
     """A build whose keys are runtime registers (the ULX3S's) holds, out of reset, keys
     drawn from the OS (``Build.power_on_keys``), never ``Config``'s public defaults, new
     ones each build, recorded in ``keys.txt`` (mode 0600) and in no other file."""
-    from fpq.config import RSS_KEY, MIX_KEY_DEFAULT, key_weakness
+    from fpq.fields import RSS_KEY, MIX_KEY_DEFAULT
+    from fpq.keys import key_weakness
     said = []
     for tag in ("a", "b"):
         build_board("ulx3s", out_root=str(tmp_path), tag=tag, log=said.append)

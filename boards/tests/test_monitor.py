@@ -161,7 +161,8 @@ def test_configure_writes_a_drawn_key_or_the_given_one_never_a_weak_one():
     """``monitor.configure`` without a key writes one drawn from the OS (another each time,
     not the public default, not weak); a given key is written as given; a weak one is
     refused naming the field before anything is written."""
-    from fpq.config import ConfigError, RSS_KEY, key_weakness
+    from fpq.fields import ConfigError, RSS_KEY
+    from fpq.keys import key_weakness
     from fpq_boards.monitor import configure
     build = Build(vec_bits=256, table_depth=32)
     keys = []

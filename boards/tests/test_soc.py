@@ -259,7 +259,7 @@ def test_configure_a_board_whose_build_fixes_fields():
     values on the board; those are read, never written. ``avg_tau_s`` with ``tick_hz`` fixes
     ``wq_shift`` and ``avg_sample_period``; ``configure`` with another board clock is refused
     naming ``tick_hz``."""
-    from fpq.config import ConfigError
+    from fpq.fields import ConfigError
     from fpq_boards.protocol import BridgeError
     fixed = {"avg_tau_s": 1e-3, "tick_hz": 1e6, "hash_key": bytes(range(20)), "mode": "fpq"}
     build = Build(vec_bits=256, table_depth=32, fixed=fixed)
@@ -303,7 +303,8 @@ def test_configure_draws_a_key_the_uart_cannot_read_and_the_lock_holds_it():
     of ``hash_key`` reads 0 through the UART. Once the bridge is locked a new key, a
     configuration write, a commit and a counter clear are all refused (``BridgeLocked``):
     the active configuration, the counters and STATUS stay as they were; reads go on."""
-    from fpq.config import RSS_KEY, key_weakness
+    from fpq.fields import RSS_KEY
+    from fpq.keys import key_weakness
     from fpq_boards.protocol import BridgeLocked
     soc, port, c, tap = make(CLOCKED)
     stop_and_drain(c, port)

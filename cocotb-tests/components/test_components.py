@@ -4,7 +4,7 @@
 import pytest
 
 from fpq import Build
-from fpq.config import RSS_KEY
+from fpq.fields import RSS_KEY
 
 from tb_lib import runner
 from tb_lib.verilog import generate, BUILD_ROOT

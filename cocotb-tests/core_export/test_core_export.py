@@ -18,7 +18,7 @@ from tb_lib.verilog import BUILD_ROOT
 NAME = "fpq_core_tb"
 #: The bench's power-on keys, given to `fpq verilog` (``--key``, ``--mix-key``) so that the
 #: export is the same every run (one Verilator build) and the model starts with the core's
-#: keys (``Config(build=B)``); typed once, they pass ``fpq.config.check_key``.
+#: keys (``Config(build=B)``); typed once, they pass ``fpq.keys.check_key``.
 KEYS = {"hash_key": bytes.fromhex("3c7a0d5be2914f68a1c7e03b5d92f4a6087e1bc9"),
         "hash_mix_key": bytes.fromhex("5e0c93a1d27b48f6a9e3b170")}
 B = Build(vec_bits=1024, table_depth=256, power_on_keys=KEYS)

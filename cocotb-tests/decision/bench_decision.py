@@ -32,7 +32,7 @@ import cocotb
 
 import fpq.queue_manager as qm_mod
 from fpq import Arrival, Departure
-from fpq.config import MODES
+from fpq.fields import MODES
 from fpq.formats import PROB_ONE, RATE
 
 from fpq_hdl.decision import Decision

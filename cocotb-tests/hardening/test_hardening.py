@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 from fpq import Build, Config, QueueManager as Model, Arrival, Departure
-from fpq.float_model import lt_qt_float
+from fpq.drop_probability import lt_qt_float
 from fpq.formats import PROB_ONE, QAVG, SEQ_BITS, CLEAR_PERIOD
 from fpq.queue_manager import ENQUEUE, MARK, DROP_EARLY, DROP_FORCED
 

@@ -26,7 +26,7 @@ from cocotb.clock import Clock
 from cocotb.triggers import RisingEdge, Timer
 
 from fpq import Departure
-from fpq.config import key_registers
+from fpq.register_specs import key_registers
 from fpq.queue_manager import COUNTERS
 
 from fpq_hdl.layouts import ARRIVAL, DEPARTURE, config_layout
@@ -310,7 +310,7 @@ class QueueManagerTB:
         if ts is not None and self.now < ts + self.offset:
             await self.idle_until(ts + self.offset)
         regs, oregs = cfg.registers(), old.registers()
-        # a change of any key the build has re-keys (fpq.config.key_registers)
+        # a change of any key the build has re-keys (fpq.register_specs.key_registers)
         rekey = any(regs[k] != oregs[k] for k in key_registers(cfg.build))
         strobes = [s for s, on in (
             ("wipe", regs["v_max"] != oregs["v_max"] or rekey), ("rekey", rekey),

@@ -28,7 +28,7 @@ from collections import deque
 from fpq import QueueManager as Model, Arrival, Departure
 from fpq.flow_hash import reduce_index
 from fpq.formats import PROB_ONE, CLEAR_PERIOD
-from fpq.config import MODES
+from fpq.fields import MODES
 from fpq.random_source import XorShift128
 
 from fpq_hdl.layouts import VERDICT

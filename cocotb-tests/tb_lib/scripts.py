@@ -4,7 +4,7 @@ fault is "caught" when one of these very scripts fails on the faulty RTL)."""
 import random
 
 from fpq import Config, Build
-from fpq.config import key_registers
+from fpq.register_specs import key_registers
 
 from fpq_hdl.queue_manager import MIN_AVG_DELAY, LATENCY
 

@@ -12,7 +12,7 @@ def _fixed_lines(build):
     ignored) and the fields they come from."""
     if not build.fixed:
         return []
-    from fpq.config import SECRET_SHOWN
+    from fpq.fields import SECRET_SHOWN
     from fpq.regmap import registers
     fields = ", ".join(f"{k}={v}" for k, v in build.fixed_json().items())
     # a fixed key is in the netlist, but not in a header line that logs and diffs copy
@@ -26,10 +26,10 @@ def _fixed_lines(build):
 def _power_on_keys(build, key=None, mix_key=None):
     """``build`` with its power-on keys (``Build.power_on_keys``): ``key`` (``--key`` hex)
     for ``hash_key`` and ``mix_key`` (``--mix-key``) for ``hash_mix_key``, checked, and one
-    drawn from the operating system for every other runtime key (``fpq.config.hardware_keys``;
+    drawn from the operating system for every other runtime key (``fpq.keys.hardware_keys``;
     a key the build fixes is checked instead). Returns ``(build, names of the keys drawn)``."""
     import dataclasses
-    from fpq.config import hardware_keys, parse_key
+    from fpq.keys import hardware_keys, parse_key
     given = {name: (parse_key(text, option, name, build), option)
              for name, text, option in (("hash_key", key, "--key"),
                                         ("hash_mix_key", mix_key, "--mix-key"))
@@ -48,7 +48,7 @@ def keys_path(out, name):
 def _verilog(args):
     import sys
     from fpq.config import Build
-    from fpq.config import parse_fixed
+    from fpq.cli_options import parse_fixed
     from .axi_core import export_verilog
     build = Build(vec_bits=args.vec_bits, table_depth=args.table_depth,
                   avg_delay=args.avg_delay,

@@ -6,7 +6,8 @@ from amaranth import *
 from amaranth.lib import wiring, stream, data
 from amaranth.lib.wiring import In, Out
 
-from fpq.config import Build, ConfigError
+from fpq.config import Build
+from fpq.fields import ConfigError
 from fpq.formats import (QAVG, QPKTS_BITS, QBYTES_BITS, COUNTER_BITS, SEQ_BITS, RATE,
                          CLEAR_PERIOD, SAMPLE_PERIOD_BITS, HOLD_BITS)
 from fpq.queue_manager import COUNTERS, ENQUEUE, MARK, DROP_EARLY, DROP_FORCED

@@ -8,7 +8,8 @@ from amaranth import *
 from amaranth.lib import wiring, data, memory
 from amaranth.lib.wiring import In, Out
 
-from fpq.config import Config, key_registers
+from fpq.config import Config
+from fpq.register_specs import key_registers
 from fpq.formats import QAVG, COUNTER_BITS, RATE, QPKTS_BITS, QBYTES_BITS
 from fpq.queue_manager import COUNTERS
 from fpq.regmap import (registers, tables, CONTROL_COMMIT, CONTROL_CLEAR_ERRORS, STATUS_BITS,

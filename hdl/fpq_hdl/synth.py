@@ -306,7 +306,7 @@ def main(argv=None):
             seeds = parse_seeds(args.seeds)
         except ValueError as e:
             p.error(str(e))
-    from fpq.config import parse_fixed, ConfigError
+    from fpq.cli_options import parse_fixed, ConfigError
     try:
         build = Build(vec_bits=args.vec_bits, table_depth=args.table_depth,
                       fixed=parse_fixed(args.fix))

@@ -19,7 +19,7 @@ from amaranth.sim import Simulator
 from fpq.queue_manager import QueueManager as Model, Arrival, Departure, ENQUEUE, MARK
 
 from fpq_hdl.queue_manager import QueueManager, N_RAW_DELAY, AVG_TELEMETRY_DELAY
-from fpq.config import key_registers
+from fpq.register_specs import key_registers
 from fpq_hdl.layouts import DEPARTURE, VERDICT, config_layout
 
 

@@ -6,7 +6,7 @@ import pytest
 from amaranth.sim import Simulator
 
 from fpq import Build, Config
-from fpq.config import RSS_KEY
+from fpq.fields import RSS_KEY
 from fpq.flow_hash import (FlowHash as Model, reduce_index, pack_flow, pack_flow6,
                            HASH_KEY_BYTES, FLOW_KEY_BITS)
 from fpq_hdl.flow_hash import FlowHash
@@ -103,7 +103,7 @@ def test_synth_components_of_each_hash_elaborate_without_synthesis():
 
 
 def test_bad_hash_options_are_refused_before_any_rtl():
-    from fpq.config import ConfigError
+    from fpq.fields import ConfigError
     with pytest.raises(ConfigError, match=r"hash_input: 'ipv4' is not one of 5-tuple, rss, "
                                           r"descriptor"):
         FlowHash(Build(hash_input="ipv4"))

@@ -7,7 +7,7 @@ import pytest
 from amaranth.sim import Simulator
 
 from fpq import Config, Build
-from fpq.config import ConfigError
+from fpq.fields import ConfigError
 from fpq.flow_hash import flow_bits
 from fpq.queue_manager import Arrival, Departure, QueueManager as Model
 

@@ -1011,7 +1011,7 @@ def test_a_register_of_any_field_declared_secret_is_write_only(monkeypatch):
     from it secret (``rng_clear_state``), and the register file reads it as 0 while it
     still loads the written state at the commit."""
     import dataclasses
-    from fpq.config import FIELD_BY_NAME
+    from fpq.fields import FIELD_BY_NAME
     monkeypatch.setitem(FIELD_BY_NAME, "seed_clear",
                         dataclasses.replace(FIELD_BY_NAME["seed_clear"], secret=True))
     regs = {r.name: r for r in registers(BUILD)}
@@ -1060,7 +1060,7 @@ def test_out_of_reset_the_key_registers_hold_the_build_s_power_on_keys():
     """A build with power-on keys (``Build.power_on_keys``) comes out of reset with them
     active, not the public defaults (``Config()``'s RSS key and mix key), and with them in
     the shadows: a commit with no write keeps them and neither wipes nor re-keys."""
-    from fpq.config import RSS_KEY, MIX_KEY_DEFAULT
+    from fpq.fields import RSS_KEY, MIX_KEY_DEFAULT
     key = bytes.fromhex("3c7a0d5be2914f68a1c7e03b5d92f4a6087e1bc9")
     mix = bytes.fromhex("5e0c93a1d27b48f6a9e3b170")
     build = Build(table_depth=64, power_on_keys={"hash_key": key, "hash_mix_key": mix})

@@ -57,7 +57,7 @@ def test_fixed_fields_are_listed_in_the_header(tmp_path):
 
 def test_a_fixed_key_is_not_written_into_the_header(tmp_path):
     out = tmp_path / "core.v"
-    from fpq.config import random_key
+    from fpq.keys import random_key
     key = random_key().hex()
     assert main(["verilog", "-o", str(out), "--vec-bits", "64", "--table-depth", "16",
                  "--fix", f"hash_key={key}"]) == 0
@@ -91,7 +91,7 @@ def test_the_command_s_bus_choices_are_the_core_s():
 
 
 # ---- power-on keys (Build.power_on_keys) ------------------------------------------------------
-#: Keys typed once, not drawn by the code under test: they pass ``fpq.config.check_key``.
+#: Keys typed once, not drawn by the code under test: they pass ``fpq.keys.check_key``.
 GOOD_KEY = "3c7a0d5be2914f68a1c7e03b5d92f4a6087e1bc9"
 GOOD_MIX = "5e0c93a1d27b48f6a9e3b170"
 SMALL = ["--vec-bits", "64", "--table-depth", "16"]
@@ -108,7 +108,8 @@ def test_each_export_draws_its_power_on_keys_and_records_them_privately(tmp_path
     output, and in the netlist (the register file's reset values); the package, the header
     and what the command prints do not have them."""
     import os
-    from fpq.config import RSS_KEY, MIX_KEY_DEFAULT, key_weakness
+    from fpq.fields import RSS_KEY, MIX_KEY_DEFAULT
+    from fpq.keys import key_weakness
     drawn = []
     for tag in ("a", "b"):
         out = tmp_path / tag / "core.v"

@@ -6,7 +6,7 @@ of a simulator scenario: why the command lives in the simulator's package), and 
 import json
 import sys
 
-from fpq.cli_options import add_build_arguments, build_from_args
+from fpq.cli_options import add_build_arguments, build_from_args, parse_fixed
 
 __all__ = ["add_arguments", "main"]
 
@@ -40,7 +40,7 @@ def add_arguments(p):
 def _config_file(path):
     """``--config``: the fields of a JSON file and the key fields it gives (``{name: what
     gave it}``)."""
-    from fpq.config import SECRET_FIELDS
+    from fpq.fields import SECRET_FIELDS
     try:
         with open(path, "rb") as f:
             values = json.loads(f.read().decode("utf-8"))
@@ -58,7 +58,7 @@ def _config_file(path):
 def _scenario(name):
     """``--scenario``: the fields of a scenario's queue manager, the key fields it gives and
     its build."""
-    from fpq.config import SECRET_FIELDS
+    from fpq.fields import SECRET_FIELDS
     from .scenario import load, queue_config, scenario_path
     try:
         scenario = load(scenario_path(name, "--scenario"))
@@ -75,8 +75,9 @@ def _scenario(name):
 def _configuration(args):
     """The configuration of the arguments, its keys checked or drawn for hardware, and the
     names of the keys drawn."""
-    from fpq.config import (Build, Config, SECRET_FIELDS, check_key, hardware_keys,
-                            parse_fixed, parse_key)
+    from fpq.config import Build, Config
+    from fpq.fields import SECRET_FIELDS
+    from fpq.keys import check_key, hardware_keys, parse_key
     if args.config is not None and args.scenario is not None:
         raise ValueError("--scenario: give --config or --scenario, not both")
     # the keys given, and by what: only these are used, every other key is drawn

@@ -28,7 +28,7 @@ import random
 
 import numpy as np
 
-from fpq.float_model import lt_qt_float
+from fpq.drop_probability import lt_qt_float
 
 from .network import TcpHosts, attach_queue_manager, queue_manager, tcp_params
 from .router import OutputPort

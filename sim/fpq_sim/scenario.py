@@ -15,7 +15,7 @@ import re
 import tomllib
 
 import fpq
-from fpq.config import FIELDS, FIELD_BY_NAME
+from fpq.fields import FIELDS, FIELD_BY_NAME
 
 from .tcp import VARIANTS
 

@@ -13,7 +13,8 @@ from hypothesis import given, settings, strategies as st, HealthCheck
 import pytest
 
 from fpq import Build
-from fpq.config import FIELD_BY_NAME, SECRET_FIELDS, key_registers
+from fpq.fields import FIELD_BY_NAME, SECRET_FIELDS
+from fpq.register_specs import key_registers
 from fpq_sim.scenario import validate, load, apply_set, queue_config, ScenarioError, SCHEMA
 from bad_inputs import Tried
 

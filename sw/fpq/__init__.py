@@ -6,7 +6,8 @@
 >>> v.action, v.n
 (0, 1)
 """
-from .config import Config, Build, ConfigError
+from .config import Config, Build
+from .fields import ConfigError
 from .flow_hash import pack_flow, unpack_flow, pack_flow6, unpack_flow6
 from .queue_manager import (QueueManager, Arrival, Departure, Verdict, ACTIONS,
                             ENQUEUE, MARK, DROP_EARLY, DROP_FORCED)

@@ -19,8 +19,8 @@ import random
 import time
 
 from .config import Config, Build
-from .drop_probability import probability, MODE_FPQ, MODE_RED
-from .float_model import FloatQueueManager, lt_qt_float
+from .drop_probability import probability, lt_qt_float, MODE_FPQ, MODE_RED
+from .float_model import FloatQueueManager
 from .formats import PROB_ONE
 from .queue_manager import QueueManager
 from .synthetic import flow_keys, poisson_arrivals

@@ -1,12 +1,14 @@
-"""Command-line options that several commands share: the build options (``fpq verilog``,
-``fpq regmap``, ``fpq config``, ``fpq board build``, ``python -m fpq_hdl.synth``), declared
-once with one set of defaults, ``Build()``'s."""
+"""Command-line options that several commands share: ``FIELD=VALUE`` lists
+(:func:`parse_fixed`) and the build options (``fpq verilog``, ``fpq regmap``, ``fpq config``,
+``fpq board build``, ``python -m fpq_hdl.synth``), declared once with one set of defaults,
+``Build()``'s."""
 
 import dataclasses
 
-from .config import AVG_DELAY, BUILD_SIZES, Build, parse_fixed
+from .config import AVG_DELAY, BUILD_SIZES, Build
+from .fields import ConfigError, FIELD_BY_NAME
 
-__all__ = ["add_build_arguments", "build_from_args"]
+__all__ = ["add_build_arguments", "build_from_args", "parse_fixed"]
 
 
 def add_build_arguments(parser, defaults=None, avg_delay=True):
@@ -51,3 +53,36 @@ def build_from_args(args, defaults=None):
     if args.fix:
         given["fixed"] = parse_fixed(args.fix)
     return dataclasses.replace(Build() if defaults is None else defaults, **given)
+
+
+def parse_fixed(items, option="--fix"):
+    """``["avg_tau_s=1e-3", "mode=fpq", "hash_key=6d5a..."]`` -> a dict for ``Build(fixed=...)``.
+    Values are typed by their field (integers in any base, true/false, hex bytes); errors
+    name the option, the field and what is allowed. Ranges are checked by ``Build``."""
+    out = {}
+    for item in items or []:
+        name, sep, text = item.partition("=")
+        name, text = name.strip(), text.strip()
+        f = FIELD_BY_NAME.get(name)
+        if not sep or f is None:
+            raise ConfigError(f"{option}: {item!r} must be FIELD=VALUE with FIELD one of "
+                              f"{', '.join(FIELD_BY_NAME)}")
+        try:
+            if f.type == "int":
+                value = int(text, 0)
+            elif f.type == "float":
+                value = float(text)
+            elif f.type == "bool":
+                value = {"true": True, "1": True, "false": False, "0": False}[text.lower()]
+            elif f.type == "bytes":
+                value = bytes.fromhex(text)
+            else:
+                value = text
+        except (ValueError, KeyError):
+            kind = {"int": "an integer", "float": "a number", "bool": "true or false",
+                    "bytes": "hex bytes"}[f.type]
+            raise ConfigError(f"{option} {name}: {text!r} is not {kind}") from None
+        if name in out:
+            raise ConfigError(f"{option} {name}: given twice")
+        out[name] = value
+    return out

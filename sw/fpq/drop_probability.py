@@ -15,14 +15,16 @@ red gentle    A >= 2 max_th                        -> p = 1
 droptail      any                                  -> p = 0
 ============  ===================================  ========  =========  ==========
 
-``r[n] = l_t(n) / q_t(n)`` comes from the host-filled table (``Config.rate_table``), so
-``p = l_t * q_a / q_t``, the FPQ paper's Fig. 6; ``slope1 = max_p / (max_th - min_th)`` and
-``slope2 = (1 - max_p) / max_th`` are host-computed registers.
+``r[n] = l_t(n) / q_t(n)`` comes from the host-filled table (:func:`rate_table`, from the FPQ
+paper's Fig. 5, :func:`lt_qt_float`), so ``p = l_t * q_a / q_t``, the FPQ paper's Fig. 6;
+``slope1 = max_p / (max_th - min_th)`` and ``slope2 = (1 - max_p) / max_th`` are
+host-computed registers.
 """
 
 from .formats import PROB_ONE, RATE
 
-__all__ = ["probability", "MODE_DROPTAIL", "MODE_RED", "MODE_FPQ"]
+__all__ = ["probability", "rate_table", "lt_qt_float", "MODE_DROPTAIL", "MODE_RED",
+           "MODE_FPQ"]
 
 MODE_DROPTAIL, MODE_RED, MODE_FPQ = 0, 1, 2
 _MB = RATE.mant_bits
@@ -52,3 +54,24 @@ def probability(mode, avg, rate_word, regs):
     else:
         return 0
     return PROB_ONE if p > PROB_ONE else p
+
+
+def lt_qt_float(n, p_pkts, plus_one=False):
+    """FPQ paper Fig. 5: ``(q_t, l_t)`` for a flow count ``n`` (``n < 1`` is treated as 1)."""
+    n = max(float(n), 1.0)
+    q_t = max(p_pkts / (2 * n - 1), 6 * n)
+    window = (q_t + p_pkts) / n + (1 if plus_one else 0)
+    l_t = min((0.87 / window) ** 2, 0.021)
+    return q_t, l_t
+
+
+def rate_table(config):
+    """The r(N) table of ``config`` (an ``fpq.Config``): ``r(n) = l_t / q_t`` for n =
+    0..table_depth-1 (:func:`lt_qt_float` of the count ``Config.n_effective`` gives), as
+    packed RATE words."""
+    v = config.values
+    out = []
+    for n in range(config.build.table_depth):
+        q_t, l_t = lt_qt_float(config.n_effective(n), v["p_pkts"], v["lt_plus_one"])
+        out.append(RATE.pack(*RATE.encode(l_t / q_t, "rate_table")))
+    return out

@@ -23,19 +23,11 @@ import math
 import random
 
 from .config import Config
+from .drop_probability import lt_qt_float
 from .flow_hash import FlowHash
 from .queue_manager import Verdict, ENQUEUE, MARK, DROP_EARLY, DROP_FORCED, COUNTERS
 
-__all__ = ["FloatQueueManager", "lt_qt_float", "float_wq"]
-
-
-def lt_qt_float(n, p_pkts, plus_one=False):
-    """FPQ paper Fig. 5: ``(q_t, l_t)`` for a flow count ``n`` (``n < 1`` is treated as 1)."""
-    n = max(float(n), 1.0)
-    q_t = max(p_pkts / (2 * n - 1), 6 * n)
-    window = (q_t + p_pkts) / n + (1 if plus_one else 0)
-    l_t = min((0.87 / window) ** 2, 0.021)
-    return q_t, l_t
+__all__ = ["FloatQueueManager", "float_wq"]
 
 
 def float_wq(config):

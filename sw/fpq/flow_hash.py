@@ -40,7 +40,8 @@ __all__ = ["pack_flow", "unpack_flow", "pack_flow6", "unpack_flow6", "FLOW_KEYS"
 #: * ``"descriptor"``: no hash here: the descriptor's ``flow`` carries a 32-bit hash made
 #:   outside (a NIC's RSS hash), in its low 32 bits, the rest zero.
 HASH_INPUTS = ("5-tuple", "rss", "descriptor")
-#: The flow key a build hashes (``Build.flow_key``): the IPv4 or the IPv6 5-tuple.
+#: The flow key a build hashes (``Build.flow_key``, the first by default): the IPv4 or the
+#: IPv6 5-tuple.
 FLOW_KEYS = ("ipv4", "ipv6")
 #: Bits of each flow key (``pack_flow``, ``pack_flow6``).
 FLOW_KEY_BITS = {"ipv4": FLOW_BITS, "ipv6": FLOW6_BITS}

@@ -23,7 +23,8 @@ a clock too.
 from collections import namedtuple
 import functools
 
-from .config import Config, key_registers
+from .config import Config
+from .register_specs import key_registers
 from .formats import PROB_ONE, COUNTER_BITS, SEQ_BITS, QAVG, CLEAR_PERIOD, RATE
 from .flow_hash import FlowHash
 from .flow_counter import FlowCounter

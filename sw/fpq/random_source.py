@@ -7,11 +7,11 @@ Marsaglia's xorshift128 (2003), 128 bits of state ``(x, y, z, w)``, one 32-bit o
 Period 2**128 - 1. In hardware it is four 32-bit registers and a few XORs: one number per clock
 at any clock rate, no carry chain. It is not cryptographic and need not be: an attacker who
 cannot see the verdicts' internals gains nothing from predicting it that the hash key does not
-already protect. Seeds are expanded to the state by ``fpq.config.expand_seed`` (splitmix64);
+already protect. Seeds are expanded to the state by :func:`expand_seed` (splitmix64);
 an all-zero state (the generator's fixed point) is replaced by ``w = 1``, in hardware too.
 """
 
-__all__ = ["XorShift128", "advance_state"]
+__all__ = ["XorShift128", "advance_state", "expand_seed"]
 
 #: Numbers generated ahead per refill of the model's buffer (a speed measure only: the sequence
 #: is the same as one ``step`` at a time). A multiple of 4 (the refill loop is unrolled by 4).
@@ -154,3 +154,19 @@ class XorShift128:
             pos = 0
         self._pos = pos + 1
         return self._buf[pos]
+
+
+def expand_seed(seed):
+    """128-bit xorshift128 state (four 32-bit words) from a 64-bit seed, with splitmix64."""
+    words = []
+    x = seed & 0xFFFFFFFFFFFFFFFF
+    for _ in range(2):
+        x = (x + 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF
+        z = x
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & 0xFFFFFFFFFFFFFFFF
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & 0xFFFFFFFFFFFFFFFF
+        z ^= z >> 31
+        words += [z & 0xFFFFFFFF, z >> 32]
+    if not any(words):
+        words[3] = 1
+    return tuple(words)

@@ -1,7 +1,9 @@
-"""The register map, derived from ``fpq.config``: addresses, widths, access, ranges, resets.
+"""The register map, derived from the declarations of ``fpq.register_specs``: addresses,
+widths, access, ranges, resets.
 
-Every register is declared once (``fpq.config.RegisterSpec``: the configuration registers in
-``fpq.config.CONFIG_REGISTERS``, the others in this module's ``BLOCKS``) and placed at its
+Every register is declared once (``fpq.register_specs.RegisterSpec``: the configuration
+registers in ``fpq.register_specs.CONFIG_REGISTERS``, the others in this module's ``BLOCKS``)
+and placed at its
 address in a build by :func:`place`. From :func:`registers` come the RTL register file
 (``fpq_hdl.registers``), the JSON map, the C header, SystemRDL and ``docs/REGISTERS.md``
 (``write_all``; a test fails when the committed copies are stale). The bus is 32-bit words
@@ -54,7 +56,7 @@ Behaviour the hardware guarantees (and the model mirrors in :func:`check_registe
   a value that fits is written to that word. Either way the active configuration keeps its
   old values.
 * Secret registers (access "secret": ``hash_key``, and any register computed from a field
-  declared ``secret`` in ``fpq.config.FIELDS``) are write-only: a write lands in the shadow
+  declared ``secret`` in ``fpq.fields.FIELDS``) are write-only: a write lands in the shadow
   and applies at the commit as any configuration register's, but every read returns 0, on
   every bus (the register file answers 0, so the AXI4-Lite and Wishbone cores and the boards'
   UART bridge do too). A host keeps the key it wrote; nothing on the bus can read it back.
@@ -82,12 +84,14 @@ from dataclasses import dataclass
 import json
 import os
 
-from .config import FIELDS, SECRET_SHOWN, Build, Config, RegisterSpec, CONFIG_REGISTERS
+from .config import Build, Config
+from .fields import FIELDS, SECRET_SHOWN
 from .flow_hash import HASH_INPUTS
 from .formats import QAVG, RATE, QPKTS_BITS, QBYTES_BITS
 from .queue_manager import COUNTERS
+from .register_specs import RegisterSpec, CONFIG_REGISTERS, commit_check, in_placement_order
 
-__all__ = ["Register", "RegisterSpec", "Table", "place", "registers", "tables",
+__all__ = ["Register", "Table", "place", "registers", "tables",
            "check_registers", "write_all", "FORMATS", "to_json", "to_c_header", "to_markdown",
            "to_systemrdl", "BUILD_FIXED_BIT", "BUILD_PLAIN_HASH_BIT",
            "BUILD_HASH_INPUT_SHIFT", "BUILD_IPV6_BIT", "build_word", "address_constants",
@@ -127,7 +131,7 @@ class Register:
     reset: int
     fmt: str
     doc: str
-    #: Key material (computed from a field declared ``secret`` in ``fpq.config.FIELDS``):
+    #: Key material (computed from a field declared ``secret`` in ``fpq.fields.FIELDS``):
     #: write-only, every read returns 0; the generated map leaves a fixed value out.
     secret: bool = False
 
@@ -192,11 +196,11 @@ BLOCKS = [(0x000, 0x040, CONTROL_REGISTERS), (0x040, 0x200, CONFIG_REGISTERS),
 
 
 def place(specs, base, build=None):
-    """The registers of declarations ``specs`` (``fpq.config.RegisterSpec``) that ``build``
-    has, at consecutive byte addresses from ``base``: first those every build has, in
-    declaration order, then those some builds lack (``RegisterSpec.exists``), so that the
-    addresses of the others do not depend on the build. A register of ``n`` > 1 words starts
-    at a multiple of ``4 n`` bytes.
+    """The registers of declarations ``specs`` (``fpq.register_specs.RegisterSpec``) that
+    ``build`` has, at consecutive byte addresses from ``base``, in placement order
+    (``fpq.register_specs.in_placement_order``: first those every build has, in declaration
+    order, then those some builds lack, so that the addresses of the others do not depend on
+    the build). A register of ``n`` > 1 words starts at a multiple of ``4 n`` bytes.
 
     A configuration register (kind "config") is a shadow, access "rw" ("secret" when
     ``RegisterSpec.secret``), reset the build's default configuration's value
@@ -213,8 +217,7 @@ def place(specs, base, build=None):
 
     Returns a list of :class:`Register`."""
     build = build or Build()
-    specs = [s for s in specs if s.in_build(build)]
-    specs = [s for s in specs if s.exists is None] + [s for s in specs if s.exists is not None]
+    specs = in_placement_order(specs, build)
     defaults = Config(build=build).registers() if any(s.kind == "config" for s in specs) \
         else {}
     out, offset = [], base
@@ -269,19 +272,12 @@ def build_word(build):
 
 
 def check_registers(values, build=None):
-    """The commit check the hardware does. ``values`` are the raw values last written to each
-    config register (a value wider than the register counts as out of range: the hardware
-    keeps the old shadow and flags the register). Returns the index (in ``registers()``) of
-    the first config register out of range, or None if the commit is accepted."""
-    for i, r in enumerate(registers(build)):
-        if r.kind != "config":
-            continue
-        v = values[r.name]
-        if not r.lo <= v <= r.hi:
-            return i
-        if r.name == "red_max_th" and v < values["red_min_th"] + (1 << QAVG.frac_bits):
-            return i
-    return None
+    """The commit check the hardware does (``fpq.register_specs.commit_check``): the index
+    (in ``registers()``, the ``STATUS.REJECT_INDEX`` the hardware reports) of the first
+    configuration register whose value in ``values`` is out of range, or None if the commit
+    is accepted."""
+    bad = commit_check(values, build or Build())
+    return None if bad is None else [r.name for r in registers(build)].index(bad)
 
 
 # ---- generators -------------------------------------------------------------------------
@@ -295,7 +291,7 @@ def _reset_is_secret(r, build):
 
 def _shown_reset(r, build):
     """The reset value the generated map shows for ``r`` in ``build``: ``SECRET_SHOWN``
-    (``fpq.config``) for a key the build sets (:func:`_reset_is_secret`)."""
+    (``fpq.fields``) for a key the build sets (:func:`_reset_is_secret`)."""
     return SECRET_SHOWN if _reset_is_secret(r, build) else r.reset
 
 
@@ -330,9 +326,9 @@ def address_constants(build):
 
 def to_c_header(build=None):
     build = build or Build()
-    lines = ["/* Generated by `fpq regmap` from sw/fpq/config.py and sw/fpq/regmap.py.",
-             " * Do not edit. Byte addresses of 32-bit words; wide registers take consecutive",
-             " * words, least significant first. */",
+    lines = ["/* Generated by `fpq regmap` from sw/fpq/fields.py, sw/fpq/register_specs.py and",
+             " * sw/fpq/regmap.py. Do not edit. Byte addresses of 32-bit words; wide registers",
+             " * take consecutive words, least significant first. */",
              "#ifndef FPQ_REGS_H", "#define FPQ_REGS_H", "",
              f"#define FPQ_BUILD_VEC_BITS {build.vec_bits}u",
              f"#define FPQ_BUILD_TABLE_DEPTH {build.table_depth}u",
@@ -356,8 +352,8 @@ def to_c_header(build=None):
 def to_markdown(build=None):
     build = build or Build()
     out = ["# Register map", "",
-           "Generated by `make regmap` from `sw/fpq/config.py` (the one configuration source) "
-           "and `sw/fpq/regmap.py`; do not edit by hand. Build: "
+           "Generated by `make regmap` from the one configuration source (`sw/fpq/fields.py`, "
+           "`sw/fpq/register_specs.py`) and `sw/fpq/regmap.py`; do not edit by hand. Build: "
            f"vec_bits {build.vec_bits}, table_depth {build.table_depth}, avg_delay "
            f"{build.avg_delay}. Byte addresses; 32-bit words; wide registers take consecutive "
            "words, least significant first.", "",
@@ -545,9 +541,9 @@ def to_systemrdl(build=None):
     """The register map as a SystemRDL 2.0 ``addrmap fpq``: every register (reset values of
     ``build``, ranges in the descriptions) and every table (an external ``mem``)."""
     build = build or Build()
-    out = ["// Generated by `fpq regmap --format systemrdl` from sw/fpq/config.py and",
-           "// sw/fpq/regmap.py; do not edit. The behaviour (shadows, commit, re-key, errors) is",
-           "// in docs/REGISTERS.md.",
+    out = ["// Generated by `fpq regmap --format systemrdl` from sw/fpq/fields.py,",
+           "// sw/fpq/register_specs.py and sw/fpq/regmap.py; do not edit. The behaviour",
+           "// (shadows, commit, re-key, errors) is in docs/REGISTERS.md.",
            f"// Build: vec_bits {build.vec_bits}, table_depth {build.table_depth}, avg_delay "
            f"{build.avg_delay}" + (f", fixed {build.fixed_json()}" if build.fixed else "") + ".",
            "addrmap fpq {",

@@ -2,8 +2,9 @@
 import pytest
 
 from fpq import Config, ConfigError, Build
-from fpq.config import FIELDS
-from fpq.float_model import lt_qt_float, float_wq
+from fpq.fields import FIELDS
+from fpq.drop_probability import lt_qt_float
+from fpq.float_model import float_wq
 from fpq.formats import RATE
 
 
@@ -161,7 +162,7 @@ def test_fixed_fields_are_every_config_s_values_and_nothing_else_is_accepted():
 
 
 def test_fixed_fields_from_the_command_line_are_typed_by_their_field():
-    from fpq.config import parse_fixed
+    from fpq.cli_options import parse_fixed
     got = parse_fixed(["v_max=0x100", "ecn=true", "red_min_th=2.5", "mode=red",
                        "hash_key=" + "01" * 20])
     assert got == {"v_max": 256, "ecn": True, "red_min_th": 2.5, "mode": "red",

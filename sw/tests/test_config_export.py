@@ -18,7 +18,7 @@ from fpq.regmap import registers, tables, ID_VALUE, build_word
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 SCENARIO = os.path.join(ROOT, "sim", "scenarios", "fpq-fpq.toml")
 SMALL = Build(vec_bits=64, table_depth=16)
-#: A key that passes ``fpq.config.check_key`` (the commands refuse weak and public keys).
+#: A key that passes ``fpq.keys.check_key`` (the commands refuse weak and public keys).
 KEY = bytes.fromhex("3c7a0d5be2914f68a1c7e03b5d92f4a6087e1bc9")
 MIX_KEY = bytes.fromhex("5e21c09a7db348f1e6082b4c")
 CC = shutil.which("cc") or shutil.which("gcc")

@@ -5,7 +5,8 @@ instead of repeating the commit."""
 import re
 from pathlib import Path
 
-from fpq.config import FIELDS, Build
+from fpq.fields import FIELDS
+from fpq.config import Build
 
 ROOT = Path(__file__).resolve().parents[2]
 #: the documents read (the top of docs/ only: the records in docs/benchmarks/ hold commits)

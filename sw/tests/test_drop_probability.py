@@ -3,8 +3,7 @@ from hypothesis import given, settings, strategies as st
 import pytest
 
 from fpq import Config
-from fpq.float_model import lt_qt_float
-from fpq.drop_probability import probability, MODE_FPQ, MODE_RED, MODE_DROPTAIL
+from fpq.drop_probability import probability, lt_qt_float, MODE_FPQ, MODE_RED, MODE_DROPTAIL
 from fpq.formats import QAVG, PROB_ONE
 
 #: documented bound (sw/README.md): relative error of p for p >= 1e-4

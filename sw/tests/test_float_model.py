@@ -4,7 +4,7 @@ import math
 import pytest
 
 from fpq import Config, Arrival, Departure, pack_flow, DROP_EARLY
-from fpq.float_model import lt_qt_float
+from fpq.drop_probability import lt_qt_float
 from fpq.float_model import FloatQueueManager
 
 TICK = 1e6   # 1 tick = 1 us, so seconds are easy to read below

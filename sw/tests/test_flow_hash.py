@@ -7,7 +7,7 @@ from hypothesis import given, strategies as st
 import pytest
 
 from fpq import Build, Config, QueueManager, Arrival
-from fpq.config import ConfigError, MIX_KEY_DEFAULT
+from fpq.fields import ConfigError, MIX_KEY_DEFAULT
 from fpq.flow_hash import (toeplitz, ToeplitzHash, pack_flow, unpack_flow, reduce_index,
                            FlowHash, mix, MIX_SBOX, MIX_ROTATIONS, pack_flow6, unpack_flow6)
 

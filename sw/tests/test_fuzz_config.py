@@ -9,7 +9,8 @@ from hypothesis import given, settings, strategies as st
 import pytest
 
 from fpq import Config, ConfigError
-from fpq.config import FIELDS, Build
+from fpq.fields import FIELDS
+from fpq.config import Build
 from fpq.regmap import check_registers
 from bad_inputs import Tried
 

@@ -1,4 +1,4 @@
-"""Key handling: the weak-key rule (``fpq.config.key_weakness``), keys drawn from the operating
+"""Key handling: the weak-key rule (``fpq.keys.key_weakness``), keys drawn from the operating
 system, and ``fpq config``'s ``--key`` and default key (docs/RELIABILITY.md, "Key handling")."""
 
 import json
@@ -6,8 +6,9 @@ import os
 
 import pytest
 
-from fpq.config import (Config, ConfigError, RSS_KEY, KEY_WINDOW_MIN_BITS, check_key,
-                        key_weakness, random_key)
+from fpq.config import Config
+from fpq.fields import ConfigError, RSS_KEY
+from fpq.keys import KEY_WINDOW_MIN_BITS, check_key, key_weakness, random_key
 from fpq.flow_hash import ToeplitzHash, pack_flow, reduce_index
 
 from cli_run import run
@@ -59,9 +60,9 @@ def test_a_key_of_the_wrong_length_is_refused_naming_the_option():
 
 def test_random_keys_come_from_the_os_and_are_drawn_again_when_weak(monkeypatch):
     """``random_key`` takes ``secrets.token_bytes`` and draws again while the draw is weak."""
-    import fpq.config as config
+    import fpq.keys as keys
     draws = iter([bytes(20), RSS_KEY, GOOD])
-    monkeypatch.setattr(config.secrets, "token_bytes", lambda n: next(draws))
+    monkeypatch.setattr(keys.secrets, "token_bytes", lambda n: next(draws))
     assert random_key() == GOOD
     monkeypatch.undo()
     keys = {random_key() for _ in range(50)}
@@ -154,7 +155,7 @@ def test_ipv6_keys_are_41_bytes_and_checked_over_the_296_bit_windows():
     that the window only the protocol's last bit reads has one set bit, is weak; the public
     RSS key is refused."""
     from fpq import Build
-    from fpq.config import RSS_KEY6
+    from fpq.fields import RSS_KEY6
     build = Build(flow_key="ipv6")
     good = GOOD * 2 + b"\x5b"
     assert key_weakness(good) is None and check_key(good, build=build) == good
@@ -176,7 +177,8 @@ def test_power_on_keys_are_the_build_s_defaults_and_reset_values():
     """The power-on keys are the register map's reset values of the key registers and
     ``Config(build=...)``'s defaults (the golden model's state out of reset), not the
     public defaults; a build without them keeps the documented defaults."""
-    from fpq.config import Build, MIX_KEY_DEFAULT
+    from fpq.config import Build
+    from fpq.fields import MIX_KEY_DEFAULT
     from fpq.regmap import registers
     build = Build(vec_bits=64, table_depth=16,
                   power_on_keys={"hash_mix_key": GOOD_MIX, "hash_key": GOOD})
@@ -227,7 +229,8 @@ def test_generated_maps_leave_the_power_on_keys_out():
     """Every generated register map (JSON, C header, Markdown, SystemRDL) of a build with
     power-on keys has neither key in any form (hex of the bytes, a 32-bit word, the value in
     decimal); the JSON and Markdown say ``SECRET_SHOWN`` where the reset would be."""
-    from fpq.config import Build, SECRET_SHOWN
+    from fpq.config import Build
+    from fpq.fields import SECRET_SHOWN
     from fpq.regmap import FORMATS
     build = Build(vec_bits=64, table_depth=16,
                   power_on_keys={"hash_key": GOOD, "hash_mix_key": GOOD_MIX})

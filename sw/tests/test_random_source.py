@@ -3,8 +3,7 @@ and jumps ahead vs as many steps."""
 from hypothesis import given, settings, strategies as st
 import pytest
 
-from fpq.random_source import XorShift128, BLOCK, advance_state
-from fpq.config import expand_seed
+from fpq.random_source import XorShift128, BLOCK, advance_state, expand_seed
 
 
 def _state(x, y, z, w):

@@ -85,7 +85,7 @@ def test_c_header_compiles_and_agrees_with_the_json_map(tmp_path):
 
 def _alternative(field):
     """A valid value of ``field`` other than its default."""
-    from fpq.config import MODES
+    from fpq.fields import MODES
     if field.type == "enum":
         return next(m for m in MODES if m != field.default)
     if field.type == "bool":
@@ -104,7 +104,8 @@ def test_register_sources_are_exactly_the_fields_that_change_it():
     """``RegisterSpec.sources`` (which fields a register is computed from) decides which
     registers a build can fix; every field changed on its own must change exactly registers
     listing it."""
-    from fpq.config import FIELDS, CONFIG_REGISTERS
+    from fpq.fields import FIELDS
+    from fpq.register_specs import CONFIG_REGISTERS
     base = Config(tick_hz=100e6)
     raw = base.registers()
     assert [r.name for r in CONFIG_REGISTERS] == list(raw)
@@ -248,7 +249,7 @@ def test_place_puts_registers_some_builds_lack_last_and_aligns_wide_ones():
     """``place``: declaration order, but a register some builds lack
     (``RegisterSpec.exists``) after the others, so their addresses do not depend on it; a
     register of n > 1 words at a multiple of 4 n bytes."""
-    from fpq.config import RegisterSpec
+    from fpq.register_specs import RegisterSpec
     from fpq.regmap import place
     specs = [RegisterSpec("opt", 64, 0, 1, "", "", kind="setting",
                           exists=lambda b: b.hash_mix),
@@ -264,7 +265,8 @@ def test_the_mix_key_is_a_register_and_a_key_only_of_builds_that_mix_the_hash():
     """``hash_mix_key`` exists only with ``Build.hash_mix``: without it every other register
     keeps its address, the model and the RTL re-key on ``hash_key`` alone and the commands
     that configure hardware draw no mix key."""
-    from fpq.config import hardware_keys, key_registers
+    from fpq.keys import hardware_keys
+    from fpq.register_specs import key_registers
     mixed = {r.name: r.offset for r in registers(Build())}
     plain = {r.name: r.offset for r in registers(Build(hash_mix=False))}
     assert set(mixed) - set(plain) == {"hash_mix_key"}

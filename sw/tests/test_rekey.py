@@ -10,7 +10,8 @@ import pytest
 
 from fpq import Config, QueueManager, Arrival, Build
 from fpq.accept_clock import AcceptClock
-from fpq.config import ConfigError, REKEY_HOLD_LIMIT
+from fpq.fields import ConfigError
+from fpq.register_specs import REKEY_HOLD_LIMIT
 
 TICK_HZ = 1e6
 T_CLEAR = 0.01                      # 10,000 clocks

@@ -1,0 +1,165 @@
+"""Key handling: the strength of a key (:func:`key_weakness`), the check of every key the
+commands that configure hardware take (:func:`check_key`, :func:`parse_key`), keys drawn from
+the operating system (:func:`random_key`), and the keys of a configuration for hardware
+(:func:`hardware_keys`). ``Config`` itself takes any key of the right length; its public
+defaults are the fields' (``fpq.fields.RSS_KEY``, ``RSS_KEY6``, ``MIX_KEY_DEFAULT``).
+docs/RELIABILITY.md, "Key handling".
+"""
+
+import secrets
+
+from .fields import ConfigError, FIELD_BY_NAME, SECRET_FIELDS, RSS_KEY, RSS_KEY6
+from .flow_hash import FLOW_KEY_BITS, HASH_KEY_BYTES
+from .formats import HASH_BITS
+from .register_specs import register_fields
+
+__all__ = ["KEY_WINDOW_MIN_BITS", "key_weakness", "check_key", "parse_key", "hardware_keys",
+           "random_key"]
+
+#: Toeplitz key rule: fewest set bits in each 32-bit key window an input bit selects.
+KEY_WINDOW_MIN_BITS = 8
+
+
+def _key_input_bits(key):
+    """The input bits of the flow key whose ``hash_key`` has ``key``'s length
+    (``fpq.flow_hash.HASH_KEY_BYTES``; the IPv4 key's for any other length)."""
+    return next((FLOW_KEY_BITS[k] for k, n in HASH_KEY_BYTES.items() if n == len(key)),
+                FLOW_KEY_BITS["ipv4"])
+
+
+def _toeplitz_windows(key):
+    """The 32-bit key windows the input bits of the 5-tuple select (``fpq.flow_hash``; 104
+    for the IPv4 key, 296 for the IPv6 one): window ``i`` starts at key bit ``i`` (bit 0 =
+    the MSB of byte 0)."""
+    k = int.from_bytes(key, "big")
+    top = 8 * len(key) - HASH_BITS
+    return [(k >> (top - i)) & ((1 << HASH_BITS) - 1) for i in range(_key_input_bits(key))]
+
+
+def _gf2_rank(rows):
+    """The rank over GF(2) of the bit vectors ``rows`` (integers)."""
+    basis = []
+    for r in rows:
+        for b in basis:
+            r = min(r, r ^ b)
+        if r:
+            basis.append(r)
+    return len(basis)
+
+
+def key_weakness(key, name="hash_key"):
+    """Why ``key`` is a weak value of the key field ``name``, or None if it is not.
+
+    ``hash_key`` (the Toeplitz hash's, 20 bytes, or 41 in an IPv6 build whose windows are
+    those of its 296 input bits): the hash XORs, for every set input bit
+    ``i``, the 32-bit key window ``W_i`` that starts at key bit ``i``; two flows that differ
+    in input bits ``S`` collide when the XOR of their windows is 0. The key is weak when
+
+    * a window has fewer than ``KEY_WINDOW_MIN_BITS`` (8, a quarter) set bits: the input bit
+      it belongs to changes few hash bits, none when the window is 0 (flows that differ
+      only there always collide, as with the all-zero key). A key drawn at random fails
+      this with probability about 2.3 % (2.24 % and 2.42 % in two runs of 20000 draws;
+      :func:`random_key` draws again);
+    * the 32 hash bits are not independent (the 32 x 104 matrix of windows has rank below
+      32 over GF(2)): the hash then takes at most half of its 2**32 values, 4 for a key of
+      repeated 0xAA bytes, 2 for all ones, although every window of those has 16 or more
+      set bits; or
+    * it is ``RSS_KEY`` or ``RSS_KEY6``, which are public.
+
+    Any other key field: weak when all its bits are equal (all zeros or all ones)."""
+    key = bytes(key)
+    if name != "hash_key":
+        if key in (bytes(len(key)), b"\xff" * len(key)):
+            return "all its bits are equal"
+        return None
+    nbits = _key_input_bits(key)
+    if key in (RSS_KEY, RSS_KEY6):
+        return "it is the public Microsoft RSS key (anyone can compute colliding flows)"
+    windows = _toeplitz_windows(key)
+    fewest = min(range(len(windows)), key=lambda i: bin(windows[i]).count("1"))
+    bits = bin(windows[fewest]).count("1")
+    if bits < KEY_WINDOW_MIN_BITS:
+        return (f"the 32-bit key window at key bit {fewest} has {bits} set bits; every "
+                f"window of key bits 0..{nbits + HASH_BITS - 2} must have at least "
+                f"{KEY_WINDOW_MIN_BITS}")
+    k = int.from_bytes(key, "big")
+    rows = [(k >> (8 * len(key) - nbits - j)) & ((1 << nbits) - 1)
+            for j in range(HASH_BITS)]
+    rank = _gf2_rank(rows)
+    if rank < HASH_BITS:
+        return (f"its {HASH_BITS} hash bits are not independent (the key's Toeplitz matrix "
+                f"has rank {rank} of {HASH_BITS}: at most 2**{rank} hash values)")
+    return None
+
+
+def check_key(key, name="hash_key", what=None, build=None):
+    """``key`` as bytes, checked as a value of the key field ``name`` in ``build`` (default
+    ``Build()``: the length of ``hash_key`` depends on ``Build.flow_key``): raises
+    ``ConfigError`` naming ``what`` (default ``name``; a command passes its option) and the
+    rule if the key has the wrong length or is weak (:func:`key_weakness`). The check of
+    every key the commands that configure hardware take; ``Config`` itself takes any key of
+    the right length (models and tests use structured ones)."""
+    what = what or name
+    nbytes = FIELD_BY_NAME[name].bounds(build)[0]
+    if not isinstance(key, (bytes, bytearray)) or len(key) != nbytes:
+        raise ConfigError(f"{what}: must be exactly {nbytes} bytes ({2 * nbytes} hex digits), "
+                          f"got {key!r}")
+    why = key_weakness(key, name)
+    if why is not None:
+        raise ConfigError(f"{what}: {bytes(key).hex()} is a weak key: {why}; leave the key "
+                          f"out to draw a random one")
+    return bytes(key)
+
+
+def parse_key(text, option="--key", name="hash_key", build=None):
+    """The bytes of hex text ``text`` given as key field ``name`` (``--key HEX``) of
+    ``build`` (default ``Build()``); errors name ``option``. Its length and strength are
+    :func:`check_key`'s."""
+    try:
+        return bytes.fromhex(text)
+    except (TypeError, ValueError):
+        nbytes = FIELD_BY_NAME[name].bounds(build)[0]
+        raise ConfigError(f"{option}: {text!r} is not hex bytes (allowed: exactly {nbytes} "
+                          f"bytes, {2 * nbytes} hex digits)") from None
+
+
+def hardware_keys(build, given=None, check_fixed=True):
+    """The key fields (``SECRET_FIELDS``) of a configuration for hardware: the values in
+    ``given`` (``{name: (value, what)}``, ``what`` the option that gave it, for errors)
+    checked with :func:`check_key`, and a key from the operating system
+    (:func:`random_key`) for every other one the build does not fix (a key field no register
+    of the build holds, ``register_fields``, is left out). A key the build fixes
+    is checked too (``check_fixed``; off for a board's own build, whose fixed key the host
+    does not know); a given value must be that key. Returns ``(keys, drawn)``: the values for
+    ``Config`` and the names of those drawn."""
+    given = dict(given or {})
+    fixed = build.fixed_fields
+    keys, drawn = {}, []
+    used = register_fields(build)
+    for name in SECRET_FIELDS:
+        if name not in used:
+            continue                                  # no register of this build holds it
+        if name in fixed:
+            if name in given and bytes(given[name][0]) != fixed[name]:
+                raise ConfigError(f"{given[name][1]}: this build fixes {name} (Build.fixed, "
+                                  f"--fix) to another key")
+            if check_fixed:
+                check_key(fixed[name], name, f"--fix {name}", build)
+        elif name in given:
+            value, what = given[name]
+            keys[name] = check_key(value, name, what, build)
+        else:
+            keys[name] = random_key(name, build)
+            drawn.append(name)
+    return keys, drawn
+
+
+def random_key(name="hash_key", build=None):
+    """A value of the key field ``name`` of ``build`` (default ``Build()``) from the
+    operating system's random source (``secrets.token_bytes``), drawn again until
+    :func:`key_weakness` finds nothing."""
+    nbytes = FIELD_BY_NAME[name].bounds(build)[0]
+    while True:
+        key = secrets.token_bytes(nbytes)
+        if key_weakness(key, name) is None:
+            return key
