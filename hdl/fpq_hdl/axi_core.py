@@ -336,6 +336,22 @@ def _port_lines(core):
     return lines
 
 
+def _fixed_lines(build):
+    """Header lines naming the registers the build fixes (their ``config`` fields are
+    ignored) and the fields they come from."""
+    if not build.fixed:
+        return []
+    from fpq.fields import SECRET_SHOWN
+    from fpq.regmap import registers
+    fields = ", ".join(f"{k}={v}" for k, v in build.fixed_json().items())
+    # a fixed key is in the netlist, but not in a header line that logs and diffs copy
+    regs = [f"{r.name}={SECRET_SHOWN if r.secret else f'{r.reset:#x}'}"
+            for r in registers(build) if r.kind == "fixed"]
+    return [f"// Fixed at build time (Build.fixed): {fields}.",
+            "// Constants (read-only registers; the raw cfg port's field is ignored): "
+            f"{', '.join(regs) if regs else '(no register: only host fields fixed)'}."]
+
+
 def export_verilog(path, build, bus="axi-lite", name="fpq_core", package=True, keys=None,
                    target="generic"):
     """Write :class:`FPQCore` as Verilog to ``path`` and, with ``package``, its
@@ -394,7 +410,6 @@ def export_verilog(path, build, bus="axi-lite", name="fpq_core", package=True, k
             "// rst low (the first is the register file's, the second its restart's). A",
             "// configuration applies at CONTROL.COMMIT (`fpq config` writes the words).",
         ]
-    from .cli import _fixed_lines
     header += _fixed_lines(build)
     header += ["// Ports:"] + ["//" + line for line in _port_lines(core)]
     for title, layout in (("s_axis_arrival_tdata", arrival_layout(build)),

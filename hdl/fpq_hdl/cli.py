@@ -7,22 +7,6 @@ generated sections of docs/DATASHEET.md (``fpq_hdl.datasheet``)."""
 __all__ = ["register"]
 
 
-def _fixed_lines(build):
-    """Header lines naming the registers the build fixes (their ``config`` fields are
-    ignored) and the fields they come from."""
-    if not build.fixed:
-        return []
-    from fpq.fields import SECRET_SHOWN
-    from fpq.regmap import registers
-    fields = ", ".join(f"{k}={v}" for k, v in build.fixed_json().items())
-    # a fixed key is in the netlist, but not in a header line that logs and diffs copy
-    regs = [f"{r.name}={SECRET_SHOWN if r.secret else f'{r.reset:#x}'}"
-            for r in registers(build) if r.kind == "fixed"]
-    return [f"// Fixed at build time (Build.fixed): {fields}.",
-            "// Constants (read-only registers; the raw cfg port's field is ignored): "
-            f"{', '.join(regs) if regs else '(no register: only host fields fixed)'}."]
-
-
 def _power_on_keys(build, key=None, mix_key=None):
     """``build`` with its power-on keys (``Build.power_on_keys``): ``key`` (``--key`` hex)
     for ``hash_key`` and ``mix_key`` (``--mix-key``) for ``hash_mix_key``, checked, and one
