@@ -24,14 +24,14 @@ def _retry_seeds(text):
 
 def _build(args):
     from fpq.atomic import check_output_path
-    from fpq.cli_options import parse_fixed
+    from fpq.cli_options import given_build_options
     from fpq.keys import parse_key
     from .build import build_board, check_build_options
     key = None if args.key is None else parse_key(args.key, "--key")
-    options = dict(vec_bits=args.vec_bits, table_depth=args.table_depth, clk_mhz=args.clk_mhz,
-                   seed=args.seed, router=args.router, time_limit=args.time_limit,
-                   fixed=parse_fixed(args.fix) if args.fix else None, key=key,
-                   retry_seeds=_retry_seeds(args.retry_seeds))
+    # the build options not given are the board's (build_board's None)
+    options = dict(clk_mhz=args.clk_mhz, seed=args.seed, router=args.router,
+                   time_limit=args.time_limit, key=key,
+                   retry_seeds=_retry_seeds(args.retry_seeds), **given_build_options(args))
     # everything is checked before the build starts: it takes minutes to hours
     check_build_options(args.board, option=_option, **options)
     if args.record:
@@ -157,13 +157,13 @@ def register(subparsers):
 
 
 def _add_build(sub):
+    from fpq.cli_options import add_build_arguments
     from fpq_hdl.toolchain import ROUTERS
     b = sub.add_parser("build", help="build a bitstream with timing / utilisation reports")
     b.add_argument("board", choices=["ulx3s", "icebreaker"])
     b.add_argument("--out", default="build", help="folder (default build/; the board's "
                    "files go to build/<board>/)")
-    b.add_argument("--vec-bits", type=int, default=None, help="override the board's default")
-    b.add_argument("--table-depth", type=int, default=None)
+    add_build_arguments(b, defaults="the board's", avg_delay=False)
     b.add_argument("--clk-mhz", type=float, default=None,
                    help="PLL clock, MHz (default per board; within what the board's PLL "
                         "makes: iCEBreaker 8.4375-528, ULX3S 3.125-800)")
@@ -175,9 +175,6 @@ def _add_build(sub):
     b.add_argument("--router", choices=ROUTERS, default=ROUTERS[0],
                    help="nextpnr router (default router1)")
     b.add_argument("--strict", action="store_true", help="exit 1 if timing is missed")
-    b.add_argument("--fix", action="append", metavar="FIELD=VALUE",
-                   help="fix a configuration field at build time (repeatable; replaces the "
-                        "board's own fixed fields)")
     b.add_argument("--key", default=None, metavar="HEX",
                    help="the hash key: 40 hex digits, not weak (docs/RELIABILITY.md, \"Key "
                         "handling\"); fixed in a build that fixes it (the iCEBreaker's), "

@@ -31,12 +31,9 @@ def keys_path(out, name):
 
 def _verilog(args):
     import sys
-    from fpq.config import Build
-    from fpq.cli_options import parse_fixed
+    from fpq.cli_options import build_from_args
     from .axi_core import export_verilog
-    build = Build(vec_bits=args.vec_bits, table_depth=args.table_depth,
-                  avg_delay=args.avg_delay,
-                  fixed=parse_fixed(args.fix))
+    build = build_from_args(args)
     drawn = []
     if args.bus != "none":
         build, drawn = _power_on_keys(build, args.key, args.mix_key)
@@ -64,8 +61,7 @@ BUSES = ("axi-lite", "wishbone", "none")
 
 
 def register(subparsers):
-    from fpq.config import Build
-    d = Build()
+    from fpq.cli_options import add_build_arguments
     p = subparsers.add_parser("verilog", help="export the RTL queue manager as a Verilog core "
                                               "(needs the hdl extra)")
     p.add_argument("-o", "--out", default="build/fpq_core.v",
@@ -81,16 +77,7 @@ def register(subparsers):
                         "design")
     p.add_argument("--no-package", action="store_true",
                    help="do not write the SystemVerilog package")
-    p.add_argument("--vec-bits", type=int, default=d.vec_bits,
-                   help=f"flow vector bits, power of two 64..65536 (default {d.vec_bits})")
-    p.add_argument("--table-depth", type=int, default=d.table_depth,
-                   help=f"r(N) table entries, power of two 16..65536 (default {d.table_depth})")
-    p.add_argument("--avg-delay", type=int, default=d.avg_delay,
-                   help=f"clocks from a sample of the queue to the average arrivals decide "
-                        f"with, 1..127, at least the RTL's own (default {d.avg_delay})")
-    p.add_argument("--fix", action="append", metavar="FIELD=VALUE",
-                   help="fix a configuration field at build time (repeatable; its register "
-                        "becomes a constant, docs/REGISTERS.md \"Fixed registers\")")
+    add_build_arguments(p)
     p.add_argument("--key", default=None, metavar="HEX",
                    help="power-on value of the hash_key register (what the core holds out "
                         "of reset until a host writes a key): 40 hex digits, not weak "

@@ -256,10 +256,9 @@ def critical_path_lines(steps):
 
 def main(argv=None):
     from amaranth.back import rtlil
-    from fpq.config import Build
+    from fpq.cli_options import add_build_arguments, build_from_args
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--vec-bits", type=int, default=8192)
-    p.add_argument("--table-depth", type=int, default=8192)
+    add_build_arguments(p, avg_delay=False)
     p.add_argument("--out", default="build/synth_ecp5")
     p.add_argument("--freq", type=float, default=150.0, help="target MHz for nextpnr")
     seed_args = p.add_mutually_exclusive_group()
@@ -284,8 +283,6 @@ def main(argv=None):
                         "flow_hash_rss (without), or "
                         "the block of a one-clock loop alone (hdl/experiments/loop_bounds.py: "
                         "loop_timer, loop_decision, loop_counter, loop_hold)")
-    p.add_argument("--fix", action="append", metavar="FIELD=VALUE",
-                   help="fix a configuration field at build time (repeatable)")
     p.add_argument("--record", metavar="PATH.json",
                    help="also write the results as a measurement record (fpq.records; the "
                         "project keeps them in docs/benchmarks/)")
@@ -306,10 +303,9 @@ def main(argv=None):
             seeds = parse_seeds(args.seeds)
         except ValueError as e:
             p.error(str(e))
-    from fpq.cli_options import parse_fixed, ConfigError
+    from fpq.fields import ConfigError
     try:
-        build = Build(vec_bits=args.vec_bits, table_depth=args.table_depth,
-                      fixed=parse_fixed(args.fix))
+        build = build_from_args(args)
     except ConfigError as e:
         p.error(str(e))
     names = sorted(set(COMPONENTS) | set(loop_fixtures()))

@@ -5,10 +5,10 @@
 
 import dataclasses
 
-from .config import AVG_DELAY, BUILD_SIZES, Build
+from .config import BUILD_SIZES, Build
 from .fields import ConfigError, FIELD_BY_NAME
 
-__all__ = ["add_build_arguments", "build_from_args", "parse_fixed"]
+__all__ = ["add_build_arguments", "build_from_args", "given_build_options", "parse_fixed"]
 
 
 def add_build_arguments(parser, defaults=None, avg_delay=True):
@@ -33,8 +33,8 @@ def add_build_arguments(parser, defaults=None, avg_delay=True):
     if avg_delay:
         parser.add_argument("--avg-delay", type=int, default=None,
                             help=f"clocks from a sample of the queue to the average arrivals "
-                                 f"decide with, 1..127; the RTL needs at least its own, "
-                                 f"{AVG_DELAY} ({shown('avg_delay')})")
+                                 f"decide with, 1..127, at least the RTL's own "
+                                 f"({shown('avg_delay')})")
     replaces = "" if isinstance(d, Build) else f"; replaces {d} own fixed fields"
     parser.add_argument("--fix", action="append", metavar="FIELD=VALUE",
                         help=f"a configuration field fixed at build time (repeatable; its "
@@ -42,17 +42,24 @@ def add_build_arguments(parser, defaults=None, avg_delay=True):
                              f"registers\"{replaces})")
 
 
-def build_from_args(args, defaults=None):
-    """The ``Build`` of the build options in ``args`` (:func:`add_build_arguments`): those
-    given replace the values of ``defaults`` (default ``Build()``), ``--fix`` all its fixed
-    fields. Errors are ``Build``'s (``ConfigError`` naming the field and its range) or
-    ``parse_fixed``'s."""
+def given_build_options(args):
+    """The build options given in ``args`` (:func:`add_build_arguments`), by ``Build``'s
+    field names (``fixed``: the parsed ``--fix``); those not given are left out."""
     given = {name: getattr(args, name, None) for name in ("vec_bits", "table_depth",
                                                          "avg_delay")}
     given = {name: value for name, value in given.items() if value is not None}
     if args.fix:
         given["fixed"] = parse_fixed(args.fix)
-    return dataclasses.replace(Build() if defaults is None else defaults, **given)
+    return given
+
+
+def build_from_args(args, defaults=None):
+    """The ``Build`` of the build options in ``args`` (:func:`add_build_arguments`): those
+    given replace the values of ``defaults`` (default ``Build()``), ``--fix`` all its fixed
+    fields. Errors are ``Build``'s (``ConfigError`` naming the field and its range) or
+    :func:`parse_fixed`'s."""
+    return dataclasses.replace(Build() if defaults is None else defaults,
+                               **given_build_options(args))
 
 
 def parse_fixed(items, option="--fix"):

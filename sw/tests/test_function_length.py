@@ -21,7 +21,7 @@ BUDGET = 80
 OVER_BUDGET = {
     "boards/fpq_boards/traffic_generator.py::TrafficGenerator.elaborate": 174,
     "boards/fpq_boards/uart_bridge.py::UARTBridge.elaborate": 150,
-    "hdl/fpq_hdl/synth.py::main": 139,
+    "hdl/fpq_hdl/synth.py::main": 135,
     "hdl/fpq_hdl/decision.py::Decision._occupancy_speed": 131,
     "hdl/fpq_hdl/registers.py::RegisterFile._commit": 128,
     "hdl/fpq_hdl/flow_counter.py::FlowCounter._vector": 127,
