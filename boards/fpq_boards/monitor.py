@@ -10,6 +10,7 @@ import sys
 import time
 
 from fpq.config import Build
+from fpq.drop_probability import Mode
 from fpq.fields import SECRET_FIELDS
 from fpq.formats import QAVG
 from fpq.queue_manager import COUNTERS
@@ -22,7 +23,7 @@ __all__ = ["snapshot", "render", "monitor", "open_port", "apply_settings", "pars
 
 _REGS = {r.name: r for r in registers(Build())}
 _TELEMETRY = ("n_raw", "n", "avg", "occ_pkts", "occ_bytes", "max_queue")
-_MODES = {0: "droptail", 1: "red", 2: "fpq"}
+_MODES = {m.value: m.name for m in Mode}
 
 
 def open_port(port, baud=115200, timeout=0.5):

@@ -32,7 +32,7 @@ import cocotb
 
 import fpq.queue_manager as qm_mod
 from fpq import Arrival, Departure
-from fpq.fields import MODES
+from fpq.drop_probability import Mode
 from fpq.formats import PROB_ONE, RATE
 
 from fpq_hdl.decision import Decision
@@ -42,7 +42,7 @@ from tb_lib.runner import load_plan, save_result
 from tb_lib.scoreboard import Coverage
 
 P = "decision: "
-MODE_NAMES = {v: k for k, v in MODES.items()}
+MODE_NAMES = {m.value: m.name for m in Mode}
 ACTION_NAMES = ("enqueue", "mark", "drop early", "drop forced")
 #: the RATE word 0x8000 * 2**-(16 + 15) = 2**-16: ``p = ((0x8000 * avg) << 1) >> 16 = avg``
 RATE_P_EQ_AVG = RATE.pack(0x8000, 16)

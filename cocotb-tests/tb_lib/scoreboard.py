@@ -28,7 +28,7 @@ from collections import deque
 from fpq import QueueManager as Model, Arrival, Departure
 from fpq.flow_hash import reduce_index
 from fpq.formats import PROB_ONE, CLEAR_PERIOD
-from fpq.fields import MODES
+from fpq.drop_probability import Mode
 from fpq.random_source import XorShift128
 
 from fpq_hdl.layouts import VERDICT
@@ -37,7 +37,7 @@ from .streams import unpack
 
 __all__ = ["Record", "Scoreboard", "verdict_word", "Coverage", "n_bin"]
 
-_MODE_NAMES = {v: k for k, v in MODES.items()}
+_MODE_NAMES = {m.value: m.name for m in Mode}
 _V = {name: (f.offset, f.width) for name, f in VERDICT}
 _FX = CLEAR_PERIOD.frac_bits
 

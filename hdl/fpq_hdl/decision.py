@@ -5,7 +5,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from fpq.formats import PROB, RAND_BITS, LENGTH_BITS, QPKTS_BITS, QBYTES_BITS
-from fpq.drop_probability import MODE_FPQ, MODE_RED
+from fpq.drop_probability import Mode
 from fpq.queue_manager import ENQUEUE, MARK, DROP_EARLY, DROP_FORCED
 
 from .layouts import config_layout, check_optimise
@@ -211,7 +211,7 @@ class Decision(wiring.Component):
         # candidate's code: which hit decides it, if any (``cand_code`` below)
         av_m1, ecn_m1 = slots[0][0], slots[0][2]
         no_ecn = ~(cfg.ecn & ecn_m1)
-        is_fpq, is_red = mode == MODE_FPQ, mode == MODE_RED
+        is_fpq, is_red = mode == Mode.fpq, mode == Mode.red
         drop_fpq, drop_red, early_fpq, early_red = (Signal(name=n) for n in (
             "drop_fpq", "drop_red", "early_fpq", "early_red"))
         m.d.sync += [drop_fpq.eq(av_m1 & is_fpq & no_ecn), drop_red.eq(av_m1 & is_red & no_ecn),

@@ -9,7 +9,7 @@ from amaranth.lib.wiring import In, Out
 
 from fpq.config import Config
 from fpq.formats import QAVG, PROB, PROB_ONE, RATE
-from fpq.drop_probability import MODE_FPQ, MODE_RED
+from fpq.drop_probability import Mode
 
 from .layouts import config_layout, check_optimise
 from .block_ram import BlockRAM
@@ -161,7 +161,7 @@ class DropProbability(wiring.Component):
                      r_force1.eq(~below_min & ~below_max & ~gentle_region),
                      r_gentle.eq(gentle_region)]
         is_fpq, is_red = Signal(), Signal()
-        m.d.sync += [is_fpq.eq(self.mode == MODE_FPQ), is_red.eq(self.mode == MODE_RED)]
+        m.d.sync += [is_fpq.eq(self.mode == Mode.fpq), is_red.eq(self.mode == Mode.red)]
         word1 = Signal(RATE.width)
         m.d.sync += word1.eq(table.r_data)
         # cycle 5: select by mode; the rate mantissa and the difference go straight into the

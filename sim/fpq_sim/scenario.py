@@ -15,6 +15,7 @@ import re
 import tomllib
 
 import fpq
+from fpq.drop_probability import Mode
 from fpq.fields import FIELDS, FIELD_BY_NAME
 
 from .tcp import VARIANTS
@@ -77,7 +78,7 @@ SCHEMA = {
         Key("discipline", "str", "droptail", "Queue discipline of the bottleneck output queue. "
             "codel (RFC 8289) and pie (RFC 8033) are float reference models in sim/ "
             "(fpq_sim.codel, fpq_sim.pie), whatever model says.",
-            choices=("droptail", "red", "fpq", "codel", "pie")),
+            choices=(*Mode.__members__, "codel", "pie")),
         Key("model", "str", "exact", "Which queue manager decides: the bit-exact golden model "
             "(fpq.QueueManager), the float model of the paper "
             "(fpq.float_model.FloatQueueManager), or the Verilated RTL "
@@ -329,7 +330,7 @@ def queue_config(sc):
     build = fpq.Build(avg_delay=q["avg_delay"]) if q.get("avg_delay") else None
     # CoDel and PIE are not modes of the FPQ queue manager: its configuration then only
     # carries the clock and the buffer limit (mode droptail)
-    mode = q["discipline"] if q["discipline"] in ("droptail", "red", "fpq") else "droptail"
+    mode = q["discipline"] if q["discipline"] in Mode.__members__ else Mode.droptail.name
     return fpq.Config(build=build, mode=mode, **params)
 
 

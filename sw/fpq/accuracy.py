@@ -19,7 +19,7 @@ import random
 import time
 
 from .config import Config, Build
-from .drop_probability import probability, lt_qt_float, MODE_FPQ, MODE_RED
+from .drop_probability import Mode, probability, lt_qt_float
 from .float_model import FloatQueueManager
 from .formats import PROB_ONE
 from .queue_manager import QueueManager
@@ -105,7 +105,7 @@ def probability_error(samples=20000, seed=1):
                     q_t, l_t = lt_qt_float(cfg.n_effective(n), cfg.p_pkts, cfg.lt_plus_one)
                     exact = min(1.0, l_t * avg / 65536 / q_t)
                     if exact >= 1e-4:
-                        fixed = probability(MODE_FPQ, avg, table[n], None) / PROB_ONE
+                        fixed = probability(Mode.fpq, avg, table[n], None) / PROB_ONE
                         errs.append(abs(fixed - exact) / exact)
             else:
                 lo = rnd.uniform(0, 500)
@@ -124,7 +124,7 @@ def probability_error(samples=20000, seed=1):
                     else:
                         exact = 1.0
                     if exact >= 1e-4:
-                        fixed = probability(MODE_RED, avg, 0, regs) / PROB_ONE
+                        fixed = probability(Mode.red, avg, 0, regs) / PROB_ONE
                         errs.append(abs(fixed - exact) / exact)
         out[mode] = (max(errs), sum(errs) / len(errs), len(errs))
     return out

@@ -21,12 +21,23 @@ paper's Fig. 5, :func:`lt_qt_float`), so ``p = l_t * q_a / q_t``, the FPQ paper'
 host-computed registers.
 """
 
+import enum
+
 from .formats import PROB_ONE, RATE
 
-__all__ = ["probability", "rate_table", "lt_qt_float", "MODE_DROPTAIL", "MODE_RED",
-           "MODE_FPQ"]
+__all__ = ["Mode", "probability", "rate_table", "lt_qt_float"]
 
-MODE_DROPTAIL, MODE_RED, MODE_FPQ = 0, 1, 2
+
+class Mode(enum.IntEnum):
+    """The queue discipline: a member's value is the ``mode`` register's, its name the
+    ``mode`` field's (``Config(mode="red")``; ``Mode["red"]``)."""
+    droptail = 0
+    red = 1
+    fpq = 2
+
+
+# looked up once: ``probability`` is on the per-arrival path
+_FPQ, _RED = Mode.fpq, Mode.red
 _MB = RATE.mant_bits
 _MMASK = (1 << _MB) - 1
 
@@ -38,9 +49,9 @@ def scale(word, d):
 
 def probability(mode, avg, rate_word, regs):
     """Probability for average ``avg`` (QAVG raw). ``rate_word`` is ``r[n]`` (FPQ only)."""
-    if mode == MODE_FPQ:
+    if mode == _FPQ:
         p = (((rate_word & _MMASK) * avg) << 1) >> (rate_word >> _MB)  # scale(), inlined: hot
-    elif mode == MODE_RED:
+    elif mode == _RED:
         lo = regs["red_min_th"]
         hi = regs["red_max_th"]
         if avg < lo:

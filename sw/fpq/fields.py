@@ -11,13 +11,13 @@ parameter of the paper's floating-point model only, ``fpq.float_model``; no regi
 from dataclasses import dataclass
 import math
 
+from .drop_probability import Mode
 from .formats import QAVG, QPKTS_BITS, QBYTES_BITS
 from .flow_hash import FLOW_KEYS, HASH_KEY_BYTES, MIX_KEY_BITS
 
 __all__ = ["ConfigError", "Field", "FIELDS", "FIELD_BY_NAME", "SECRET_FIELDS", "SECRET_SHOWN",
-           "MODES", "RSS_KEY", "RSS_KEY6", "MIX_KEY_DEFAULT", "hash_key_bytes", "check_value"]
+           "RSS_KEY", "RSS_KEY6", "MIX_KEY_DEFAULT", "hash_key_bytes", "check_value"]
 
-MODES = {"droptail": 0, "red": 1, "fpq": 2}
 #: The Microsoft RSS verification key (first 20 bytes are used): ``Config``'s default key, so
 #: that the golden model's and the simulator's runs are reproducible and match NIC test
 #: vectors. Public: an attacker who knows the key can make flows collide
@@ -71,8 +71,9 @@ def hash_key_bytes(build):
 
 
 FIELDS = [
-    Field("mode", "reg", "enum", "-", "2 bits: droptail=0 red=1 fpq=2", 0, 2, "fpq",
-          "Queue discipline."),
+    Field("mode", "reg", "enum", "-",
+          f"{max(Mode).bit_length()} bits: " + " ".join(f"{m.name}={m.value}" for m in Mode),
+          int(min(Mode)), int(max(Mode)), Mode.fpq.name, "Queue discipline."),
     Field("ecn", "reg", "bool", "-", "1 bit", 0, 1, False,
           "Mark ECN-capable packets instead of dropping them early (forced drops still drop)."),
     Field("tick_hz", "host", "float", "Hz", "host", 1e3, 1e10, 150e6,
@@ -152,7 +153,7 @@ SECRET_FIELDS = tuple(f.name for f in FIELDS if f.secret)
 
 def check_value(f, value, build):
     """``value`` of field ``f`` in ``build``, checked and of the field's type (bool, int,
-    float, bytes, or a ``MODES`` name); ``ConfigError`` names the field and what is
+    float, bytes, or the name of a ``fpq.drop_probability.Mode``); ``ConfigError`` names the field and what is
     allowed."""
     lo, hi = f.bounds(build)
     if f.type == "bool":
@@ -160,8 +161,9 @@ def check_value(f, value, build):
             raise ConfigError(f"{f.name}: {value!r} must be true or false")
         return bool(value)
     if f.type == "enum":
-        if value not in MODES:
-            raise ConfigError(f"{f.name}: {value!r} must be one of {', '.join(MODES)}")
+        if value not in Mode.__members__:
+            raise ConfigError(f"{f.name}: {value!r} must be one of "
+                              f"{', '.join(Mode.__members__)}")
         return value
     if f.type == "bytes":
         if not isinstance(value, (bytes, bytearray)) or len(value) != lo:

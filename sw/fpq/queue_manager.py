@@ -29,7 +29,7 @@ from .formats import PROB_ONE, COUNTER_BITS, SEQ_BITS, QAVG, CLEAR_PERIOD, RATE
 from .flow_hash import FlowHash
 from .flow_counter import FlowCounter
 from .queue_averager import QueueAverager
-from .drop_probability import probability, MODE_FPQ, MODE_RED
+from .drop_probability import probability, Mode
 from .random_source import XorShift128
 
 __all__ = ["QueueManager", "Arrival", "Departure", "Verdict", "ACTIONS",
@@ -62,6 +62,7 @@ _CFX = CLEAR_PERIOD.frac_bits
 _QFX = QAVG.frac_bits
 _MBITS = RATE.mant_bits
 _MMASK = (1 << _MBITS) - 1
+_FPQ, _RED = Mode.fpq, Mode.red
 
 
 class QueueManager:
@@ -231,7 +232,7 @@ class QueueManager:
         mode = self.mode
         u = self._rand()
         early = False
-        if mode == MODE_FPQ:
+        if mode == _FPQ:
             w = self.rate_table[n]           # drop_probability.probability, FPQ branch
             p = (((w & _MMASK) * avg_used) << 1) >> (w >> _MBITS)
             if p > PROB_ONE:
@@ -239,7 +240,7 @@ class QueueManager:
             early = u < p
         else:
             p = probability(mode, avg_used, 0, self.regs)
-            if mode == MODE_RED:
+            if mode == _RED:
                 if p == 0:
                     self.red_acc = 0
                     self.red_thresh = u

@@ -10,7 +10,8 @@ header, docs.
 
 from dataclasses import dataclass
 
-from .fields import FIELDS, FIELD_BY_NAME, MODES, hash_key_bytes
+from .drop_probability import Mode
+from .fields import FIELDS, FIELD_BY_NAME, hash_key_bytes
 from .flow_hash import MIX_KEY_BITS
 from .formats import (QAVG, PROB, PROB_ONE, CLEAR_PERIOD, RATE, QPKTS_BITS, QBYTES_BITS,
                       HOLD_BITS, SAMPLE_PERIOD_BITS, MIN_SAMPLE_PERIOD, WQ_SHIFT_MAX)
@@ -151,7 +152,8 @@ def _field_register(name, width, lo, hi, fmt, derive, doc_more="", **kw):
 #: of a build in this order too, after those every build has the ones some builds lack, so
 #: that the addresses of the others are the same in every build.
 CONFIG_REGISTERS = [
-    _field_register("mode", 2, 0, 2, "0 droptail, 1 red, 2 fpq", lambda c: MODES[c.mode]),
+    _field_register("mode", max(Mode).bit_length(), int(min(Mode)), int(max(Mode)),
+                    ", ".join(f"{m.value} {m.name}" for m in Mode), lambda c: int(Mode[c.mode])),
     _field_register("ecn", 1, 0, 1, "bool", lambda c: int(c.ecn)),
     _field_register("v_max", 17, 1, lambda b: b.vec_bits, "bits", lambda c: c.v_max),
     RegisterSpec("clear_period", CLEAR_PERIOD.width, 1 << CLEAR_PERIOD.frac_bits,

@@ -3,7 +3,7 @@ from hypothesis import given, settings, strategies as st
 import pytest
 
 from fpq import Config
-from fpq.drop_probability import probability, lt_qt_float, MODE_FPQ, MODE_RED, MODE_DROPTAIL
+from fpq.drop_probability import Mode, probability, lt_qt_float
 from fpq.formats import QAVG, PROB_ONE
 
 #: documented bound (sw/README.md): relative error of p for p >= 1e-4
@@ -26,7 +26,7 @@ def test_fpq_fixed_vs_float(p_pkts, plus_one, lc, v_max, data):
         avg = data.draw(st.integers(0, QAVG.max_raw))
         q_t, l_t = lt_qt_float(cfg.n_effective(n), p_pkts, plus_one)
         exact = min(1.0, l_t * (avg / (1 << QAVG.frac_bits)) / q_t)
-        fixed = probability(MODE_FPQ, avg, table[n], regs)
+        fixed = probability(Mode.fpq, avg, table[n], regs)
         if exact >= 1e-4:
             assert rel_err(fixed, exact) <= REL_BOUND
         assert 0 <= fixed <= PROB_ONE
@@ -55,7 +55,7 @@ def test_red_fixed_vs_float(lo, width, max_p, gentle, data):
         # thresholds as the registers hold them (rounded to QAVG)
         exact = red_float(a, regs["red_min_th"] / 65536, regs["red_max_th"] / 65536,
                           regs["red_max_p"] / PROB_ONE, gentle)
-        fixed = probability(MODE_RED, avg, 0, regs)
+        fixed = probability(Mode.red, avg, 0, regs)
         if exact in (0.0, 1.0):
             assert fixed == exact * PROB_ONE
         elif exact >= 1e-4:
@@ -63,12 +63,12 @@ def test_red_fixed_vs_float(lo, width, max_p, gentle, data):
 
 
 def test_droptail_never_drops_early():
-    assert probability(MODE_DROPTAIL, QAVG.max_raw, 0xFFFFFF, Config().registers()) == 0
+    assert probability(Mode.droptail, QAVG.max_raw, 0xFFFFFF, Config().registers()) == 0
 
 
 def test_saturates_at_one():
     cfg = Config()
-    assert probability(MODE_FPQ, QAVG.max_raw, cfg.rate_table()[1], cfg.registers()) == PROB_ONE
+    assert probability(Mode.fpq, QAVG.max_raw, cfg.rate_table()[1], cfg.registers()) == PROB_ONE
 
 
 def test_fpq_equals_lt_at_target_queue():
@@ -76,5 +76,5 @@ def test_fpq_equals_lt_at_target_queue():
     cfg = Config()
     for n in (10, 25, 75, 100):
         q_t, l_t = lt_qt_float(n, 21.7)
-        p = probability(MODE_FPQ, int(q_t * 65536), cfg.rate_table()[n], cfg.registers())
+        p = probability(Mode.fpq, int(q_t * 65536), cfg.rate_table()[n], cfg.registers())
         assert p / PROB_ONE == pytest.approx(l_t, rel=1e-4)

@@ -369,7 +369,7 @@ class ComponentReference(QueueManager):
     drop_probability.probability)."""
 
     def arrive(self, desc):
-        from fpq.drop_probability import probability, MODE_FPQ, MODE_RED
+        from fpq.drop_probability import Mode, probability
         ts, flow, length, ecn = desc
         self._last_arr = ts
         self._clock = max(self._clock, ts)
@@ -384,9 +384,9 @@ class ComponentReference(QueueManager):
         p = probability(self.mode, avg_used, self.rate_table[n], self.regs)
         u = self.rng.next()
         early = False
-        if self.mode == MODE_FPQ:
+        if self.mode == Mode.fpq:
             early = u < p
-        elif self.mode == MODE_RED:
+        elif self.mode == Mode.red:
             if p == 0:
                 self.red_acc, self.red_thresh = 0, u
             elif self.red_acc + p >= self.red_thresh:
