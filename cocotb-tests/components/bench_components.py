@@ -12,7 +12,7 @@ from fpq import Config
 from fpq.flow_hash import FlowHash as HashModel, reduce_index
 from fpq.random_source import XorShift128
 from fpq.drop_probability import probability
-from fpq.formats import QAVG, RATE
+from fpq.formats import QAVG, RATE, FLOW_COUNT_BITS
 
 from fpq_hdl.flow_hash import FlowHash
 from fpq_hdl.drop_probability import DropProbability
@@ -141,7 +141,8 @@ async def drop_probability(dut):
         th = [regs["red_min_th"], regs["red_max_th"], 2 * regs["red_max_th"]]
         inputs = []
         for _ in range(plan["n"]):
-            n = rnd.randrange(1 << 17) if rnd.random() < 0.2 else rnd.randrange(build.table_depth)
+            n = rnd.randrange(1 << FLOW_COUNT_BITS) if rnd.random() < 0.2 else \
+                rnd.randrange(build.table_depth)
             r = rnd.random()
             if r < 0.3:
                 avg = max(0, min(QAVG.max_raw, rnd.choice(th) + rnd.randint(-3, 3)))

@@ -8,7 +8,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from fpq.config import Config
-from fpq.formats import QAVG, PROB, PROB_ONE, RATE
+from fpq.formats import QAVG, PROB, PROB_ONE, RATE, FLOW_COUNT_BITS
 from fpq.drop_probability import Mode
 
 from .layouts import config_layout, check_optimise
@@ -65,7 +65,7 @@ class DropProbability(wiring.Component):
 
     Attributes
     ----------
-    n_raw : In(17)
+    n_raw : In(FLOW_COUNT_BITS)
     n_over : In(1)
         ``n_raw > n_cap`` (formed by the caller beside ``n_raw``).
     avg : In(QAVG.width)
@@ -99,7 +99,7 @@ class DropProbability(wiring.Component):
         self.table_depth = table_depth = build.table_depth
         abits = (table_depth - 1).bit_length()
         super().__init__({
-            "n_raw": In(17), "n_over": In(1), "avg": In(QAVG.width),
+            "n_raw": In(FLOW_COUNT_BITS), "n_over": In(1), "avg": In(QAVG.width),
             "config": In(config_layout(build)),
             "table_bank": In(1), "table_we": In(1), "table_addr": In(abits),
             "table_data": In(RATE.width),
@@ -129,7 +129,7 @@ class DropProbability(wiring.Component):
                      table.w_addr.eq(Cat(self.table_addr, ~self.table_bank)),
                      table.w_data.eq(self.table_data)]
         # cycle 0: the count and whether it is over the cap, registered
-        n0, over0 = Signal(17), Signal()
+        n0, over0 = Signal(FLOW_COUNT_BITS), Signal()
         m.d.sync += [n0.eq(self.n_raw), over0.eq(self.n_over)]
         # cycle 1: the capped count and the bank into the address register
         nc = Mux(over0, self.n_cap, n0)

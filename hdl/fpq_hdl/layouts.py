@@ -6,7 +6,7 @@ from amaranth.hdl import Const
 from amaranth.lib import data
 
 from fpq.flow_hash import flow_bits
-from fpq.formats import FLOW_BITS, LENGTH_BITS, SEQ_BITS, QAVG, PROB
+from fpq.formats import FLOW_BITS, LENGTH_BITS, SEQ_BITS, QAVG, PROB, CAPPED_COUNT_BITS
 from fpq.regmap import registers
 
 __all__ = ["ARRIVAL", "arrival_layout", "DEPARTURE", "VERDICT", "config_layout",
@@ -47,8 +47,8 @@ def n_bits(build):
 
 
 #: Verdict (``fpq.Verdict``): action 0 enqueue, 1 mark, 2 drop_early, 3 drop_forced.
-VERDICT = data.StructLayout({"seq": SEQ_BITS, "action": 2, "n": 16, "avg": QAVG.width,
-                             "prob": PROB.width})
+VERDICT = data.StructLayout({"seq": SEQ_BITS, "action": 2, "n": CAPPED_COUNT_BITS,
+                             "avg": QAVG.width, "prob": PROB.width})
 
 
 def config_layout(build):

@@ -9,7 +9,8 @@ from amaranth.lib.wiring import In, Out
 from fpq.config import Build
 from fpq.fields import ConfigError
 from fpq.formats import (QAVG, QPKTS_BITS, QBYTES_BITS, COUNTER_BITS, SEQ_BITS, RATE,
-                         CLEAR_PERIOD, SAMPLE_PERIOD_BITS, HOLD_BITS)
+                         CLEAR_PERIOD, SAMPLE_PERIOD_BITS, HOLD_BITS, FLOW_COUNT_BITS,
+                         CAPPED_COUNT_BITS)
 from fpq.queue_manager import COUNTERS, ENQUEUE, MARK, DROP_EARLY, DROP_FORCED
 
 from .layouts import (arrival_layout, DEPARTURE, VERDICT, config_layout, fixed_registers,
@@ -259,7 +260,7 @@ class QueueManager(wiring.Component):
             "rate_data": In(RATE.width),
             "counters": Out(data.ArrayLayout(COUNTER_BITS, len(COUNTERS))),
             "counter_clear": In(len(COUNTERS)), "clear_max_queue": In(1),
-            "n_raw": Out(17), "n": Out(16), "avg": Out(QAVG.width),
+            "n_raw": Out(FLOW_COUNT_BITS), "n": Out(CAPPED_COUNT_BITS), "avg": Out(QAVG.width),
             "occ_pkts": Out(QPKTS_BITS), "occ_bytes": Out(QBYTES_BITS),
             "max_queue": Out(QPKTS_BITS), "busy": Out(1),
         })
@@ -407,7 +408,7 @@ class QueueManager(wiring.Component):
                 m.d.sync += holding.eq(0)
         with m.If(self.rekey):
             m.d.sync += [hold_armed.eq(cfg.rekey_hold != 0), holding.eq(0)]
-        n_held = Signal(17)
+        n_held = Signal(FLOW_COUNT_BITS)
         held_over = Signal()                          # n_held > n_cap
         with m.If(stages[_S_N - 1].rkl):
             # N after every clear due before the re-key's clock (the slot before it)
@@ -529,7 +530,7 @@ class QueueManager(wiring.Component):
         m.d.sync += empty.eq(~s.accept & ~Cat(st.av for st in s.stages[1:_S_VERDICT]).any())
         m.d.comb += self.idle.eq((self.hold | ~self.arrivals.valid) & empty)
         # ``n`` in two registered steps: the hold's select, then the cap's compare and select
-        n_tele = Signal(17)
+        n_tele = Signal(FLOW_COUNT_BITS)
         m.d.sync += n_tele.eq(Mux(s.hold_armed | s.running, s.n_held, fc.n_raw))
         m.d.sync += self.n.eq(Mux(cfg.n_cap < n_tele, cfg.n_cap, n_tele))
         m.d.comb += [self.n_raw.eq(fc.n_raw),

@@ -9,7 +9,7 @@ from amaranth.sim import Simulator
 
 from fpq import Build, Config
 from fpq.drop_probability import probability
-from fpq.formats import QAVG, RATE
+from fpq.formats import QAVG, RATE, FLOW_COUNT_BITS
 from fpq_hdl.drop_probability import DropProbability
 from fpq_hdl.layouts import config_layout
 from .hdl_harness import pack, write_words
@@ -38,7 +38,7 @@ def test_probability_matches_model(case, optimise):
     for _ in range(1500):
         r = rnd.random()
         if r < 0.2:
-            n = rnd.randrange(1 << 17)
+            n = rnd.randrange(1 << FLOW_COUNT_BITS)
         elif r < 0.3:          # the cap's neighbourhood (n_over changes there)
             n = max(0, regs["n_cap"] + rnd.randint(-2, 2))
         else:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import math
 
 from .drop_probability import Mode
-from .formats import QAVG, QPKTS_BITS, QBYTES_BITS
+from .formats import QAVG, QPKTS_BITS, QBYTES_BITS, FLOW_COUNT_BITS
 from .flow_hash import FLOW_KEYS, HASH_KEY_BYTES, MIX_KEY_BITS
 
 __all__ = ["ConfigError", "Field", "FIELDS", "FIELD_BY_NAME", "SECRET_FIELDS", "SECRET_SHOWN",
@@ -81,7 +81,7 @@ FIELDS = [
           "the clock they are accepted in); converts seconds to clocks."),
     Field("p_pkts", "host", "float", "packets", "host", 0.0, 65535.0, 21.7,
           "P, the delay-bandwidth product (FPQ paper Fig. 5). Folded into the r(N) table."),
-    Field("v_max", "reg", "int", "bits", "17 bits", 1, lambda b: b.vec_bits,
+    Field("v_max", "reg", "int", "bits", f"{FLOW_COUNT_BITS} bits", 1, lambda b: b.vec_bits,
           lambda b: min(5000, b.vec_bits),
           "Bits of the flow vector in use (hash range); <= the build-time vector size. "
           "Default: the paper's 5000, or the whole vector if it is smaller."),

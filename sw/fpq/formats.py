@@ -13,7 +13,7 @@ __all__ = [
     "UFixed", "RateFormat", "QAVG", "PROB", "CLEAR_PERIOD", "HOLD_BITS", "QPKTS_BITS",
     "QBYTES_BITS", "LENGTH_BITS", "RATE", "SAMPLE_PERIOD_BITS", "MIN_SAMPLE_PERIOD",
     "WQ_SHIFT_MAX", "FLOW_BITS", "FLOW6_BITS", "HASH_BITS", "PROB_ONE", "RAND_BITS",
-    "COUNTER_BITS", "SEQ_BITS",
+    "COUNTER_BITS", "SEQ_BITS", "FLOW_COUNT_BITS", "CAPPED_COUNT_BITS",
 ]
 
 
@@ -133,4 +133,10 @@ HASH_BITS = 32        # Toeplitz hash output
 RAND_BITS = 32        # random numbers
 COUNTER_BITS = 64     # statistics counters
 SEQ_BITS = 32         # verdict sequence number (wraps)
+#: The flow count N (the flow vector's popcount, up to ``vec_bits``, at most 2**16: the
+#: largest of ``fpq.config.BUILD_SIZES``) and ``v_max``, which is at most ``vec_bits``.
+FLOW_COUNT_BITS = 17
+#: The capped count ``n = min(N, n_cap)`` decisions use, an index of the r(N) table:
+#: ``n_cap`` < ``table_depth``, at most 2**16.
+CAPPED_COUNT_BITS = 16
 

@@ -14,7 +14,8 @@ from .drop_probability import Mode
 from .fields import FIELDS, FIELD_BY_NAME, hash_key_bytes
 from .flow_hash import MIX_KEY_BITS
 from .formats import (QAVG, PROB, PROB_ONE, CLEAR_PERIOD, RATE, QPKTS_BITS, QBYTES_BITS,
-                      HOLD_BITS, SAMPLE_PERIOD_BITS, MIN_SAMPLE_PERIOD, WQ_SHIFT_MAX)
+                      HOLD_BITS, SAMPLE_PERIOD_BITS, MIN_SAMPLE_PERIOD, WQ_SHIFT_MAX,
+                      FLOW_COUNT_BITS, CAPPED_COUNT_BITS)
 from .random_source import expand_seed
 
 __all__ = ["RegisterSpec", "CONFIG_REGISTERS", "REKEY_HOLD_LIMIT", "key_registers",
@@ -155,13 +156,13 @@ CONFIG_REGISTERS = [
     _field_register("mode", max(Mode).bit_length(), int(min(Mode)), int(max(Mode)),
                     ", ".join(f"{m.value} {m.name}" for m in Mode), lambda c: int(Mode[c.mode])),
     _field_register("ecn", 1, 0, 1, "bool", lambda c: int(c.ecn)),
-    _field_register("v_max", 17, 1, lambda b: b.vec_bits, "bits", lambda c: c.v_max),
+    _field_register("v_max", FLOW_COUNT_BITS, 1, lambda b: b.vec_bits, "bits", lambda c: c.v_max),
     RegisterSpec("clear_period", CLEAR_PERIOD.width, 1 << CLEAR_PERIOD.frac_bits,
                  CLEAR_PERIOD.max_raw, str(CLEAR_PERIOD),
                  "Clocks between two clears (>= 1.0): t_clear * tick_hz / v_max.",
                  sources=("t_clear_s", "tick_hz", "v_max"),
                  derive=lambda c: c.clear_period_raw()),
-    _field_register("n_cap", 16, 1, lambda b: b.table_depth - 1, "flows", lambda c: c.n_cap),
+    _field_register("n_cap", CAPPED_COUNT_BITS, 1, lambda b: b.table_depth - 1, "flows", lambda c: c.n_cap),
     RegisterSpec("wq_shift", 5, 0, WQ_SHIFT_MAX, "shift",
                  "Weight of a sample in the average queue, 2^-wq_shift (from avg_tau_s).",
                  sources=("avg_tau_s", "tick_hz"), derive=lambda c: c.avg_parameters()[0]),

@@ -87,7 +87,7 @@ import os
 from .config import Build, Config
 from .fields import FIELDS, SECRET_SHOWN
 from .flow_hash import HASH_INPUTS
-from .formats import QAVG, RATE, QPKTS_BITS, QBYTES_BITS
+from .formats import QAVG, RATE, QPKTS_BITS, QBYTES_BITS, FLOW_COUNT_BITS, CAPPED_COUNT_BITS
 from .queue_manager import COUNTERS
 from .register_specs import RegisterSpec, CONFIG_REGISTERS, commit_check, in_placement_order
 
@@ -179,8 +179,8 @@ COUNTER_REGISTERS = [_reading(name, 64, "count",
                               access="rc") for name in COUNTERS]
 #: The telemetry, from 0x280.
 TELEMETRY = [
-    _reading("n_raw", 17, "", "Flow-vector popcount N.", "telemetry"),
-    _reading("n", 16, "", "min(N, n_cap): the count decisions use.", "telemetry"),
+    _reading("n_raw", FLOW_COUNT_BITS, "", "Flow-vector popcount N.", "telemetry"),
+    _reading("n", CAPPED_COUNT_BITS, "", "min(N, n_cap): the count decisions use.", "telemetry"),
     _reading("avg", QAVG.width, "", "Average queue (QAVG): the latest published, which "
              "arrivals decide with.", "telemetry"),
     _reading("occ_pkts", QPKTS_BITS, "", "Queue occupancy, packets.", "telemetry"),

@@ -172,3 +172,13 @@ def test_fixed_fields_from_the_command_line_are_typed_by_their_field():
         parse_fixed(["v_max=1", "v_max=2"])
     with pytest.raises(ConfigError, match="--fix: 'v_max' must be FIELD=VALUE"):
         parse_fixed(["v_max"])
+
+
+def test_the_count_widths_hold_the_largest_build():
+    """``FLOW_COUNT_BITS`` holds N of a full vector of the largest ``vec_bits`` (and
+    ``v_max``), ``CAPPED_COUNT_BITS`` the largest ``n_cap`` of the largest ``table_depth``,
+    each with no bit to spare."""
+    from fpq.config import BUILD_SIZES
+    from fpq.formats import FLOW_COUNT_BITS, CAPPED_COUNT_BITS
+    assert FLOW_COUNT_BITS == BUILD_SIZES["vec_bits"][1].bit_length()
+    assert CAPPED_COUNT_BITS == (BUILD_SIZES["table_depth"][1] - 1).bit_length()
