@@ -3,15 +3,12 @@ backlog, register range checks."""
 
 import pytest
 
+from fpq.bitfields import unpack
 from fpq.queue_manager import ENQUEUE, MARK, DROP_EARLY
 from fpq_hdl.layouts import ARRIVAL
 from fpq_boards.traffic_generator import TrafficGenerator, TG_REG, TG_REGISTERS, TG_ID, flow_key
 
 from board_sim import run
-
-
-def unpack(layout, word):
-    return {name: (word >> f.offset) & ((1 << f.width) - 1) for name, f in layout}
 
 
 async def bus_write(ctx, dut, name, value, settle=True):

@@ -9,6 +9,7 @@ from cocotb.clock import Clock
 from cocotb.triggers import RisingEdge
 
 from fpq import Config
+from fpq.bitfields import pack
 from fpq.flow_hash import FlowHash as HashModel, reduce_index
 from fpq.random_source import XorShift128
 from fpq.drop_probability import probability
@@ -19,7 +20,6 @@ from fpq_hdl.drop_probability import DropProbability
 from fpq_hdl.layouts import config_layout
 
 from tb_lib.runner import load_plan, save_result
-from tb_lib.streams import pack
 
 _results = {}
 

@@ -25,6 +25,7 @@ from cocotbext.axi import (AxiStreamBus, AxiStreamSource, AxiStreamSink, AxiStre
                            AxiLiteBus, AxiLiteMaster)
 
 from fpq import Config, Arrival, Departure
+from fpq.bitfields import pack, unpack
 from fpq.config_export import bus_writes
 from fpq.regmap import registers, STATUS_BITS, ID_VALUE, build_word
 from fpq.queue_manager import COUNTERS
@@ -33,18 +34,10 @@ from fpq_hdl.axi_core import tdata_width
 
 from tb_lib.runner import load_plan, save_result
 from tb_lib.scoreboard import Record, Coverage
-from tb_lib.streams import unpack
 
 PERIOD_NS = 10
 #: The clocks with rst low before clock 0 (the register file's first clock, its restart's).
 CLOCK0_AFTER_RESET = 2
-
-
-def _pack(layout, **fields):
-    word = 0
-    for name, f in layout:
-        word |= (fields[name] & ((1 << f.width) - 1)) << f.offset
-    return word
 
 
 def _pauses(seed, busy):
@@ -156,10 +149,10 @@ class CoreBench:
         departures = [e for e in plan["events"] if isinstance(e, Departure)]
         abytes, dbytes = tdata_width(ARRIVAL) // 8, tdata_width(DEPARTURE) // 8
         for a in arrivals:
-            word = _pack(ARRIVAL, flow=a.flow, length=a.length, ecn=a.ecn)
+            word = pack(ARRIVAL, dict(flow=a.flow, length=a.length, ecn=a.ecn))
             await arr_src.send(AxiStreamFrame(word.to_bytes(abytes, "little")))
         for d in departures:
-            word = _pack(DEPARTURE, length=d.length)
+            word = pack(DEPARTURE, dict(length=d.length))
             await dep_src.send(AxiStreamFrame(word.to_bytes(dbytes, "little")))
 
         expected = []
@@ -259,7 +252,7 @@ class CoreBench:
 
             cocotb.start_soon(monitor(len(arrivals)))
             for flow, length, ecn in arrivals:
-                word = _pack(ARRIVAL, flow=flow, length=length, ecn=ecn)
+                word = pack(ARRIVAL, dict(flow=flow, length=length, ecn=ecn))
                 await arr_src.send(AxiStreamFrame(word.to_bytes(abytes, "little")))
             for i in range(len(arrivals)):
                 frame = await sink.recv()

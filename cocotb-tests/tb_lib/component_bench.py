@@ -57,7 +57,7 @@ def config_word(build, regs):
     """The ``config`` port's value for raw registers ``regs`` (``Config.registers()``,
     possibly with raw overrides)."""
     from fpq_hdl.layouts import config_layout
-    from .streams import pack
+    from fpq.bitfields import pack
     return pack(config_layout(build), regs)
 
 

@@ -26,6 +26,7 @@ from cocotb.clock import Clock
 from cocotb.triggers import RisingEdge, Timer
 
 from fpq import Departure
+from fpq.bitfields import pack
 from fpq.register_specs import key_registers
 from fpq.queue_manager import COUNTERS
 
@@ -33,7 +34,7 @@ from fpq_hdl.layouts import ARRIVAL, DEPARTURE, config_layout
 from fpq_hdl.queue_manager import (N_RAW_DELAY, N_TELEMETRY_DELAY, AVG_TELEMETRY_DELAY,
                                    LATENCY)
 
-from .streams import Pattern, StreamSink, pack
+from .streams import Pattern, StreamSink
 from .scoreboard import Record, Scoreboard, Coverage
 
 __all__ = ["QueueManagerTB", "arrival_word", "steps_of", "PERIOD_NS"]

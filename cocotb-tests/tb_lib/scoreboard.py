@@ -26,6 +26,7 @@ import copy
 from collections import deque
 
 from fpq import QueueManager as Model, Arrival, Departure
+from fpq.bitfields import bit_layout, pack, unpack
 from fpq.flow_hash import reduce_index
 from fpq.formats import PROB_ONE, CLEAR_PERIOD
 from fpq.drop_probability import Mode
@@ -33,19 +34,16 @@ from fpq.random_source import XorShift128
 
 from fpq_hdl.layouts import VERDICT
 
-from .streams import unpack
 
 __all__ = ["Record", "Scoreboard", "verdict_word", "Coverage", "n_bin"]
 
 _MODE_NAMES = {m.value: m.name for m in Mode}
-_V = {name: (f.offset, f.width) for name, f in VERDICT}
 _FX = CLEAR_PERIOD.frac_bits
+_VERDICT = bit_layout(VERDICT)         # packed once per expected verdict
 
 
 def verdict_word(v):
-    o = _V
-    return ((v.seq << o["seq"][0]) | (v.action << o["action"][0]) | (v.n << o["n"][0])
-            | (v.avg << o["avg"][0]) | (v.prob << o["prob"][0]))
+    return pack(_VERDICT, v._asdict())
 
 
 class Coverage:

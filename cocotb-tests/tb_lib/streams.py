@@ -14,22 +14,7 @@ Random idle cycles (``gap``) and random back-pressure (``busy``) come from seede
 
 import random
 
-__all__ = ["Pattern", "StreamSink", "pack", "unpack"]
-
-
-def pack(layout, values):
-    """An ``amaranth.lib.data`` layout's fields (dict or object attributes) as one integer."""
-    word = 0
-    for name, field in layout:
-        v = int(values[name])
-        if not 0 <= v < (1 << field.width):
-            raise ValueError(f"{name}: {v} does not fit in {field.width} bits")
-        word |= v << field.offset
-    return word
-
-
-def unpack(layout, word):
-    return {name: (word >> f.offset) & ((1 << f.width) - 1) for name, f in layout}
+__all__ = ["Pattern", "StreamSink"]
 
 
 class Pattern:

@@ -16,24 +16,12 @@ import random
 from amaranth import Elaboratable, Module, ResetInserter, Signal
 from amaranth.sim import Simulator
 
+from fpq.bitfields import pack, unpack
 from fpq.queue_manager import QueueManager as Model, Arrival, Departure, ENQUEUE, MARK
 
 from fpq_hdl.queue_manager import QueueManager, N_RAW_DELAY, AVG_TELEMETRY_DELAY
 from fpq.register_specs import key_registers
 from fpq_hdl.layouts import DEPARTURE, VERDICT, config_layout
-
-
-def pack(layout, values):
-    word = 0
-    for name, field in layout:
-        v = values[name]
-        assert 0 <= v < (1 << field.width), (name, v)
-        word |= int(v) << field.offset
-    return word
-
-
-def unpack(layout, word):
-    return {name: (word >> f.offset) & ((1 << f.width) - 1) for name, f in layout}
 
 
 def run_testbench(dut, bench):

@@ -27,7 +27,7 @@ from fpq.formats import PROB_ONE, LENGTH_BITS
 from fpq.queue_manager import Arrival, Departure
 from fpq_hdl.decision import Decision
 from fpq_hdl.layouts import config_layout
-from .hdl_harness import pack
+from fpq.bitfields import pack
 
 BUILD = Build(table_depth=16)
 AHEAD, LAT = Decision.FIELDS_AHEAD, Decision.LATENCY

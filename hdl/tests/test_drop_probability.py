@@ -8,11 +8,12 @@ import pytest
 from amaranth.sim import Simulator
 
 from fpq import Build, Config
+from fpq.bitfields import pack
 from fpq.drop_probability import probability
 from fpq.formats import QAVG, RATE, FLOW_COUNT_BITS
 from fpq_hdl.drop_probability import DropProbability
 from fpq_hdl.layouts import config_layout
-from .hdl_harness import pack, write_words
+from .hdl_harness import write_words
 
 BUILD = Build(table_depth=64)
 CASES = {

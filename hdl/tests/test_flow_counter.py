@@ -22,7 +22,7 @@ from fpq.flow_counter import FlowCounter as Model
 from fpq_hdl.flow_counter import FlowCounter
 from fpq_hdl.layouts import config_layout
 from fpq_hdl.queue_manager import _S_SET
-from .hdl_harness import pack
+from fpq.bitfields import pack
 
 LAT = FlowCounter.LATENCY
 # the queue manager's set_delay, and the smallest the component allows

@@ -10,7 +10,7 @@ from fpq.fields import RSS_KEY
 from fpq.flow_hash import (FlowHash as Model, reduce_index, pack_flow, pack_flow6,
                            HASH_KEY_BYTES, FLOW_KEY_BITS)
 from fpq_hdl.flow_hash import FlowHash
-from .hdl_harness import pack
+from fpq.bitfields import pack
 from fpq_hdl.layouts import config_layout
 
 

@@ -9,6 +9,7 @@ import pytest
 from amaranth import Fragment
 
 from fpq import Build, Config
+from fpq.bitfields import pack
 from fpq.cli import main
 from fpq.formats import RATE
 from fpq.queue_manager import DROP_EARLY
@@ -17,7 +18,7 @@ from fpq_hdl.drop_probability import DropProbability
 from fpq_hdl.layouts import config_layout
 from fpq_hdl.queue_manager import QueueManager
 
-from .hdl_harness import traffic, run, compare, check_bench, pack
+from .hdl_harness import traffic, run, compare, check_bench
 from .test_block_ram import decode_initval
 
 BUILD = Build(vec_bits=1024, table_depth=256)

@@ -82,7 +82,8 @@ def test_fixed_registers_are_the_build_s_constants_whatever_the_port_carries():
     of that build, while the port carries other values for the fixed registers: values that
     change the verdicts when they are used (another mode, weight, clear period, key, seed)."""
     from fpq.regmap import registers as regmap
-    from .hdl_harness import pack, config_layout
+    from fpq.bitfields import pack
+    from .hdl_harness import config_layout
     ref = Config(mode="fpq", limit_pkts=300, lc_correction=True, avg_tau_s=1e-4, **COMMON)
     names = ("mode", "avg_tau_s", "tick_hz", "t_clear_s", "v_max", "hash_key",
              "seed_decide", "seed_clear", "red_gentle")

@@ -6,6 +6,7 @@ import pytest
 from amaranth.sim import Simulator
 
 from fpq import Build, Config
+from fpq.bitfields import pack
 from fpq.queue_averager import ewma_time_constant
 from fpq.regmap import (registers, tables, check_registers, ID_VALUE, CONTROL_COMMIT,
                         CONTROL_CLEAR_ERRORS, STATUS_BITS, STATUS_REJECT_INDEX_SHIFT)
@@ -15,7 +16,7 @@ from amaranth import Module
 from amaranth.lib import wiring
 
 from fpq_hdl.layouts import config_layout
-from .hdl_harness import Bench, traffic, pack, check_bench, UnderReset
+from .hdl_harness import Bench, traffic, check_bench, UnderReset
 
 BUILD = Build(table_depth=64)
 REGS = {r.name: r for r in registers(BUILD)}

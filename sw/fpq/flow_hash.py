@@ -24,9 +24,11 @@ The build chooses the hash (``fpq.Build``, ``FlowHash``): its input (``hash_inpu
 ``HASH_INPUTS``) and whether the keyed non-linear stage ``mix`` follows (``hash_mix``).
 """
 
+from .bitfields import layout, pack, unpack
 from .formats import FLOW_BITS, FLOW6_BITS, HASH_BITS
 
-__all__ = ["pack_flow", "unpack_flow", "pack_flow6", "unpack_flow6", "FLOW_KEYS",
+__all__ = ["pack_flow", "unpack_flow", "pack_flow6", "unpack_flow6", "FLOW_LAYOUT",
+           "FLOW6_LAYOUT", "FLOW_KEYS",
            "FLOW_KEY_BITS", "HASH_KEY_BYTES", "flow_bits", "toeplitz", "ToeplitzHash",
            "reduce_index",
            "HASH_INPUTS", "RSS_PROTOCOLS", "rss_input", "MIX_KEY_BITS", "MIX_SBOX",
@@ -64,40 +66,37 @@ _MIX_ROUNDS = 3
 _MASK32 = (1 << HASH_BITS) - 1
 
 
-def _pack(src_ip, dst_ip, src_port, dst_port, proto, ip_bits):
-    for name, value, bits in (("src_ip", src_ip, ip_bits), ("dst_ip", dst_ip, ip_bits),
-                              ("src_port", src_port, 16), ("dst_port", dst_port, 16),
-                              ("proto", proto, 8)):
-        if not isinstance(value, int) or not 0 <= value < (1 << bits):
-            raise ValueError(f"{name}: {value!r} is out of range [0, {(1 << bits) - 1}]")
-    return ((src_ip << (40 + ip_bits)) | (dst_ip << 40) | (src_port << 24) | (dst_port << 8)
-            | proto)
+def _flow_layout(ip_bits):
+    """The fields of a flow key with ``ip_bits``-bit addresses, from the most significant."""
+    return tuple(reversed(layout(("proto", 8), ("dst_port", 16), ("src_port", 16),
+                                 ("dst_ip", ip_bits), ("src_ip", ip_bits))))
 
 
-def _unpack(flow, ip_bits):
-    return (flow >> (40 + ip_bits), (flow >> 40) & ((1 << ip_bits) - 1), (flow >> 24) & 0xFFFF,
-            (flow >> 8) & 0xFFFF, flow & 0xFF)
+#: The layouts of the IPv4 and the IPv6 flow key (``fpq.bitfields``).
+FLOW_LAYOUT, FLOW6_LAYOUT = _flow_layout(32), _flow_layout(128)
 
 
 def pack_flow(src_ip, dst_ip, src_port, dst_port, proto):
     """The 104-bit IPv4 flow key from its fields; each field is range-checked."""
-    return _pack(src_ip, dst_ip, src_port, dst_port, proto, 32)
+    return pack(FLOW_LAYOUT, dict(src_ip=src_ip, dst_ip=dst_ip, src_port=src_port,
+                                  dst_port=dst_port, proto=proto))
 
 
 def unpack_flow(flow):
     """The fields of a 104-bit IPv4 flow key, as :func:`pack_flow` takes them."""
-    return _unpack(flow, 32)
+    return tuple(unpack(FLOW_LAYOUT, flow).values())
 
 
 def pack_flow6(src_ip, dst_ip, src_port, dst_port, proto):
     """The 296-bit IPv6 flow key (``Build.flow_key`` "ipv6") from its fields, addresses as
     128-bit integers (``int(ipaddress.IPv6Address(...))``); each field is range-checked."""
-    return _pack(src_ip, dst_ip, src_port, dst_port, proto, 128)
+    return pack(FLOW6_LAYOUT, dict(src_ip=src_ip, dst_ip=dst_ip, src_port=src_port,
+                                   dst_port=dst_port, proto=proto))
 
 
 def unpack_flow6(flow):
     """The fields of a 296-bit IPv6 flow key, as :func:`pack_flow6` takes them."""
-    return _unpack(flow, 128)
+    return tuple(unpack(FLOW6_LAYOUT, flow).values())
 
 
 def flow_bits(build):

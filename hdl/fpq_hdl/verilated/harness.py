@@ -253,12 +253,10 @@ class VerilatedQueueManager:
 
     # ---- configuration ------------------------------------------------------------------
     def _config_words(self, cfg):
+        from fpq.bitfields import pack
         from fpq_hdl.layouts import config_layout
-        word = 0
-        regs = cfg.registers()
         layout = config_layout(cfg.build)
-        for name, f in layout:
-            word |= int(regs[name]) << f.offset
+        word = pack(layout, cfg.registers())
         n = (layout.size + 31) // 32
         return _u32([(word >> (32 * i)) & 0xFFFFFFFF for i in range(n)])
 
