@@ -14,7 +14,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import time
 
 from fpq.atomic import write_text
@@ -23,7 +22,7 @@ from fpq.fields import SECRET_FIELDS
 from fpq.keys import check_key, hardware_keys, random_key
 from fpq.terminate import sigterm_as_exit
 from fpq_hdl.synth import MAX_SEED, run_tools
-from fpq_hdl.toolchain import ROUTERS
+from fpq_hdl.toolchain import ROUTERS, tool_env
 
 from .platforms import BOARDS, OSCILLATOR_MHZ, BoardTop, clock_range_mhz
 
@@ -58,9 +57,7 @@ def _yosys_opts(spec):
 
 
 def _env():
-    env = dict(os.environ)
-    vbin = os.path.dirname(sys.executable)
-    env["PATH"] = vbin + os.pathsep + env.get("PATH", "")
+    env = tool_env()
     for k, v in TOOL_ENV.items():
         env.setdefault(k, v)
     return env

