@@ -21,6 +21,8 @@ import os
 import re
 from dataclasses import dataclass
 
+from fpq.marked_section import markers, replace_section, section_bounds
+
 __all__ = ["Port", "parse_ports", "measure", "wavedrom", "sections", "replace_sections",
            "check_markers",
            "SECTIONS", "begin_marker", "end_marker", "verilog_template", "main",
@@ -32,11 +34,11 @@ SECTIONS = ("ports", "payload", "timing", "waves", "registers", "resources",
 
 
 def begin_marker(name):
-    return f"<!-- BEGIN fpq datasheet {name} -->"
+    return markers(f"datasheet {name}")[0]
 
 
 def end_marker(name):
-    return f"<!-- END fpq datasheet {name} -->"
+    return markers(f"datasheet {name}")[1]
 
 
 # ---- ports of the exported Verilog ---------------------------------------------------------
@@ -1112,9 +1114,12 @@ def check_markers(text, names=SECTIONS):
     """Raise ``ValueError`` naming the first of the sections ``names`` whose markers in
     ``text`` are missing, repeated or out of order."""
     for name in names:
-        begin, end = begin_marker(name), end_marker(name)
-        if text.count(begin) != 1 or text.count(end) != 1 or \
-                text.index(begin) > text.index(end):
+        begin, end = markers(f"datasheet {name}")
+        try:
+            bounds = section_bounds(text, begin, end)
+        except ValueError:
+            bounds = None
+        if bounds is None:
             raise ValueError(f"section {name!r}: needs one {begin} and one {end} after it")
 
 
@@ -1123,9 +1128,7 @@ def replace_sections(text, generated):
     Raises ``ValueError`` naming a section whose markers are missing or out of order."""
     check_markers(text, generated)
     for name, body in generated.items():
-        begin, end = begin_marker(name), end_marker(name)
-        head, rest = text.split(begin, 1)
-        text = head + begin + "\n" + body + end + rest.split(end, 1)[1]
+        text = replace_section(text, body, *markers(f"datasheet {name}"))
     return text
 
 

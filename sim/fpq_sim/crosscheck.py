@@ -30,7 +30,8 @@ import subprocess
 import sys
 import time
 
-from .marked_section import replace_marked_section
+from fpq.marked_section import markers, write_section
+
 from .network import Network
 from .scenario import validate
 from .stats import est
@@ -49,7 +50,7 @@ def _ns3_script():
 
 
 NS3_SCRIPT = _ns3_script()
-BEGIN, END = "<!-- BEGIN fpq crosscheck -->", "<!-- END fpq crosscheck -->"
+BEGIN, END = markers("crosscheck")
 FLOWS = (10, 30, 100)
 DISCIPLINES = ("droptail", "red")
 SEEDS = (1, 2, 3)
@@ -175,7 +176,7 @@ def markdown(rows, wall, where, speed=()):
 
 def update_results_md(path, body):
     """Replace the crosscheck section (appended if missing); atomic."""
-    replace_marked_section(path, body, BEGIN, END)
+    write_section(path, body, BEGIN, END)
 
 
 def _summary(ours, theirs):

@@ -15,9 +15,11 @@ import os
 import statistics
 import time
 
+from fpq.marked_section import markers, write_section
+
 __all__ = ["main", "add_arguments", "cases", "summarise", "markdown"]
 
-BEGIN, END = "<!-- BEGIN fpq parity -->", "<!-- END fpq parity -->"
+BEGIN, END = markers("parity")
 SCENARIO = "red-dumbbell-newreno.toml"
 #: (link bit/s, simulated seconds): 217 and 2170 packets/s of 576 bytes
 RATES = ((1e6, 100.0), (10e6, 30.0))
@@ -176,7 +178,6 @@ def main(args):
     text = markdown(summarise(results), args.seeds, time.time() - t0)
     print(text)
     if args.write:
-        from fpq.accuracy import write_results
-        write_results(text, args.write, BEGIN, END)
+        write_section(args.write, text, BEGIN, END)
         print(f"wrote {args.write}")
     return 0

@@ -15,14 +15,15 @@ goals -->`` (the goals, each judged from its records); ``--readme`` the text bet
 import os
 
 from .goals import read_goals, goals_markdown, status_markdown
+from .marked_section import markers, write_section
 from .records import read_records
 
 __all__ = ["markdown", "main", "BEGIN", "END", "GOALS", "STATUS"]
 
-BEGIN, END = "<!-- BEGIN fpq benchmarks -->", "<!-- END fpq benchmarks -->"
+BEGIN, END = markers("benchmarks")
 #: the markers of the goals table (BENCHMARKS.md) and of the status block (README.md)
-GOALS = ("<!-- BEGIN fpq goals -->", "<!-- END fpq goals -->")
-STATUS = ("<!-- BEGIN fpq status -->", "<!-- END fpq status -->")
+GOALS = markers("goals")
+STATUS = markers("status")
 
 
 def _mhz(v):
@@ -164,19 +165,18 @@ def _check_outputs(args):
 
 
 def main(args):
-    from .accuracy import write_results
     _check_outputs(args)
     records = read_records(args.records)
     goals = read_goals(args.records)
     text = markdown(records)
     table = goals_markdown(goals, records)
     if args.write:
-        write_results(text, args.write, BEGIN, END)
+        write_section(args.write, text, BEGIN, END)
         if goals:
-            write_results(table, args.write, *GOALS)
+            write_section(args.write, table, *GOALS)
         print(f"wrote {args.write} ({len(records)} records, {len(goals)} goals)")
     if getattr(args, "readme", None):
-        write_results(status_markdown(goals, records), args.readme, *STATUS)
+        write_section(args.readme, status_markdown(goals, records), *STATUS)
         print(f"wrote {args.readme} ({len(goals)} goals)")
     if not args.write and not getattr(args, "readme", None):
         print(text + ("\n## Goals\n\n" + table if goals else ""))

@@ -47,7 +47,8 @@ REGMAP_OUTSIDE = "fpq-regmap"
 
 
 def _accuracy(args):
-    from .accuracy import markdown, write_results
+    from .accuracy import markdown, BEGIN, END
+    from .marked_section import write_section
     try:
         flows = [int(x) for x in args.flows.split(",")]
     except ValueError:
@@ -63,7 +64,7 @@ def _accuracy(args):
     text = markdown(flows, seed=args.seed, progress=lambda m: print(m, file=sys.stderr))
     print(text)
     if args.write:
-        write_results(text, args.write)
+        write_section(args.write, text, BEGIN, END)
         print(f"wrote {args.write}", file=sys.stderr)
     return 0
 

@@ -2,7 +2,8 @@
 the fpq-figures section of RESULTS.md (between :data:`BEGIN` and :data:`END`; the rest of the
 file is left alone)."""
 
-from ..marked_section import replace_marked_section
+from fpq.marked_section import markers, write_section
+
 from .intro import intro
 from .outputs import Outputs
 from .registry import REGISTRY
@@ -11,7 +12,7 @@ from .runner import group, save_raw
 __all__ = ["write_outputs", "results_markdown", "update_results_md", "BEGIN", "END",
            "SECTION_ORDER"]
 
-BEGIN, END = "<!-- BEGIN fpq figures -->", "<!-- END fpq figures -->"
+BEGIN, END = markers("figures")
 #: The experiments' order in RESULTS.md: the FPQ paper's main result (Figs. 10-13) first.
 SECTION_ORDER = ("sweep", "loss", "many", "validation", "phase", "baselines", "parking")
 
@@ -44,4 +45,4 @@ def results_markdown(res, quick, wall, where, seeds):
 
 def update_results_md(path, body):
     """Replace what lies between the fpq-figures markers (appended if missing); atomic."""
-    replace_marked_section(path, body, BEGIN, END)
+    write_section(path, body, BEGIN, END)
