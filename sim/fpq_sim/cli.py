@@ -138,31 +138,6 @@ def _trace(args):
     return 0
 
 
-def _figures(args):
-    from .figures import main
-    return main(args)
-
-
-def _parity(args):
-    from .parity import main
-    return main(args)
-
-
-def _attack(args):
-    from .attack import main
-    return main(args)
-
-
-def _demo(args):
-    from .demo import main
-    return main(args)
-
-
-def _config(args):
-    from .config_command import main
-    return main(args)
-
-
 def _positive_int(text):
     try:
         v = int(text)
@@ -178,19 +153,27 @@ def _shipped():
     return ", ".join(shipped_scenarios())
 
 
+def _module_commands():
+    """The subcommands whose module has its own ``add_arguments`` and ``main``: ``(name,
+    module, help)``."""
+    from . import attack, config_command, demo, figures, parity
+    return [
+        ("demo", demo, "a TCP scenario through the golden model and the Verilated RTL, and "
+                       "many-flow traffic through both models"),
+        ("config", config_command, "a configuration as register writes and tables for a host "
+                                   "without Python: JSON, C, $readmemh"),
+        ("parity", parity, "the bit-exact model against the paper's float model on a "
+                           "dumbbell, over seeds (RED and FPQ, several N and link rates)"),
+        ("attack", attack, "legitimate TCP flows under a flood of spoofed 5-tuples: goodput, "
+                           "drops and delay against the flood's rate and pool, for FPQ (with "
+                           "and without n_cap), RED and drop-tail, over seeds; writes a "
+                           "Markdown table"),
+        ("figures", figures, "reproduce the papers' figures; writes PNG + CSV and the results "
+                             "section of docs/RESULTS.md"),
+    ]
+
+
 def register(sub):
-    p = sub.add_parser("demo", help="a TCP scenario through the golden model and the Verilated "
-                                    "RTL, and many-flow traffic through both models")
-    from .demo import add_arguments as demo_arguments
-    demo_arguments(p)
-    p.set_defaults(func=_demo)
-
-    p = sub.add_parser("config", help="a configuration as register writes and tables for a "
-                                      "host without Python: JSON, C, $readmemh")
-    from .config_command import add_arguments as config_arguments
-    config_arguments(p)
-    p.set_defaults(func=_config)
-
     p = sub.add_parser("sim", help="run a TCP simulation scenario (TOML)")
     p.add_argument("scenario", help="scenario file (schema: sim/scenarios/README.md), or "
                                     "the name of a shipped one: " + _shipped())
@@ -212,23 +195,7 @@ def register(sub):
     p.add_argument("--max-events", type=_positive_int, help="keep only the first N descriptors")
     p.set_defaults(func=_trace)
 
-    p = sub.add_parser("parity", help="the bit-exact model against the paper's float model on "
-                                      "a dumbbell, over seeds (RED and FPQ, several N and "
-                                      "link rates)")
-    from .parity import add_arguments as parity_arguments
-    parity_arguments(p)
-    p.set_defaults(func=_parity)
-
-    p = sub.add_parser("attack", help="legitimate TCP flows under a flood of spoofed 5-tuples: "
-                                      "goodput, drops and delay against the flood's rate and "
-                                      "pool, for FPQ (with and without n_cap), RED and "
-                                      "drop-tail, over seeds; writes a Markdown table")
-    from .attack import add_arguments as attack_arguments
-    attack_arguments(p)
-    p.set_defaults(func=_attack)
-
-    p = sub.add_parser("figures", help="reproduce the papers' figures; writes PNG + CSV and "
-                                       "the results section of docs/RESULTS.md")
-    from .figures import add_arguments
-    add_arguments(p)
-    p.set_defaults(func=_figures)
+    for name, module, help_text in _module_commands():
+        p = sub.add_parser(name, help=help_text)
+        module.add_arguments(p)
+        p.set_defaults(func=module.main)

@@ -84,17 +84,8 @@ def _trace_csv(args):
     return 0
 
 
-def _bench(args):
-    from .bench import main
-    return main(args)
-
-
-def _benchmarks(args):
-    from .benchmarks import main
-    return main(args)
-
-
 def register(sub):
+    from . import bench, benchmarks
     from .paths import default_output
     p = sub.add_parser("regmap", help="generate the register map: JSON, C header, Markdown, "
                                       "SystemRDL")
@@ -120,7 +111,7 @@ def register(sub):
     p.add_argument("--repeat", type=int, default=3, help="runs per case; the best counts")
     p.add_argument("--record", metavar="PATH.json",
                    help="also write the results as a measurement record (docs/benchmarks/)")
-    p.set_defaults(func=_bench)
+    p.set_defaults(func=bench.main)
 
     p = sub.add_parser("accuracy", help="flow-count accuracy and fixed-vs-float error tables")
     p.add_argument("--flows", default="10,100,1000,5000",
@@ -134,9 +125,8 @@ def register(sub):
 
     p = sub.add_parser("benchmarks", help="the current-figures tables of docs/BENCHMARKS.md "
                                           "from the measurement records in docs/benchmarks/")
-    from .benchmarks import add_arguments as benchmarks_arguments
-    benchmarks_arguments(p)
-    p.set_defaults(func=_benchmarks)
+    benchmarks.add_arguments(p)
+    p.set_defaults(func=benchmarks.main)
 
     p = sub.add_parser("trace-csv", help="convert a binary trace to CSV")
     p.add_argument("input")
