@@ -21,6 +21,7 @@ import os
 import re
 from dataclasses import dataclass
 
+from fpq.bitfields import bit_layout, pack, unpack
 from fpq.marked_section import markers, replace_section, section_bounds
 
 __all__ = ["Port", "parse_ports", "measure", "wavedrom", "sections", "replace_sections",
@@ -274,8 +275,7 @@ class _Probe:
         self.dut, self.cd, self.bus = dut, cd, bus
         self.regs = {r.name: r for r in registers(build)}
         self.port_names = list(dut.signature.members)
-        self.seq_field = VERDICT["seq"]
-        self.length_offset = ARRIVAL["length"].offset
+        self.arrival_layout, self.verdict_layout = bit_layout(ARRIVAL), bit_layout(VERDICT)
         self.results, self.traces, self.origins = {}, {}, {}
         self.trace = None
         self.clock = 0
@@ -295,12 +295,12 @@ class _Probe:
         return self.get(prefix + "tvalid") and self.get(prefix + "tready")
 
     def verdict_seq(self):
-        return (self.get("m_axis_verdict_tdata") >> self.seq_field.offset) & 0xFFFF_FFFF
+        return unpack(self.verdict_layout, self.get("m_axis_verdict_tdata"))["seq"]
 
     def arrival(self, i):
         from fpq import pack_flow
         flow = pack_flow(0x0A000000 + i, 0x0A800001, 1024 + i, 80, 6)
-        return flow | ((64 + i % 1400) << self.length_offset)
+        return pack(self.arrival_layout, dict(flow=flow, length=64 + i % 1400, ecn=0))
 
     async def step(self):
         """Sample every port (inputs as driven, outputs settled), then one clock. The
