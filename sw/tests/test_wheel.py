@@ -140,6 +140,13 @@ def test_wheel_installs_in_a_fresh_venv_and_runs_a_shipped_scenario(tmp_path):
     r = _run([python, "-c", "import amaranth"], work, env)
     assert r.returncode != 0 and "No module named 'amaranth'" in r.stderr, r.stderr
 
+    # every package's subcommands, through the wheel's entry points (fpq.commands), also
+    # those whose optional dependencies are not installed
+    r = _run([fpq, "--help"], work, env)
+    assert r.returncode == 0 and {"regmap", "verilog", "datasheet", "sim", "demo", "config",
+                                  "board"} <= set(re.findall(r"^    (\S+)", r.stdout, re.M)), \
+        (r.stdout, r.stderr)
+
     r = _run([fpq, "--version"], work, env)
     assert r.returncode == 0 and r.stdout.strip() == \
         f"{DISTRIBUTION} {_pyproject()['project']['version']}", (r.stdout, r.stderr)
