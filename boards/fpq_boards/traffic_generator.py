@@ -6,7 +6,8 @@ from amaranth.lib.wiring import In, Out
 
 from fpq.formats import QPKTS_BITS
 from fpq.queue_manager import ENQUEUE, MARK, DROP_EARLY, DROP_FORCED
-from fpq.regmap import RegisterSpec, place
+from fpq.regmap import place
+from fpq.register_specs import RegisterSpec
 from fpq_hdl.layouts import ARRIVAL, DEPARTURE, VERDICT, check_optimise
 from fpq_hdl.flow_counter import step_counter
 from fpq_hdl.registers import BusSignature, word_select
