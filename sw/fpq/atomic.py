@@ -1,7 +1,9 @@
 """Output files that are either complete or absent: write to a temporary file in the same
 folder, then rename it over the target (``os.replace`` is atomic on one file system). A
 failure (an exception, Ctrl-C, SIGTERM) removes the temporary file and leaves any old target
-as it was.
+as it was. Any catchable signal that ends a process (``fpq.terminate.ENDING_SIGNALS``:
+SIGTERM, SIGHUP, SIGQUIT, SIGXCPU, SIGALRM, SIGUSR1, ...) does the same; SIGXFSZ, the file
+size limit, is ignored while writing, so that a write past the limit fails naming the file.
 
 Only regular files are replaced: renaming over a FIFO, a device node or a symbolic link
 would put a regular file in its place (as root, writing to ``/dev/full`` replaced the device
@@ -18,9 +20,9 @@ import os
 import secrets
 import stat
 
-from .terminate import sigterm_as_exit
+from .terminate import signals_as_exit, signals_held
 
-__all__ = ["atomic_path", "write_text", "write_bytes", "OutputPathError",
+__all__ = ["atomic_path", "atomic_paths", "write_text", "write_bytes", "OutputPathError",
            "check_output_path", "check_output_folder", "check_not_an_input"]
 
 
@@ -82,6 +84,79 @@ def _keep_owner_and_mode(fd, st):
     os.fchmod(fd, stat.S_IMODE(st.st_mode))      # after chown, which clears set-ID bits
 
 
+class _Temporary:
+    """The temporary file of one output ``path``: created in its folder (the folder made if
+    missing), renamed over the target by :meth:`commit` or removed by :meth:`discard`."""
+
+    def __init__(self, path):
+        self.path = os.fspath(path)
+        old = _existing_regular(self.path, "")
+        folder = os.path.dirname(os.path.abspath(self.path))
+        os.makedirs(folder, exist_ok=True)
+        fd, self.tmp = _create_temporary(folder, os.path.basename(self.path))
+        try:
+            if old is not None:
+                _keep_owner_and_mode(fd, old)
+        finally:
+            os.close(fd)
+
+    def check(self):
+        """Refuse a target that was replaced by something else while the output was made."""
+        _existing_regular(self.path, "")
+
+    def commit(self):
+        os.replace(self.tmp, self.path)
+
+    def discard(self):
+        try:
+            os.unlink(self.tmp)
+        except FileNotFoundError:
+            pass
+
+
+def _naming(exc, path, tmp):
+    """``exc``, or for an OSError that names no file or only the temporary one, the same
+    error naming ``path``: what a message about a failed write must say."""
+    if isinstance(exc, OSError) and exc.errno is not None and exc.filename in (None, tmp):
+        return OSError(exc.errno, exc.strerror, path)
+    return exc
+
+
+@contextmanager
+def atomic_paths(paths):
+    """``with atomic_paths(["a.json", "b.h"]) as tmp: ...``: a temporary file per target
+    (``tmp[path]``, as :func:`atomic_path` makes it); when the block succeeds all are renamed
+    over their targets, with the signals that end a process held meanwhile
+    (``fpq.terminate.signals_held``: the renames take microseconds), so that a signal leaves
+    every target old or every target new. On failure every temporary is removed.
+
+    Parameters
+    ----------
+    paths : iterable of str or os.PathLike
+        The targets (:func:`atomic_path`'s rules for each).
+    """
+    made = []
+    with signals_as_exit():
+        try:
+            for path in paths:
+                # held: a signal between creating the file and noting it would leave it
+                with signals_held():
+                    made.append(_Temporary(path))
+            yield {t.path: t.tmp for t in made}
+            with signals_held():
+                for t in made:
+                    t.check()
+                for t in made:
+                    t.commit()
+        except BaseException as exc:
+            for t in made:
+                t.discard()
+            named = _naming(exc, made[-1].path, made[-1].tmp) if len(made) == 1 else exc
+            if named is exc:
+                raise
+            raise named from None
+
+
 @contextmanager
 def atomic_path(path):
     """``with atomic_path("out/x.png") as tmp: fig.savefig(tmp)``: ``tmp`` is a fresh file in
@@ -92,30 +167,12 @@ def atomic_path(path):
     path : str or os.PathLike
         The target. Its folder is created if missing. An existing target must be a regular
         file (``OutputPathError`` otherwise, raised before the block runs); its mode, owner
-        and group carry over to the new file.
+        and group carry over to the new file. A failed write (``OSError``: a full disk, the
+        file size limit) is reported naming ``path``.
     """
     path = os.fspath(path)
-    old = _existing_regular(path, "")
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    with sigterm_as_exit():
-        fd, tmp = _create_temporary(folder, os.path.basename(path))
-        try:
-            try:
-                if old is not None:
-                    _keep_owner_and_mode(fd, old)
-            finally:
-                os.close(fd)
-            yield tmp
-            # the target may have been replaced by something else while the block ran
-            _existing_regular(path, "")
-            os.replace(tmp, path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except FileNotFoundError:
-                pass
-            raise
+    with atomic_paths([path]) as tmp:
+        yield tmp[path]
 
 
 def write_text(path, text):

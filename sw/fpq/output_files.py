@@ -1,35 +1,238 @@
-"""Several output files written as one: every file complete, or none of them changed."""
+"""Several outputs written as one, and standard output written in full.
 
-from contextlib import ExitStack
+* :func:`write_files`: several files, every one complete or none of them changed;
+* :func:`staged_outputs`: the output folders of a command that writes many files (``fpq
+  demo``, ``fpq figures``), written into staging folders that take the folders' places at the
+  end, so that a reader sees the old set or the new one, never a mix;
+* :func:`write_stdout`: standard output written in full, or an error naming it (a closed
+  pipe, a full disk), never a short write taken for success.
+"""
+
+from contextlib import ExitStack, contextmanager
+import ctypes
 import os
+import shutil
 import sys
 
-from .atomic import atomic_path
+from .atomic import atomic_paths, _create_temporary, OutputPathError
+from .terminate import signals_as_exit, signals_held
 
-__all__ = ["write_files", "keys_text"]
+__all__ = ["write_files", "keys_text", "staged_outputs", "write_stdout", "STDOUT_NAME"]
+
+#: How messages name standard output.
+STDOUT_NAME = "standard output"
 
 
 def write_files(files, private=()):
     """Write ``{path: text}``; the path ``-`` is standard output, written last. Each file goes
     to a temporary file in its folder first (``fpq.atomic``); they are renamed over their
-    targets only once all are written, and a failure removes every temporary file. The
-    paths in ``private`` (a key's files) get mode 0600 before their text is written."""
-    with ExitStack() as stack:
-        for path, text in files.items():
-            if path == "-":
-                continue
-            tmp = stack.enter_context(atomic_path(path))
+    targets only once all are written, together (``fpq.atomic.atomic_paths``), and a failure
+    or a signal removes every temporary file. The paths in ``private`` (a key's files) get
+    mode 0600 before their text is written. A failed write names its file."""
+    paths = [path for path in files if path != "-"]
+    with atomic_paths(paths) as tmp:
+        for path in paths:
             if path in private:
-                os.chmod(tmp, 0o600)
-            with open(tmp, "w", newline="") as f:
-                f.write(text)
+                os.chmod(tmp[path], 0o600)
+            try:
+                with open(tmp[path], "w", newline="") as f:
+                    f.write(files[path])
+            except OSError as exc:
+                raise OSError(exc.errno, exc.strerror, path) from None
     if "-" in files:
-        sys.stdout.write(files["-"])
-        sys.stdout.flush()
-    return [path for path in files if path != "-"]
+        write_stdout(files["-"])
+    return paths
 
 
 def keys_text(keys):
     """The text of a file that records a build's keys (``fpq.Build.secret_values``): one
     ``name=hex`` line per key, in ``keys``' order. Write it with ``private``."""
     return "".join(f"{name}={bytes(value).hex()}\n" for name, value in keys.items())
+
+
+# ---- standard output ------------------------------------------------------------------------
+
+def _silence_stdout(fd):
+    """After a failed write: standard output goes to the null device, so that the flush at
+    the interpreter's exit does not fail a second time ("Exception ignored ... Broken
+    pipe")."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, fd)
+        os.close(null)
+    except OSError:
+        pass
+
+
+def write_stdout(data):
+    """Put all of ``data`` (str or bytes) on standard output, or raise ``OSError`` naming
+    :data:`STDOUT_NAME` (a reader that closed the pipe, a full disk): a short write is never
+    taken for success. Writes loop until every byte is out (a pipe takes 64 KiB at a time,
+    and Python's buffered ``write`` can return early without an error). Where standard
+    output is not a file descriptor (a test's ``io.StringIO``), the data goes to
+    ``sys.stdout`` as it is."""
+    stream = sys.stdout
+    if isinstance(data, str):
+        data = data.encode(getattr(stream, "encoding", None) or "utf-8")
+    try:
+        fd = stream.fileno()
+    except (AttributeError, OSError, ValueError):        # not a file descriptor
+        if hasattr(stream, "buffer"):
+            stream.flush()
+            stream.buffer.write(data)
+            stream.buffer.flush()
+        else:
+            stream.write(data.decode(getattr(stream, "encoding", None) or "utf-8"))
+        return
+    view = memoryview(data)
+    try:
+        stream.flush()
+        while view:
+            view = view[os.write(fd, view):]
+    except OSError as exc:
+        _silence_stdout(fd)
+        raise OSError(exc.errno, exc.strerror, STDOUT_NAME) from None
+
+
+# ---- staged output folders ------------------------------------------------------------------
+
+def _exchange(a, b):
+    """Swap the folders ``a`` and ``b`` in one step (Linux's ``renameat2`` with
+    ``RENAME_EXCHANGE``); False where the system cannot."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    AT_FDCWD, RENAME_EXCHANGE = -100, 2
+    if renameat2(AT_FDCWD, os.fsencode(a), AT_FDCWD, os.fsencode(b), RENAME_EXCHANGE) == 0:
+        return True
+    return False
+
+
+def _link_or_copy(src, dst):
+    """A hard link ``dst`` to ``src`` (no data copied), or a copy where linking is refused."""
+    try:
+        os.link(src, dst, follow_symlinks=False)
+    except OSError:
+        shutil.copy2(src, dst, follow_symlinks=False)
+
+
+class _Stage:
+    """A staging folder beside the output folder ``path``: it starts as a copy of ``path``
+    made of hard links (so that files the command does not write stay), takes its place
+    with :meth:`commit` and is removed by :meth:`discard`."""
+
+    def __init__(self, path):
+        self.path = os.path.abspath(os.fspath(path))
+        if os.path.islink(self.path) or (os.path.exists(self.path) and
+                                         not os.path.isdir(self.path)):
+            what = "a symbolic link" if os.path.islink(self.path) else "not a folder"
+            raise OutputPathError(f"{path!r} is {what}: give the output folder itself")
+        parent = os.path.dirname(self.path)
+        os.makedirs(parent, exist_ok=True)
+        fd, self.stage = _create_temporary(parent, os.path.basename(self.path))
+        os.close(fd)
+        os.unlink(self.stage)               # the unique name, for a folder
+        os.mkdir(self.stage)
+        if os.path.isdir(self.path):
+            shutil.copytree(self.path, self.stage, symlinks=True, dirs_exist_ok=True,
+                            copy_function=_link_or_copy)
+            shutil.copymode(self.path, self.stage)
+
+    def commit(self):
+        """The stage takes the output folder's place; the old folder is removed."""
+        if not os.path.exists(self.path):
+            os.rename(self.stage, self.path)
+            return
+        if not _exchange(self.stage, self.path):
+            # without an exchange, the folder is absent between the two renames
+            fd, old = _create_temporary(os.path.dirname(self.path), "old")
+            os.close(fd)
+            os.unlink(old)
+            os.rename(self.path, old)
+            os.rename(self.stage, self.path)
+            self.stage = old
+        shutil.rmtree(self.stage, ignore_errors=True)
+
+    def discard(self):
+        shutil.rmtree(self.stage, ignore_errors=True)
+
+
+def _within(path, folder):
+    """Whether ``path`` lies inside ``folder`` (both absolute)."""
+    return os.path.commonpath([path, folder]) == folder and path != folder
+
+
+@contextmanager
+def staged_outputs(folders, files=()):
+    """``with staged_outputs(["build/demo"]) as (stage, tmp): ...``: write the outputs of a
+    command that makes many files into staging folders, ``stage[folder]``, and single files
+    into ``tmp[path]``; when the block succeeds, each staging folder takes its folder's place
+    and each file its target's, all at once with the signals that end a process held; on a
+    failure or such a signal, nothing changes.
+
+    A staging folder is a hidden sibling (``.tmp-...-NAME``) that starts as a copy of the
+    folder made of hard links, so files the command does not write stay; write into it with
+    ``fpq.atomic`` (which replaces a file, never changes it in place: a linked file is the
+    old folder's too). A file's temporary starts with the target's content (an update of a
+    part of it, such as a marked section, reads the old text there). A folder or file
+    inside another of the folders is written inside that one's stage. Meanwhile a reader
+    sees the old outputs, whole; on Linux a stage and its folder are exchanged in one step
+    (``renameat2``), elsewhere the folder is absent for the instant between two renames. A
+    process killed outright (SIGKILL) leaves the hidden staging folder and the old outputs.
+
+    Parameters
+    ----------
+    folders : iterable of str or os.PathLike
+        The output folders (created if missing; an existing one must be a folder).
+    files : iterable of str or os.PathLike
+        Single output files.
+
+    Yields
+    ------
+    ``({folder: its stage}, {file: where to write it})``, keyed by the paths as given.
+    """
+    folders, files = list(folders), list(files)          # as given: the yielded keys
+    full = {f: os.path.abspath(f) for f in folders + files}
+    top = [f for f in folders if not any(_within(full[f], full[g]) for g in folders)]
+    outside = [f for f in files if not any(_within(full[f], full[g]) for g in top)]
+    stages = []
+    with signals_as_exit(), ExitStack() as stack:
+        try:
+            for folder in top:
+                with signals_held():
+                    stages.append(_Stage(folder))
+            staged = dict(zip(top, (s.stage for s in stages)))
+            made = stack.enter_context(atomic_paths(outside)) if outside else {}
+            tmp = {f: made[os.fspath(f)] for f in outside}
+            for path in outside:
+                if os.path.isfile(path):
+                    shutil.copyfile(path, tmp[path])
+            yield _placed(folders, files, staged, full), \
+                {**_placed(files, files, staged, full), **tmp}
+            with signals_held():
+                for s in stages:
+                    s.commit()
+                stack.close()               # the files' renames (atomic_paths)
+        except BaseException:
+            for s in stages:
+                s.discard()
+            raise
+
+
+def _placed(paths, files, staged, full):
+    """``{path: where to write it}`` for the ``paths`` inside a staged folder: the same path
+    in its stage (a folder made there, unless it is one of the ``files``)."""
+    out = {}
+    for path in paths:
+        for folder, stage in staged.items():
+            if path == folder or _within(full[path], full[folder]):
+                out[path] = os.path.normpath(os.path.join(
+                    stage, os.path.relpath(full[path], full[folder])))
+                if path not in files:
+                    os.makedirs(out[path], exist_ok=True)
+                break
+    return out
