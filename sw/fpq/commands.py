@@ -71,15 +71,14 @@ def _accuracy(args):
 
 def _trace_csv(args):
     from .atomic import check_output_path, check_not_an_input
-    from .trace import read_trace, write_csv, STDOUT
+    from .trace import convert_to_csv, STDOUT
     if args.output != STDOUT:
         check_output_path(args.output, "output")
         check_not_an_input(args.output, "output", [("input", args.input)])
-    header, events = read_trace(args.input)
-    write_csv(args.output, events)
+    header = convert_to_csv(args.input, args.output)
     # with the CSV on standard output, the report goes to standard error
     print(f"wrote {'standard output' if args.output == STDOUT else args.output}: "
-          f"{len(events)} events (tick_hz {header['tick_hz']:g})",
+          f"{header['count']} events (tick_hz {header['tick_hz']:g})",
           file=sys.stderr if args.output == STDOUT else sys.stdout)
     return 0
 

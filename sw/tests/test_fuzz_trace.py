@@ -104,21 +104,21 @@ def _out_of_order(prev_ts, prev_kind, ts, kind):
 
 
 def _first_problem(rec):
-    """(record index, field word) of the first record breaking the documented format, in the
-    order the reader checks fields (kind, flags, length, pad, departure tuple, ts order)."""
+    """(record index, field word) of the first record breaking the documented format, and of
+    its broken fields the first in the order the reader checks them (kind, flags, length,
+    pad, departure tuple, then the ts order with the record before)."""
     raw = rec.view(np.uint8).reshape(-1, 32)
     checks = [("kind", lambda r, i: r["kind"] > 1), ("flags", lambda r, i: r["flags"] > 1),
               ("length", lambda r, i: r["length"] == 0),
               ("pad", lambda r, i: raw[i, 25:].any())]
     checks += [(f, lambda r, i, f=f: r["kind"] == 1 and r[f] != 0)
                for f in ("src_ip", "dst_ip", "src_port", "dst_port", "proto")]
-    for field, bad in checks:
-        for i, r in enumerate(rec):
+    for i, r in enumerate(rec):
+        for field, bad in checks:
             if bad(r, i):
                 return i, field
-    for i in range(1, len(rec)):
-        if _out_of_order(rec[i - 1]["ts"], rec[i - 1]["kind"], rec[i]["ts"], rec[i]["kind"]):
-            return i, ("arrival", "departure")[rec[i]["kind"]] + f" at clock {rec[i]['ts']} "
+        if i and _out_of_order(rec[i - 1]["ts"], rec[i - 1]["kind"], r["ts"], r["kind"]):
+            return i, ("arrival", "departure")[r["kind"]] + f" at clock {r['ts']} "
     return None
 
 
