@@ -12,11 +12,13 @@ import copy
 import math
 import os
 import re
+import sys
 import tomllib
 
 import fpq
 from fpq.drop_probability import Mode
 from fpq.fields import FIELDS, FIELD_BY_NAME
+from fpq.messages import brief, QUOTED_CHARS
 
 from .tcp import VARIANTS
 
@@ -195,29 +197,40 @@ AVG_TAU_PACKETS = 512
 def _check_value(where, key, value):
     if key.type == "str":
         if not isinstance(value, str):
-            raise ScenarioError(f"{where}: {value!r} must be a string")
+            raise ScenarioError(f"{where}: {brief(value)} must be a string")
         if key.choices and value not in key.choices:
-            raise ScenarioError(f"{where}: {value!r} must be one of {', '.join(key.choices)}")
+            raise ScenarioError(f"{where}: {brief(value)} must be one of "
+                                f"{', '.join(key.choices)}")
         return value
     if key.type == "bool":
         if not isinstance(value, bool):
-            raise ScenarioError(f"{where}: {value!r} must be true or false")
+            raise ScenarioError(f"{where}: {brief(value)} must be true or false")
         return value
     if key.ranged and isinstance(value, list):
-        if len(value) != 2:
-            raise ScenarioError(f"{where}: {value!r} must be a number or [lo, hi]")
+        if len(value) != 2 or any(isinstance(v, list) for v in value):
+            raise ScenarioError(f"{where}: {brief(value)} must be a number or [lo, hi] of "
+                                f"numbers")
         lo = _check_value(f"{where}[0]", key, value[0])
         hi = _check_value(f"{where}[1]", key, value[1])
         if hi < lo:
             raise ScenarioError(f"{where}: range [{lo}, {hi}] has hi < lo")
         return [lo, hi]
+    return _check_number(where, key, value)
+
+
+def _check_number(where, key, value):
+    """``value`` as the int or float ``key`` holds, or ScenarioError naming ``where`` and the
+    range. Integers of any size are compared exactly (converting one beyond a float's range
+    would fail), NaN and the infinities are out of every range."""
+    allowed = f"[{key.lo}, {key.hi}]"
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ScenarioError(f"{where}: {value!r} is not a number (allowed range "
-                            f"[{key.lo}, {key.hi}])")
-    if key.type == "int" and not float(value).is_integer():
-        raise ScenarioError(f"{where}: {value!r} must be an integer in [{key.lo}, {key.hi}]")
-    if not math.isfinite(value) or value < key.lo or value > key.hi:
-        raise ScenarioError(f"{where}: {value!r} is out of range [{key.lo}, {key.hi}]")
+        raise ScenarioError(f"{where}: {brief(value)} is not a number (allowed range "
+                            f"{allowed})")
+    if key.type == "int" and isinstance(value, float) and not value.is_integer():
+        raise ScenarioError(f"{where}: {brief(value)} must be an integer in {allowed}")
+    if (isinstance(value, float) and not math.isfinite(value)) or \
+            not key.lo <= value <= key.hi:
+        raise ScenarioError(f"{where}: {brief(value)} is out of range {allowed}")
     return int(value) if key.type == "int" else float(value)
 
 
@@ -228,7 +241,7 @@ def _section(where, data, keys, extra_ok=()):
     out = {}
     for name in data:
         if name not in known and name not in extra_ok:
-            shown = name if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_-]*", name) else repr(name)
+            shown = name if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_-]{0,63}", name) else brief(name)
             raise ScenarioError(f"{where + '.' if where else ''}{shown}: unknown key; known keys: "
                                 f"{', '.join(list(known) + list(extra_ok))}")
     for k in keys:
@@ -265,7 +278,7 @@ def validate(doc):
             try:
                 params[name] = bytes.fromhex(params[name])
             except ValueError:
-                raise ScenarioError(f"queue.{name}: {params[name]!r} is not hex") from None
+                raise ScenarioError(f"queue.{name}: {brief(params[name])} is not hex") from None
     out["queue"]["params"] = params
     if out["queue"]["discipline"] in ("codel", "pie") and out["queue"]["model"] == "rtl":
         raise ScenarioError(f"queue.model: 'rtl' decides only droptail, red and fpq, not "
@@ -307,12 +320,34 @@ def validate(doc):
         if f["stop_s"] and f["stop_s"] <= f["start_s"]:
             raise ScenarioError(f"{where}.stop_s: {f['stop_s']} must be greater than start_s "
                                 f"({f['start_s']}), or 0 for the end of the run")
-        if f["rate_pps"] * ((f["stop_s"] or end) - f["start_s"]) > 1e9:
+        if _flood_packets(f, end) > FLOOD_PACKETS_MAX:
             raise ScenarioError(f"{where}.rate_pps: {f['rate_pps']} packets/s over "
                                 f"{(f['stop_s'] or end) - f['start_s']:g} s is more than 1e9 "
                                 f"packets; allowed: rate_pps x (stop_s - start_s) <= 1e9")
         out["floods"].append(f)
+    _check_flood_total(out)
     return out
+
+
+#: The most packets all floods of a scenario may send together (each group's, too).
+FLOOD_PACKETS_MAX = 10**9
+
+
+def _flood_packets(f, end):
+    """The packets the flood group ``f`` sends in a run ending at ``end`` seconds."""
+    return f["rate_pps"] * ((f["stop_s"] or end) - f["start_s"])
+
+
+def _check_flood_total(sc):
+    """The floods' packets together at most ``FLOOD_PACKETS_MAX``: each flood packet is an
+    event of the simulation, and many groups within the limit each would still run for
+    days."""
+    end = sc["run"]["duration_s"]
+    total = sum(_flood_packets(f, end) for f in sc["floods"])
+    if total > FLOOD_PACKETS_MAX:
+        raise ScenarioError(f"floods: {len(sc['floods'])} groups send {total:.4g} packets in "
+                            f"total; allowed: the sum of rate_pps x (stop_s - start_s) over "
+                            f"all groups <= {FLOOD_PACKETS_MAX:,}")
 
 
 def queue_config(sc):
@@ -349,6 +384,19 @@ def read_toml(path):
     except RecursionError:
         raise ScenarioError(f"{path}: scenario: nested too deeply to read (a scenario's "
                             f"values are at most a list in a table)") from None
+    except ValueError:          # an integer of more digits than Python converts
+        raise ScenarioError(f"{path}: not valid TOML: {_long_number(path)}") from None
+
+
+def _long_number(path):
+    """Where the file ``path`` holds an integer of more digits than Python converts (more
+    than ``sys.get_int_max_str_digits()``, which ``tomllib`` then refuses)."""
+    limit = sys.get_int_max_str_digits()
+    with open(path, "rb") as f:
+        for lineno, line in enumerate(f, 1):
+            if re.search(rb"[0-9_]{%d,}" % (limit + 1), line):
+                return f"an integer of more than {limit} digits (at line {lineno})"
+    return f"an integer of more than {limit} digits"
 
 
 def shipped_scenarios():
@@ -370,7 +418,7 @@ def scenario_path(scenario, argument="scenario"):
     if scenario in (name, name + ".toml") and name in shipped_scenarios():
         return os.path.join(SCENARIO_DIR, name + ".toml")
     names = shipped_scenarios()
-    raise ScenarioError(f"{argument}: {scenario!r} is neither a file nor a shipped scenario "
+    raise ScenarioError(f"{argument}: {brief(scenario)} is neither a file nor a shipped scenario "
                         f"({'one of: ' + ', '.join(names) if names else 'none installed'})")
 
 
@@ -394,18 +442,22 @@ def apply_set(doc, assignment):
     The value is read as a TOML value (``3``, ``0.5``, ``true``, ``[0, 0.01]``, ``"fpq"``);
     a bare word is taken as a string."""
     if "=" not in assignment:
-        raise ScenarioError(f"--set {assignment!r}: must be key=value")
+        raise ScenarioError(f"--set {brief(assignment)}: must be key=value")
     path, raw = assignment.split("=", 1)
     path = path.strip().replace("[", ".").replace("]", "")
     parts = [p for p in path.split(".") if p]
     if not parts:
-        raise ScenarioError(f"--set {assignment!r}: empty key")
+        raise ScenarioError(f"--set {brief(assignment)}: empty key")
+    path = path if len(path) <= QUOTED_CHARS else brief(path)
     try:
         value = tomllib.loads(f"v = {raw}")["v"]
     except tomllib.TOMLDecodeError:
         value = raw.strip()
     except RecursionError:
         raise ScenarioError(f"--set {path}: the value is nested too deeply to read") from None
+    except ValueError:          # an integer of more digits than Python converts
+        raise ScenarioError(f"--set {path}: {brief(raw.strip())} has more digits than a "
+                            f"number of a scenario") from None
     node = doc
     for i, part in enumerate(parts[:-1]):
         where = ".".join(parts[:i + 1])
@@ -469,4 +521,9 @@ def schema_markdown():
                       "`pkt_time_s` defaults to one bottleneck packet time, `avg_tau_s` to "
                       f"{AVG_TAU_PACKETS} of them (RED's w_q = 2^-9 per packet at a full link), "
                       "and the seeds derive from `run.seed`.", ""]
+        if sec == "floods":
+            lines += [f"All floods together send at most {FLOOD_PACKETS_MAX:,} packets (the sum "
+                      "of `rate_pps` x (`stop_s` - `start_s`) over the groups, `stop_s` 0 "
+                      "counting as `run.duration_s`): each packet is an event of the "
+                      "simulation.", ""]
     return "\n".join(lines)
