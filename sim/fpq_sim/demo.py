@@ -19,6 +19,7 @@ queue and probability over time in part 2), ``tcp.fpqtrace`` and ``demo.fpqtrace
 descriptors, for the RTL benches) and ``summary.json``.
 """
 
+import argparse
 import importlib.util
 import json
 import os
@@ -26,6 +27,7 @@ import random
 import time
 
 from fpq.atomic import atomic_path, write_text
+from fpq.output_files import staged_outputs
 from fpq.config import Config
 from fpq.float_model import FloatQueueManager
 from fpq.formats import QAVG, PROB_ONE
@@ -117,11 +119,14 @@ def add_arguments(p):
 
 def main(args):
     _check_args(args)
-    os.makedirs(args.out, exist_ok=True)
-    report = {"tcp": tcp_part(args), "synthetic": synthetic_part(args)}
-    path = os.path.join(args.out, "summary.json")
-    write_text(path, json.dumps(report, indent=1, default=str))
-    print(f"wrote {path}")
+    # every output written into a staging folder that takes --out's place at the end: a
+    # reader sees the old set or the new one, never a mix (fpq.output_files.staged_outputs)
+    with staged_outputs([args.out]) as (stage, _):
+        staged = argparse.Namespace(**{**vars(args), "out": stage[args.out]})
+        report = {"tcp": tcp_part(staged), "synthetic": synthetic_part(staged)}
+        write_text(os.path.join(staged.out, "summary.json"),
+                   json.dumps(report, indent=1, default=str))
+    print(f"wrote {os.path.join(args.out, 'summary.json')}")
     return 0
 
 

@@ -172,8 +172,8 @@ def main(args):
     if args.jobs == 1:
         results = dict(map(_run, jobs))
     else:
-        from concurrent.futures import ProcessPoolExecutor
-        with ProcessPoolExecutor(args.jobs) as pool:
+        from fpq.terminate import worker_pool
+        with worker_pool(args.jobs) as pool:
             results = dict(pool.map(_run, jobs, chunksize=4))
     text = markdown(summarise(results), args.seeds, time.time() - t0)
     print(text)

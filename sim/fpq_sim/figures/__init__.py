@@ -39,6 +39,7 @@ and thins the sweeps (for tests; its numbers are not the reproduction). Every ru
 is kept (``--raw``); ``--from-raw`` rebuilds the outputs from them without running anything.
 """
 
+import contextlib
 import datetime
 import importlib
 import json
@@ -49,7 +50,7 @@ import time
 from .driver import write_outputs, results_markdown, update_results_md, BEGIN, END
 from .quantities import jain
 from .registry import REGISTRY, plan, durations, SEEDS, QUICK_SEEDS, SCEN
-from .runner import run_jobs, group, load_raw
+from .runner import run_jobs, group, load_raw, load_meta, using_saved_runs
 
 __all__ = ["add_arguments", "main", "plan", "run_jobs", "update_results_md", "group",
            "write_outputs", "results_markdown", "load_raw", "jain", "durations", "EXPERIMENTS",
@@ -117,41 +118,50 @@ def _check_arguments(args):
     check_output_path(args.results_md, "--results-md")
 
 
-def _meta_path(args):
-    """The file of the raw folder that records how its runs were made."""
-    return os.path.join(args.raw, "_meta.json")
+def _write(args, res, markdown, meta=None, saved=False):
+    """Write the outputs of the runs ``res``: the plots and CSV tables (``--out``), every
+    run's summary and ``meta`` (``--raw``, ``_meta.json``) and the RESULTS.md section
+    (``markdown(res)``), as one set (``fpq.output_files.staged_outputs``: a reader sees the
+    old outputs until all new ones are written, then the new ones; an interrupted command
+    changes none). ``saved``: ``res`` was read from a raw folder, whose values the figures'
+    code may not be able to use (named, ``runner.using_saved_runs``). Returns the number of
+    files written to ``--out``."""
+    from fpq.atomic import write_text
+    from fpq.output_files import staged_outputs
+    with staged_outputs([args.out, args.raw], [args.results_md]) as (stage, tmp):
+        raw = stage[args.raw]
+        with using_saved_runs() if saved else contextlib.nullcontext():
+            files = write_outputs(res, stage[args.out], raw, args.quick)
+            text = markdown(res)
+        if meta is not None:
+            write_text(os.path.join(raw, "_meta.json"), json.dumps(meta))
+        update_results_md(tmp[args.results_md], text)
+    return len(files)
 
 
 def _rebuild(args, seeds):
     """``--from-raw``: the outputs from the summaries an earlier run saved."""
-    meta_path = _meta_path(args)
-    if not os.path.exists(meta_path):
-        raise ValueError(f"--from-raw: {meta_path} is missing (no earlier run to rebuild)")
+    meta = load_meta(args.raw)
     res = load_raw(args.raw)
-    with open(meta_path) as f:
-        meta = json.load(f)
     where = meta["where"][:-2] + (f"; tables and plots rebuilt from its saved runs with "
                                   f"`fpq figures --from-raw` on "
                                   f"{datetime.date.today().isoformat()}._")
-    files = write_outputs(res, args.out, args.raw, args.quick)
-    update_results_md(args.results_md, results_markdown(res, args.quick, meta["wall"],
-                                                        where, seeds))
-    print(f"fpq figures: rebuilt from {len(res)} saved runs; wrote {len(files)} files")
+    files = _write(args, res, lambda res: results_markdown(res, args.quick, meta["wall"],
+                                                           where, seeds), saved=True)
+    print(f"fpq figures: rebuilt from {len(res)} saved runs; wrote {files} files")
     return 0
 
 
 def _run(args, seeds):
     """Plan, run, write the outputs and the RESULTS.md section."""
-    from fpq.atomic import write_text
     t0 = time.perf_counter()
     jobs = plan(args.quick, args.only)
     res = run_jobs(jobs, args.jobs, args.dask, progress=not args.no_progress)
     wall = time.perf_counter() - t0
-    files = write_outputs(res, args.out, args.raw, args.quick)
     where = _where(args, len(jobs), res, wall, seeds)
-    write_text(_meta_path(args), json.dumps({"where": where, "wall": wall, "runs": len(jobs)}))
-    update_results_md(args.results_md, results_markdown(res, args.quick, wall, where, seeds))
-    print(f"fpq figures: {len(jobs)} runs in {wall:.1f} s; wrote {len(files)} files in "
+    files = _write(args, res, lambda res: results_markdown(res, args.quick, wall, where, seeds),
+                   meta={"where": where, "wall": wall, "runs": len(jobs)})
+    print(f"fpq figures: {len(jobs)} runs in {wall:.1f} s; wrote {files} files in "
           f"{args.out} and the fpq-figures section of {args.results_md}")
     return 0
 

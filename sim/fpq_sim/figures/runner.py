@@ -3,12 +3,16 @@ every run's JSON summary in the raw folder and reading them back, and grouping t
 by point."""
 
 import json
+import math
 import os
 from collections import defaultdict
+from contextlib import contextmanager
 
 from fpq.atomic import write_text
+from fpq.messages import brief
 
-__all__ = ["run_jobs", "group", "save_raw", "load_raw", "raw_name"]
+__all__ = ["run_jobs", "group", "save_raw", "load_raw", "load_meta", "raw_name",
+           "using_saved_runs", "RawFolderError"]
 
 
 def _work(job):
@@ -35,22 +39,26 @@ def _completed(order, n_jobs, dask):
     """``(key, summary)`` of every job of ``order``, as each run finishes."""
     if dask:
         from distributed import Client, as_completed
-        with Client(dask) as client:
+        from fpq.terminate import signals_as_exit
+        with signals_as_exit(), Client(dask) as client:
             for fut in as_completed(client.map(_work, order, pure=False)):
                 yield fut.result()
     elif n_jobs <= 1:
         for job in order:
             yield _work(job)
     else:
-        from concurrent.futures import ProcessPoolExecutor, as_completed
-        with ProcessPoolExecutor(max_workers=n_jobs) as pool:
+        from concurrent.futures import as_completed
+        from fpq.terminate import worker_pool
+        with worker_pool(n_jobs) as pool:
             for fut in as_completed([pool.submit(_work, j) for j in order]):
                 yield fut.result()
 
 
 def run_jobs(jobs, n_jobs=1, dask=None, progress=True):
     """Run ``jobs`` on ``n_jobs`` local processes or on the Dask scheduler ``dask``; returns
-    ``{key: summary}``. Largest jobs first (better packing)."""
+    ``{key: summary}``. Largest jobs first (better packing). The local processes end with
+    the command (``fpq.terminate.worker_pool``): a signal that ends it, or its death, ends
+    them too."""
     from tqdm import tqdm
     order = sorted(jobs, key=lambda j: -_cost(j[1]))
     out = {}
@@ -90,17 +98,131 @@ def _parse_key_part(x):
     return x
 
 
+class RawFolderError(ValueError):
+    """A raw folder that ``--from-raw`` cannot use; the message names the file and field."""
+
+
+#: The largest file of a raw folder ``--from-raw`` reads, in bytes (a run's summary with
+#: every transfer time is a few MiB).
+RAW_FILE_MAX = 64 << 20
+#: The most parts a run's key has (experiment, variant, point values, seed).
+KEY_PARTS_MAX = 16
+
+
+def _read_object(path, name):
+    """The JSON object in the file ``path`` of a raw folder, or RawFolderError naming
+    ``name``."""
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        if size > RAW_FILE_MAX:
+            raise RawFolderError(f"--from-raw: {name}: {size} bytes is more than a saved run "
+                                 f"holds ({RAW_FILE_MAX})")
+        data = f.read(RAW_FILE_MAX + 1)
+    try:
+        value = json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise RawFolderError(f"--from-raw: {name}: not UTF-8 text (byte {exc.start})") \
+            from None
+    except RecursionError:
+        raise RawFolderError(f"--from-raw: {name}: nested too deeply to read") from None
+    except ValueError as exc:
+        raise RawFolderError(f"--from-raw: {name}: not valid JSON ({exc})") from None
+    if not isinstance(value, dict):
+        raise RawFolderError(f"--from-raw: {name}: must be a JSON object, got "
+                             f"{type(value).__name__}")
+    return value
+
+
+def _key_part_ok(x):
+    return isinstance(x, str) and len(x) <= 100 or \
+        isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _checked_key(key, name):
+    """The run's key as a tuple: names and numbers, the seed (an integer) last."""
+    if not (isinstance(key, list) and 1 <= len(key) <= KEY_PARTS_MAX and
+            all(_key_part_ok(x) for x in key) and isinstance(key[-1], int) and
+            not isinstance(key[-1], bool)):
+        raise RawFolderError(f"--from-raw: {name}: key: {brief(key)} must be a list of at "
+                             f"most {KEY_PARTS_MAX} names and numbers ending with the seed "
+                             f"(an integer)")
+    return tuple(key)
+
+
+#: The saved field read last (file and key path), for an error the figures' code raises on a
+#: value it cannot use.
+_LAST_READ = ["", ""]
+
+
+class _Saved(dict):
+    """A saved run's summary, or a table inside it: a missing field is a RawFolderError
+    naming the file and the field, and each field read is noted (:data:`_LAST_READ`)."""
+
+    def __init__(self, data, name, where=""):
+        super().__init__((k, _Saved(v, name, f"{where}{k}.") if isinstance(v, dict) else v)
+                         for k, v in data.items())
+        self.name, self.where = name, where
+
+    def __getitem__(self, key):
+        _LAST_READ[:] = [self.name, f"{self.where}{key}"]
+        return super().__getitem__(key)
+
+    def __missing__(self, key):
+        raise RawFolderError(f"--from-raw: {self.name}: {self.where}{brief(key)}: missing "
+                             f"(a saved run of another version, or edited?)")
+
+
 def load_raw(raw):
     """``{key: summary}`` from the JSON files an earlier run left in ``raw`` (the key is
-    stored in each file; older files have it only in their name)."""
+    stored in each file; older files have it only in their name). Each file must be a JSON
+    object of at most ``RAW_FILE_MAX`` bytes with a valid key (RawFolderError naming it);
+    a field a figure needs and the file lacks is named when it is read."""
     res = {}
     for name in sorted(os.listdir(raw)):
         if not name.endswith(".json") or name.startswith("_"):
             continue
-        with open(os.path.join(raw, name)) as f:
-            s = json.load(f)
+        s = _read_object(os.path.join(raw, name), name)
         key = s.pop("key", None)
         if key is None:
             key = [_parse_key_part(x) for x in name[:-5].split("-")]
-        res[tuple(key)] = s
+        res[_checked_key(key, name)] = _Saved(s, name)
     return res
+
+
+def load_meta(raw):
+    """The record of how the runs of the raw folder ``raw`` were made (``_meta.json``:
+    ``where``, the RESULTS.md line that says so, and ``wall``, their wall time in seconds),
+    checked."""
+    path = os.path.join(raw, "_meta.json")
+    if not os.path.exists(path):
+        raise RawFolderError(f"--from-raw: {path} is missing (no earlier run to rebuild)")
+    meta = _read_object(path, "_meta.json")
+    if not isinstance(meta.get("where"), str) or not meta["where"].endswith("._"):
+        raise RawFolderError(f"--from-raw: _meta.json: where: {brief(meta.get('where'))} must "
+                             f"be the text of the run's closing line (ending in '._')")
+    wall = meta.get("wall")
+    if isinstance(wall, bool) or not isinstance(wall, (int, float)) or \
+            not 0 <= wall < float("inf"):
+        raise RawFolderError(f"--from-raw: _meta.json: wall: {brief(wall)} must be a number "
+                             f"of seconds >= 0")
+    return meta
+
+
+@contextmanager
+def using_saved_runs():
+    """Errors of the figures' code on a saved value it cannot use (a string where a number
+    belongs): a RawFolderError naming the field read last, instead of a traceback."""
+    try:
+        yield
+    except (KeyError, TypeError, IndexError, AttributeError, ArithmeticError) as exc:
+        _raise_unusable(exc)
+    except ValueError as exc:
+        if type(exc) is not ValueError:       # ours (RawFolderError, OutputPathError, ...)
+            raise
+        _raise_unusable(exc)
+
+
+def _raise_unusable(exc):
+    name, field = _LAST_READ
+    raise RawFolderError(f"--from-raw: {name}: {field}: a value the figures cannot use "
+                         f"({type(exc).__name__}: {brief(str(exc), 80)})") from None
