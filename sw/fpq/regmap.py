@@ -173,9 +173,13 @@ CONTROL_REGISTERS = [
              "power-on defaults, no host data); [15:8] REJECT_INDEX.", "control",
              reset=1 << STATUS_BITS["TABLES_DEFAULT"]),
 ]
+#: What a counter's name does not say.
+_COUNTER_NOTES = {"enqueued": " (every packet accepted into the queue, the marked ones "
+                              "included: arrivals = enqueued + early drops + forced drops)"}
 #: The statistics counters (``fpq.queue_manager.COUNTERS``), from 0x200.
 COUNTER_REGISTERS = [_reading(name, 64, "count",
-                              f"Counter: {name.replace('_', ' ')}; write clears.", "counter",
+                              f"Counter: {name.replace('_', ' ')}"
+                              f"{_COUNTER_NOTES.get(name, '')}; write clears.", "counter",
                               access="rc") for name in COUNTERS]
 #: The telemetry, from 0x280.
 TELEMETRY = [
@@ -349,6 +353,12 @@ def to_c_header(build=None):
     return "\n".join(lines)
 
 
+def _row(*cells):
+    """A Markdown table row; a ``|`` inside a cell (``x|y|z|w``) is escaped, so that it does
+    not end the cell."""
+    return "| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"
+
+
 def to_markdown(build=None):
     build = build or Build()
     out = ["# Register map", "",
@@ -367,13 +377,12 @@ def to_markdown(build=None):
     for i, r in enumerate(registers(build)):
         rng = f"{r.lo:#x} .. {r.hi:#x}" if r.kind == "config" else \
             "fixed" if r.kind == "fixed" else ""
-        out.append(f"| {i} | 0x{r.offset:05x} | `{r.name}` | {r.access} | {r.width} | {r.fmt} | "
-                   f"{rng} | {_hex(_shown_reset(r, build))} | {r.doc} |")
+        out.append(_row(i, f"0x{r.offset:05x}", f"`{r.name}`", r.access, r.width, r.fmt, rng,
+                        _hex(_shown_reset(r, build)), r.doc))
     out += ["", "## Tables", "", "| address | name | depth | bits | format | description |",
             "|---|---|---|---|---|---|"]
     for t in tables(build):
-        out.append(f"| 0x{t.offset:05x} | `{t.name}` | {t.depth} | {t.width} | {t.fmt} | "
-                   f"{t.doc} |")
+        out.append(_row(f"0x{t.offset:05x}", f"`{t.name}`", t.depth, t.width, t.fmt, t.doc))
     out += ["", "## Configuration fields", "",
             "User-level fields (`fpq.Config`). `host` fields are folded by the driver into "
             "derived registers or the r(N) table; `float` fields are parameters of the paper's "
@@ -387,8 +396,8 @@ def to_markdown(build=None):
             default = SECRET_SHOWN if f.name in build.secret_values() else default.hex()
             lo = hi = f"{lo} bytes"
         fmt = f.fmt(build) if callable(f.fmt) else f.fmt
-        out.append(f"| `{f.name}` | {f.kind} | {f.type} | {f.unit} | {fmt} | [{lo}, {hi}] | "
-                   f"{default} | {f.doc} |")
+        out.append(_row(f"`{f.name}`", f.kind, f.type, f.unit, fmt, f"[{lo}, {hi}]", default,
+                        f.doc))
     return "\n".join(out) + "\n" + _WITHOUT_PYTHON
 
 

@@ -116,7 +116,7 @@
 #define FPQ_REG_ARRIVALS 0x00200u
 #define FPQ_REG_ARRIVALS_WIDTH 64u
 #define FPQ_REG_ARRIVALS_INDEX 24u
-/* Counter: enqueued; write clears. [rc, 64 bits, count] */
+/* Counter: enqueued (every packet accepted into the queue, the marked ones included: arrivals = enqueued + early drops + forced drops); write clears. [rc, 64 bits, count] */
 #define FPQ_REG_ENQUEUED 0x00208u
 #define FPQ_REG_ENQUEUED_WIDTH 64u
 #define FPQ_REG_ENQUEUED_INDEX 25u
