@@ -120,10 +120,28 @@ def _link_or_copy(src, dst):
         shutil.copy2(src, dst, follow_symlinks=False)
 
 
+def _unique_name(folder, base):
+    """A path in ``folder`` for a new folder, named as the writers' temporaries are."""
+    fd, path = _create_temporary(folder, base)
+    os.close(fd)
+    os.unlink(path)
+    return path
+
+
+def _movable(path):
+    """Whether the folder ``path`` can be swapped for another: it is not a mount point, not
+    this process's working folder (or one above it) and its parent is writable."""
+    cwd = os.path.abspath(os.getcwd())
+    return not (os.path.ismount(path) or cwd == path or _within(cwd, path) or
+                not os.access(os.path.dirname(path), os.W_OK | os.X_OK))
+
+
 class _Stage:
-    """A staging folder beside the output folder ``path``: it starts as a copy of ``path``
-    made of hard links (so that files the command does not write stay), takes its place
-    with :meth:`commit` and is removed by :meth:`discard`."""
+    """A staging folder for the output folder ``path``: it starts as a copy of ``path`` made
+    of hard links (so that files the command does not write stay), takes its place with
+    :meth:`commit` and is removed by :meth:`discard`. It lies beside ``path`` and replaces
+    it whole; where ``path`` cannot be swapped (:func:`_movable`) it lies inside ``path``
+    and :meth:`commit` moves its files over the old ones one by one."""
 
     def __init__(self, path):
         self.path = os.path.abspath(os.fspath(path))
@@ -131,31 +149,39 @@ class _Stage:
                                          not os.path.isdir(self.path)):
             what = "a symbolic link" if os.path.islink(self.path) else "not a folder"
             raise OutputPathError(f"{path!r} is {what}: give the output folder itself")
-        parent = os.path.dirname(self.path)
-        os.makedirs(parent, exist_ok=True)
-        fd, self.stage = _create_temporary(parent, os.path.basename(self.path))
-        os.close(fd)
-        os.unlink(self.stage)               # the unique name, for a folder
+        os.makedirs(os.path.dirname(self.path), exist_ok=True)
+        self.inside = os.path.isdir(self.path) and not _movable(self.path)
+        self.stage = _unique_name(self.path if self.inside else os.path.dirname(self.path),
+                                  os.path.basename(self.path))
         os.mkdir(self.stage)
         if os.path.isdir(self.path):
             shutil.copytree(self.path, self.stage, symlinks=True, dirs_exist_ok=True,
-                            copy_function=_link_or_copy)
+                            copy_function=_link_or_copy,
+                            ignore=lambda folder, names: [os.path.basename(self.stage)])
             shutil.copymode(self.path, self.stage)
 
     def commit(self):
         """The stage takes the output folder's place; the old folder is removed."""
-        if not os.path.exists(self.path):
+        if self.inside:
+            self._move_files()
+        elif not os.path.exists(self.path):
             os.rename(self.stage, self.path)
             return
-        if not _exchange(self.stage, self.path):
+        elif not _exchange(self.stage, self.path):
             # without an exchange, the folder is absent between the two renames
-            fd, old = _create_temporary(os.path.dirname(self.path), "old")
-            os.close(fd)
-            os.unlink(old)
+            old = _unique_name(os.path.dirname(self.path), "old")
             os.rename(self.path, old)
             os.rename(self.stage, self.path)
             self.stage = old
         shutil.rmtree(self.stage, ignore_errors=True)
+
+    def _move_files(self):
+        """Each file of the stage over its counterpart in the output folder."""
+        for folder, _, names in os.walk(self.stage):
+            target = os.path.join(self.path, os.path.relpath(folder, self.stage))
+            os.makedirs(target, exist_ok=True)
+            for name in names:
+                os.replace(os.path.join(folder, name), os.path.join(target, name))
 
     def discard(self):
         shutil.rmtree(self.stage, ignore_errors=True)
@@ -182,7 +208,10 @@ def staged_outputs(folders, files=()):
     inside another of the folders is written inside that one's stage. Meanwhile a reader
     sees the old outputs, whole; on Linux a stage and its folder are exchanged in one step
     (``renameat2``), elsewhere the folder is absent for the instant between two renames. A
-    process killed outright (SIGKILL) leaves the hidden staging folder and the old outputs.
+    folder that cannot be swapped (a mount point, the working folder, a read-only parent)
+    gets its stage inside it, and the commit moves the files in one by one: a reader may
+    then see some new files beside old ones for that instant. A process killed outright
+    (SIGKILL) leaves the hidden staging folder and the old outputs.
 
     Parameters
     ----------
