@@ -126,7 +126,7 @@ def main(args):
         report = {"tcp": tcp_part(staged), "synthetic": synthetic_part(staged)}
         write_text(os.path.join(staged.out, "summary.json"),
                    json.dumps(report, indent=1, default=str))
-    print(f"wrote {os.path.join(args.out, 'summary.json')}")
+    print(f"wrote {args.out}: tcp.fpqtrace, tcp.png, demo.fpqtrace, demo.png, summary.json")
     return 0
 
 
@@ -224,7 +224,8 @@ def tcp_part(args):
                                              "config": cfg.to_dict()})
     png = os.path.join(args.out, "tcp.png")
     plot_transfers(runs, png)
-    print(f"wrote {trace} ({len(events)} descriptors), {png}\n")
+    print(f"made {os.path.basename(trace)} ({len(events)} descriptors), "
+          f"{os.path.basename(png)}\n")
     return out
 
 
@@ -288,7 +289,8 @@ def synthetic_part(args):
                  "config": cfg.to_dict()})
     png = os.path.join(args.out, "demo.png")
     plot(out, true_flows, t_half, png)
-    print(f"\nwrote {trace} ({len(exact_link.events)} events), {png}")
+    print(f"\nmade {os.path.basename(trace)} ({len(exact_link.events)} events), "
+          f"{os.path.basename(png)}")
     return {"true_flows": true_flows, "models": rows}
 
 
