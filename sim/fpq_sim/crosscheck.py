@@ -118,8 +118,12 @@ def our_run(p):
 
 
 def ns3_run(python, p):
-    out = subprocess.run([python, NS3_SCRIPT, json.dumps(p)], capture_output=True, text=True,
-                         timeout=3600)
+    from fpq.terminate import signals_as_exit
+    # a signal that ends this process ends the ns-3 run too (subprocess.run kills it on the
+    # exception), instead of leaving it running
+    with signals_as_exit():
+        out = subprocess.run([python, NS3_SCRIPT, json.dumps(p)], capture_output=True,
+                             text=True, timeout=3600)
     if out.returncode != 0:
         raise RuntimeError(f"ns-3 run {p['discipline']} N={p['flows']} seed {p['seed']} "
                            f"failed:\n{out.stderr[-3000:]}")
