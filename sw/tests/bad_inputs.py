@@ -1,4 +1,5 @@
-"""The bad inputs the fuzz tests try, recorded, and the table of them in docs/RELIABILITY.md.
+"""The bad inputs the fuzz tests try and the faults the probe tests make (``test_faults.py``,
+``test_sim_faults.py``), recorded, and the table of them in docs/RELIABILITY.md.
 
 A fuzz test notes each case it tries through a :class:`Tried` of its area: the input, shown
 briefly, and the outcome, refused (the exception's type and the first line of its message)
@@ -35,7 +36,8 @@ DOC = ROOT / "docs" / "RELIABILITY.md"
 BEGIN, END = "<!-- bad-inputs:begin -->", "<!-- bad-inputs:end -->"
 #: the fuzz tests that record (the table orders them by path)
 FUZZ_TESTS = ["sw/tests/test_fuzz_cli.py", "sw/tests/test_fuzz_config.py",
-              "sw/tests/test_fuzz_trace.py", "sim/tests/test_fuzz_scenario.py"]
+              "sw/tests/test_fuzz_trace.py", "sim/tests/test_fuzz_scenario.py",
+              "sw/tests/test_faults.py", "sim/tests/test_sim_faults.py"]
 #: the longest input and message shown in the table
 SHOWN_CHARS = 60
 MESSAGE_CHARS = 110
