@@ -143,7 +143,8 @@ def test_fpq_sim_exits_2_with_one_short_line(tmp_path, case):
     code, out, err = run(["sim", str(scenario), *given, "--json", str(tmp_path / "o.json")])
     lines = err.strip().splitlines()
     VALUES.refused(f"fpq sim, {case}", f"exit {code}",
-                   (lines[-1] if lines else "").replace(str(tmp_path) + "/", ""))
+                   (lines[-1] if lines else "").replace(str(tmp_path) + "/", ""),
+                   path=scenario)
     assert code == 2 and len(lines) == 1, err[:2000]
     assert len(lines[0]) <= MESSAGE_MAX + len(str(scenario)), lines[0][:500]
     # the key, or for a number TOML cannot convert in a file, its line

@@ -534,10 +534,15 @@ def _config_case(tmp_path, name, how, kind):
     else:
         (tmp_path / "c.json").write_text(f'{{"{name}": {json_text}}}')
         given = ["--config", str(tmp_path / "c.json")]
-    code, out, err = cli_run.run(["config", "--format", "json", "-o", str(tmp_path / "o.json"),
-                                  *given])
+    shown = f"fpq config {how} {name} = {kind}"
+    try:
+        code, out, err = cli_run.run(["config", "--format", "json", "-o",
+                                      str(tmp_path / "o.json"), *given])
+    except Exception as exc:                   # a traceback instead of exit 2
+        CONFIG.refused(shown, f"traceback: {type(exc).__name__}", str(exc))
+        raise
     lines = err.strip().splitlines()
-    CONFIG.refused(f"fpq config {how} {name} = {kind}", f"exit {code}",
+    CONFIG.refused(shown, f"exit {code}",
                    (lines[-1] if lines else "").replace(str(tmp_path) + "/", ""))
     assert code == 2 and len(lines) == 1, err[-2000:]
     assert name in lines[0] and len(lines[0]) <= MESSAGE_MAX + len(str(tmp_path)), lines[0][:500]
