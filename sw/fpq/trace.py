@@ -23,7 +23,9 @@ sees them, in clock order with at most one arrival and one departure per clock, 
 first (``fpq.accept_clock`` stamps events that way). Version 1 traces carried arrival times of
 an earlier contract, in which verdicts did not depend on the clock; they are refused. Readers
 check everything and name the first bad record; writers write to a temporary file and rename
-it, so a failed write leaves no partial file.
+it, so a failed write leaves no partial file. Readers, writers and the CSV converter work a chunk
+at a time (``CHUNK_RECORDS`` records, 2 MiB; the metadata is at most ``METADATA_MAX``, 1 MiB):
+their memory does not grow with the file, and a bad file is refused at its first bad record.
 """
 
 import json
