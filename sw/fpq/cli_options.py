@@ -7,6 +7,7 @@ import dataclasses
 
 from .config import BUILD_SIZES, Build
 from .fields import ConfigError, FIELD_BY_NAME
+from .messages import brief
 
 __all__ = ["add_build_arguments", "build_from_args", "given_build_options", "parse_fixed"]
 
@@ -72,7 +73,7 @@ def parse_fixed(items, option="--fix"):
         name, text = name.strip(), text.strip()
         f = FIELD_BY_NAME.get(name)
         if not sep or f is None:
-            raise ConfigError(f"{option}: {item!r} must be FIELD=VALUE with FIELD one of "
+            raise ConfigError(f"{option}: {brief(item)} must be FIELD=VALUE with FIELD one of "
                               f"{', '.join(FIELD_BY_NAME)}")
         try:
             if f.type == "int":
@@ -88,7 +89,7 @@ def parse_fixed(items, option="--fix"):
         except (ValueError, KeyError):
             kind = {"int": "an integer", "float": "a number", "bool": "true or false",
                     "bytes": "hex bytes"}[f.type]
-            raise ConfigError(f"{option} {name}: {text!r} is not {kind}") from None
+            raise ConfigError(f"{option} {name}: {brief(text)} is not {kind}") from None
         if name in out:
             raise ConfigError(f"{option} {name}: given twice")
         out[name] = value

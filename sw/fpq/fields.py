@@ -14,6 +14,7 @@ import math
 from .drop_probability import Mode
 from .formats import QAVG, QPKTS_BITS, QBYTES_BITS, FLOW_COUNT_BITS
 from .flow_hash import FLOW_KEYS, HASH_KEY_BYTES, MIX_KEY_BITS
+from .messages import brief
 
 __all__ = ["ConfigError", "Field", "FIELDS", "FIELD_BY_NAME", "SECRET_FIELDS", "SECRET_SHOWN",
            "RSS_KEY", "RSS_KEY6", "MIX_KEY_DEFAULT", "hash_key_bytes", "check_value"]
@@ -158,22 +159,23 @@ def check_value(f, value, build):
     lo, hi = f.bounds(build)
     if f.type == "bool":
         if not isinstance(value, (bool, int)) or value not in (0, 1, True, False):
-            raise ConfigError(f"{f.name}: {value!r} must be true or false")
+            raise ConfigError(f"{f.name}: {brief(value)} must be true or false")
         return bool(value)
     if f.type == "enum":
-        if value not in Mode.__members__:
-            raise ConfigError(f"{f.name}: {value!r} must be one of "
+        if not isinstance(value, str) or value not in Mode.__members__:
+            raise ConfigError(f"{f.name}: {brief(value)} must be one of "
                               f"{', '.join(Mode.__members__)}")
         return value
     if f.type == "bytes":
         if not isinstance(value, (bytes, bytearray)) or len(value) != lo:
-            raise ConfigError(f"{f.name}: must be exactly {lo} bytes, got {value!r}")
+            raise ConfigError(f"{f.name}: must be exactly {lo} bytes, got {brief(value)}")
         return bytes(value)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ConfigError(f"{f.name}: {value!r} is not a number (allowed range [{lo}, {hi}] "
-                          f"{f.unit})")
-    if not math.isfinite(value) or value < lo or value > hi:
-        raise ConfigError(f"{f.name}: {value!r} is out of range [{lo}, {hi}] {f.unit}")
-    if f.type == "int" and (not float(value).is_integer()):
-        raise ConfigError(f"{f.name}: {value!r} must be an integer in [{lo}, {hi}]")
+        raise ConfigError(f"{f.name}: {brief(value)} is not a number (allowed range "
+                          f"[{lo}, {hi}] {f.unit})")
+    # an integer is compared exactly: one beyond a float's range cannot be converted
+    if (isinstance(value, float) and not math.isfinite(value)) or not lo <= value <= hi:
+        raise ConfigError(f"{f.name}: {brief(value)} is out of range [{lo}, {hi}] {f.unit}")
+    if f.type == "int" and isinstance(value, float) and not value.is_integer():
+        raise ConfigError(f"{f.name}: {brief(value)} must be an integer in [{lo}, {hi}]")
     return int(value) if f.type == "int" else float(value)

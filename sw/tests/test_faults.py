@@ -29,7 +29,7 @@ import numpy as np
 import pytest
 
 from fpq import Arrival, Departure
-from fpq.config import FIELDS, FIELD_BY_NAME
+from fpq.fields import FIELDS, FIELD_BY_NAME
 from fpq.trace import write_trace, write_csv, read_csv, TraceError, RECORD_DTYPE, CSV_COLUMNS
 from bad_inputs import Tried
 import cli_run
@@ -549,21 +549,8 @@ def _config_case(tmp_path, name, how, kind):
     assert not (tmp_path / "o.json").exists()
 
 
-def _config_known_gap(name, how, kind):
-    """The cases ``fpq.Config``'s field checks still fail (a traceback, or the whole value
-    quoted): the configuration fields' parsing (sw/fpq/config.py) is being split by trade
-    (issue 44) and gets the fix after that (issue 50)."""
-    if kind == "100 kB of text":
-        return True
-    if kind == "400 digits":          # --set reads a float field's digits as a float
-        return not (how == "--set" and FIELD_BY_NAME[name].type == "float")
-    return how == "--config" and kind in ("a list", "a table") and name == "mode"
-
-
-CONFIG_CASES = [pytest.param(name, how, kind, marks=pytest.mark.xfail(
-    strict=True, reason="fpq.Config's field checks (issue 50, after the config split)"))
-    if _config_known_gap(name, how, kind) else (name, how, kind)
-    for name in CONFIG_FIELDS for how in ("--set", "--config") for kind in CONFIG_VALUES]
+CONFIG_CASES = [(name, how, kind) for name in CONFIG_FIELDS for how in ("--set", "--config")
+                for kind in CONFIG_VALUES]
 
 
 @pytest.mark.parametrize("name, how, kind", CONFIG_CASES)
