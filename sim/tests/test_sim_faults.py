@@ -303,37 +303,42 @@ def test_workers_end_with_the_main_process(tmp_path, command, signum):
 
 # ---- multi-file outputs -------------------------------------------------------------------
 
-def _inodes(folder, results_md):
-    """``{path: inode}`` of the files ``fpq figures --from-raw`` writes (all but the record
-    of the runs it rebuilds from, ``_meta.json``)."""
-    files = [p for sub in ("fig", "raw") for p in (folder / sub).iterdir()
-             if p.name != "_meta.json"] + [results_md]
-    return {str(p.relative_to(folder)): p.stat().st_ino for p in files if p.exists()}
+def _interrupted(folder, argv, written, after, shown):
+    """Run ``fpq argv``, send it SIGTERM after ``after`` seconds, and check that the files
+    ``written()`` lists (``{name: inode}``: a replaced file has a new inode) are all old or
+    all new, and that nothing is left under ``folder``."""
+    old = written()
+    proc = subprocess.Popen(fpq_command() + argv, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    time.sleep(after)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    new = written()
+    kept = sorted(p for p in old if new.get(p) == old[p])
+    changed = sorted(p for p in new if new[p] != old.get(p))
+    state = "all old" if not changed else "all new" if not kept else \
+        f"mixed: {len(changed)} new, {len(kept)} old"
+    left = temporaries(folder)
+    SETS.refused(f"{shown}, SIGTERM after {after:g} s",
+                 f"exit {proc.returncode}" if proc.returncode >= 0 else
+                 f"killed by {signal_name(-proc.returncode)}",
+                 state + (f", left {left[0]}" if left else ""))
+    assert not (kept and changed) and not left, (state, left, err[-2000:])
 
 
 def _interrupted_rebuild(tmp_path, raw_folder, after):
     folder = tmp_path / "set"
     shutil.copytree(raw_folder, folder)
     results_md = folder / "R.md"
-    old = _inodes(folder, results_md)
+
+    def written():
+        """The files --from-raw writes: all but the record of the runs, ``_meta.json``."""
+        files = [p for sub in ("fig", "raw") for p in (folder / sub).iterdir()
+                 if p.name != "_meta.json"] + [results_md]
+        return {str(p.relative_to(folder)): p.stat().st_ino for p in files if p.exists()}
     argv = ["figures", "--from-raw", "--quick", "--raw", str(folder / "raw"), "--out",
             str(folder / "fig"), "--results-md", str(results_md), "--no-progress"]
-    proc = subprocess.Popen(fpq_command() + argv, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
-    time.sleep(after)
-    proc.send_signal(signal.SIGTERM)
-    _, err = proc.communicate(timeout=60)
-    new = _inodes(folder, results_md)
-    kept = sorted(p for p in old if new.get(p) == old[p])
-    changed = sorted(p for p in new if new[p] != old.get(p))
-    state = "all old" if not changed else "all new" if not kept else \
-        f"mixed: {len(changed)} new, {len(kept)} old"
-    left = temporaries(folder)
-    SETS.refused(f"fpq figures --from-raw, SIGTERM after {after:g} s",
-                 f"exit {proc.returncode}" if proc.returncode >= 0 else
-                 f"killed by {signal_name(-proc.returncode)}",
-                 state + (f", left {left[0]}" if left else ""))
-    assert not (kept and changed) and not left, (state, left, err[-2000:])
+    _interrupted(folder, argv, written, after, "fpq figures --from-raw")
 
 
 @pytest.mark.parametrize("after", [1.5])
@@ -347,31 +352,12 @@ def test_an_interrupted_figures_rebuild_at_any_time(tmp_path, raw_folder, after)
     _interrupted_rebuild(tmp_path, raw_folder, after)
 
 
-def _interrupted_demo(tmp_path, after):
+@pytest.mark.long
+@pytest.mark.parametrize("after", [0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5])
+def test_an_interrupted_demo_leaves_all_old_or_all_new(tmp_path, after):
     out = tmp_path / "demo"
     argv = ["demo", "--no-rtl", "--flows", "2", "--duration", "10", "--synthetic-flows", "2",
             "--arrivals", "200", "--out", str(out)]
     assert run_fpq(argv).status == 0
-    old = {p.name: p.stat().st_ino for p in out.iterdir()}
-    proc = subprocess.Popen(fpq_command() + argv, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
-    time.sleep(after)
-    proc.send_signal(signal.SIGTERM)
-    _, err = proc.communicate(timeout=120)
-    new = {p.name: p.stat().st_ino for p in out.iterdir()}
-    kept = sorted(p for p in old if new.get(p) == old[p])
-    changed = sorted(p for p in new if new[p] != old.get(p))
-    state = "all old" if not changed else "all new" if not kept else \
-        f"mixed: {len(changed)} new, {len(kept)} old"
-    left = temporaries(tmp_path)
-    SETS.refused(f"fpq demo, SIGTERM after {after:g} s",
-                 f"exit {proc.returncode}" if proc.returncode >= 0 else
-                 f"killed by {signal_name(-proc.returncode)}",
-                 state + (f", left {left[0]}" if left else ""))
-    assert not (kept and changed) and not left, (state, left, err[-2000:])
-
-
-@pytest.mark.long
-@pytest.mark.parametrize("after", [0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5])
-def test_an_interrupted_demo_leaves_all_old_or_all_new(tmp_path, after):
-    _interrupted_demo(tmp_path, after)
+    _interrupted(tmp_path, argv, lambda: {p.name: p.stat().st_ino for p in out.iterdir()},
+                 after, "fpq demo")

@@ -29,7 +29,7 @@ import numpy as np
 import pytest
 
 from fpq import Arrival, Departure
-from fpq.fields import FIELDS, FIELD_BY_NAME
+from fpq.fields import FIELDS
 from fpq.trace import write_trace, write_csv, read_csv, TraceError, RECORD_DTYPE, CSV_COLUMNS
 from bad_inputs import Tried
 import cli_run
