@@ -29,15 +29,25 @@ CUBIC (RFC 9438) replaces congestion avoidance and the multiplicative decrease: 
 0.4 and ``beta`` = 0.7, in congestion avoidance ``W_cubic(t) = C (t - K)^3 + W_max``, ``K =
 cbrt((W_max - cwnd_epoch) / C)``, ``t`` the time since the epoch began (the first ACK in
 congestion avoidance); per ACK the window moves by ``(target - cwnd) / cwnd`` towards
-``target = W_cubic(t + RTT)`` bounded to ``[cwnd, 1.5 cwnd]`` (Sections 4.4, 4.5), unless the
-Reno-friendly estimate ``W_est`` (grown by ``alpha_cubic`` per window, ``alpha_cubic = 3 (1 -
-beta) / (1 + beta)`` until ``W_est`` reaches ``cwnd_prior``, then 1) is larger, which then sets
-``cwnd`` (Section 4.3). On loss: ``W_max = cwnd``, or ``cwnd (1 + beta) / 2`` if ``cwnd`` is
-below the previous ``W_max`` (fast convergence, Section 4.7); ``ssthresh = max(FlightSize x
-beta, 2)``, ``cwnd = ssthresh`` (Section 4.6). After a timeout, ``cwnd = 1`` and the next
-epoch starts with ``K = 0`` and ``W_max`` = the window at its start (Section 4.8). RTT is a
-smoothed float estimate from the same timed packets as the retransmission timer (1/8 gain).
-Slow start is standard (no HyStart++).
+``target = W_cubic(t + RTT)`` bounded to ``[cwnd, 1.5 cwnd]`` (Sections 4.2, 4.4, 4.5), unless
+the Reno-friendly estimate ``W_est`` (grown by ``alpha_cubic`` x segments acked / cwnd,
+``alpha_cubic = 3 (1 - beta) / (1 + beta)`` until ``W_est`` reaches ``cwnd_prior``, then 1) is
+larger, which then sets ``cwnd`` (Section 4.3). The window grows only while it limits the
+sending: not while the receiver's window (``max_window``) or the application (the transfer's
+end, a telnet session) does, and ``t`` does not count those periods (Section 5.8, and 4.6's
+condition for computing ``ssthresh`` from ``cwnd``). On a fast retransmit: ``W_max = cwnd``,
+or ``cwnd (1 + beta) / 2`` if ``cwnd`` is below the previous ``W_max`` (fast convergence,
+Section 4.7); ``ssthresh = max(FlightSize x beta, 2)``, ``cwnd = ssthresh`` (Section 4.6).
+On a retransmission timeout (Section 4.8) ``cwnd = 1`` as in RFC 5681, and ``ssthresh =
+max(beta x cwnd, 2)`` with fast convergence as at a fast retransmit, unless the window was
+already reduced for this congestion: a timeout during a SACK recovery keeps the ssthresh the
+recovery set, and a repeated timeout of the same data (backed off) holds it (RFC 5681 Section
+3.1). FlightSize would be the wrong measure there: after a failed recovery it counts every
+packet sent during the recovery too, about 1.7 windows, and the next slow start overshoots
+the path again. The next epoch then starts with ``K = 0`` and ``W_max`` = ``W_est`` = the
+window at its start. RTT is a smoothed float estimate from the same timed packets as the
+retransmission timer (1/8 gain). Slow start is standard (no HyStart++); fast convergence is
+always on; spurious-loss undo (Section 4.9, a MAY) is not modelled.
 """
 
 import math
@@ -299,7 +309,7 @@ class CubicSender(SackSender):
     """CUBIC congestion control (RFC 9438) with RFC 6675 SACK loss recovery."""
 
     __slots__ = ("w_max", "cwnd_prior", "k", "t_epoch", "cwnd_epoch", "w_est", "srtt_s",
-                 "after_timeout")
+                 "after_timeout", "t_last_ca")
 
     def _reset(self):
         super()._reset()
@@ -311,6 +321,7 @@ class CubicSender(SackSender):
         self.w_est = 0.0
         self.srtt_s = 0.0
         self.after_timeout = False
+        self.t_last_ca = 0.0      # the last ACK in congestion avoidance (app-limited periods)
 
     def _rtt_update(self):
         rtt = self.sim.now - self.rtt_ts
@@ -321,6 +332,8 @@ class CubicSender(SackSender):
         self.t_epoch = now
         self.cwnd_epoch = self.cwnd
         self.w_est = self.cwnd
+        if self.w_max == 0.0 and not self.after_timeout:
+            self.cwnd_prior = self.cwnd        # the first slow start ended without a loss (4.10)
         if self.after_timeout or self.w_max < self.cwnd:
             # no loss yet, or the first epoch after a timeout: K = 0, W_max = cwnd (4.8)
             self.w_max = self.cwnd
@@ -329,6 +342,12 @@ class CubicSender(SackSender):
         else:
             self.k = cubic_k(self.w_max, self.cwnd_epoch)
 
+    def _cwnd_limited(self):
+        """Whether the congestion window limits the sending: neither the receiver's window nor
+        the application's data (the transfer's end, a telnet session's writes) does."""
+        w = int(self.cwnd)
+        return w < self.p.max_window and self.snd_una + w <= self.limit
+
     def _open_window(self, acked):
         if self.cwnd < self.ssthresh:
             self.cwnd += 1.0
@@ -336,6 +355,12 @@ class CubicSender(SackSender):
         now = self.sim.now
         if self.t_epoch is None:
             self._start_epoch(now)
+        elif not self._cwnd_limited():
+            # application- or receiver-limited: no growth, and t skips the period (5.8)
+            self.t_epoch += now - self.t_last_ca
+            self.t_last_ca = now
+            return
+        self.t_last_ca = now
         t = now - self.t_epoch
         cwnd = self.cwnd
         alpha = (1.0 if self.w_est >= self.cwnd_prior
@@ -351,17 +376,28 @@ class CubicSender(SackSender):
             target = 1.5 * cwnd
         self.cwnd = cwnd + (target - cwnd) / cwnd
 
-    def _loss_response(self, flight):
+    def _congestion_event(self, basis):
+        """Fast convergence and the multiplicative decrease (4.6, 4.7): ``W_max`` and
+        ``cwnd_prior`` from the window before it, ``ssthresh = max(beta x basis, 2)``; the
+        epoch ends. Returns the new ssthresh."""
         cwnd = self.cwnd
         self.w_max = cwnd * (1.0 + CUBIC_BETA) / 2.0 if cwnd < self.w_max else cwnd
         self.cwnd_prior = cwnd
-        s = flight * CUBIC_BETA
+        s = basis * CUBIC_BETA
         self.ssthresh = s if s > 2.0 else 2.0
-        self.cwnd = self.ssthresh
         self.t_epoch = None
+        return self.ssthresh
+
+    def _loss_response(self, flight):
+        self.cwnd = self._congestion_event(flight)
 
     def _timeout_response(self, flight):
-        self._loss_response(flight)
+        """RFC 9438 Section 4.8 (see the module): ``ssthresh`` from ``cwnd`` unless this
+        congestion already reduced it, ``cwnd = 1``, and the next epoch starts afresh."""
+        if self.backoff == 1 and not self.in_recovery:
+            w = self.cwnd
+            self._congestion_event(w if w < self.p.max_window else float(self.p.max_window))
+        self.t_epoch = None
         self.cwnd = 1.0
         self.after_timeout = True
 

@@ -249,3 +249,44 @@ def test_sack_limited_transmit_sends_one_new_packet_per_early_duplicate():
     q = Pair("sack", drop={(7, 1)}).run(0.45)
     assert q.sends_at(0.4) == [(7, 2), (15, 1), (16, 1), (17, 1)]
     assert (q.sender.cwnd, q.sender.ssthresh) == (4.0, 4)
+
+
+def test_cubic_timeout_in_recovery_keeps_the_recovery_ssthresh():
+    # 15 lost twice: recovery at t=0.5 with FlightSize 16 -> ssthresh 11.2; SACK recovery then
+    # sends new data up to the 113-packet window. Its retransmission lost, the timer fires at
+    # t=2.0 with 113 packets outstanding: 0.7 x that (79.1) would overshoot the path again;
+    # the congestion was already answered, so ssthresh stays (RFC 9438 4.8, one reduction)
+    p = Pair("cubic", drop={(15, 1), (15, 2)}).run(1.9)
+    s = p.sender
+    assert s.in_recovery and s.ssthresh == pytest.approx(11.2)
+    assert s.maxseq - s.snd_una == 113
+    p.run(2.05)
+    assert p.events("timeout") == [(2.0, 15)]
+    assert s.ssthresh == pytest.approx(11.2) and s.cwnd == 1.0 and s.after_timeout
+
+
+def test_cubic_timeout_takes_ssthresh_from_cwnd_and_holds_it_when_repeated():
+    # a 20-packet transfer whose last packet (19) is lost: no duplicate ACKs, so the timer
+    # fires at t=2.0 outside recovery with cwnd 20 (slow start) and one packet outstanding:
+    # ssthresh = 0.7 x cwnd = 14 (0.7 x FlightSize would give 2), W_max = 20, cwnd 1
+    p = Pair("cubic", drop={(19, 1), (19, 2)}, transfer_pkts=20).run(1.9)
+    s = p.sender
+    assert s.cwnd == 20.0 and s.maxseq - s.snd_una == 1
+    p.run(2.05)
+    assert p.events("timeout") == [(2.0, 19)]
+    assert s.ssthresh == pytest.approx(14.0) and s.w_max == 20.0 and s.cwnd == 1.0
+    # the go-back-N copy is lost too: the second timeout (backed off, 3 s later) holds
+    # ssthresh (RFC 5681 Section 3.1)
+    p.run(5.05)
+    assert p.events("timeout") == [(2.0, 19), (5.0, 19)]
+    assert s.ssthresh == pytest.approx(14.0) and s.cwnd == 1.0
+
+
+def test_cubic_window_stops_growing_when_the_receiver_window_limits_it():
+    # RFC 9438 Section 5.8: no growth (and no time counted) while max_window, not cwnd, limits
+    s = Pair("cubic", max_window=20).sender
+    s.cwnd, s.ssthresh, s.w_max, s.k, s.t_epoch, s.srtt_s = 20.0, 5.0, 20.0, 0.0, 0.0, 0.1
+    s.w_est, s.cwnd_prior, s.t_last_ca = 20.0, 20.0, 0.0
+    s.sim.now = 3.0
+    s._open_window(1)
+    assert s.cwnd == 20.0 and s.t_epoch == 3.0
