@@ -7,7 +7,10 @@ the ``count``-th drop ``interval / sqrt(count)`` after the previous one, until t
 falls below ``target`` or the queue empties. This module follows the pseudo-code of RFC 8289,
 Section 5 (``dodequeue``, ``dequeue``, ``control_law``), including the Linux re-entry rule of
 Section 5.5 (``count`` resumes at ``count - lastcount`` if the dropping state is re-entered
-within 16 intervals). Defaults are the RFC's: ``target`` 5 ms, ``interval`` 100 ms. Arrivals
+within 16 intervals). With ``ecn`` an ECN-capable head packet that would be dropped is marked
+instead and sent (RFC 8289 Section 5.1, as Linux's ``codel_dequeue`` does it): it counts as a
+drop for ``count`` and the control law, and ends the drops of this dequeue. Defaults are the
+RFC's: ``target`` 5 ms, ``interval`` 100 ms. Arrivals
 are refused only when the buffer limit is reached (tail drop, RFC 8289 Section 4.1).
 
 The model keeps the arrival time and length of every queued packet in its own FIFO (a mirror
@@ -15,7 +18,8 @@ of the router's queue) and works in seconds (``ts / tick_hz``). Interface for
 ``fpq_sim.router.OutputPort``: ``arrive(desc)`` returns a verdict like the FPQ queue managers'
 (``fpq.Verdict``: seq, action, n, avg, prob); ``dequeue(ts)`` is called when the link is free
 and returns ``(drops, send)``: the number of head packets to drop and whether the packet then
-at the head is to be sent (False: the queue ran empty).
+at the head is to be sent (False: the queue ran empty); ``marked`` then tells whether that
+packet is to be marked CE.
 """
 
 import math
@@ -27,10 +31,11 @@ __all__ = ["CoDel"]
 
 class CoDel(FloatAqm):
     """CoDel queue discipline (RFC 8289). ``limit_pkts`` 0 means no buffer limit; ``fifo``
-    holds the (arrival time s, length) of the queued packets, and ``log`` records
-    (time, what, detail) of each drop and each entry into the dropping state."""
+    holds the (arrival time s, length, ECN-capable) of the queued packets, and ``log`` records
+    (time, what, detail) of each drop, mark and entry into the dropping state. ``ecn``: mark
+    ECN-capable packets instead of dropping them."""
 
-    def __init__(self, tick_hz, target_s=0.005, interval_s=0.1, limit_pkts=0):
+    def __init__(self, tick_hz, target_s=0.005, interval_s=0.1, limit_pkts=0, ecn=False):
         if not target_s > 0 or not interval_s > 0:
             raise ValueError(f"CoDel: target_s {target_s} and interval_s {interval_s} must be "
                              f"> 0")
@@ -45,17 +50,20 @@ class CoDel(FloatAqm):
         self.lastcount = 0
         self.dropping = False
         self.dequeue_drops = 0
+        self.ecn = bool(ecn)
+        self.head_ect = False         # the packet _dodequeue took is ECN-capable
+        self.marked = False           # the last dequeue marks the packet it sends
 
     # ---- enqueue --------------------------------------------------------------------------------
     def arrive(self, desc):
-        ts, _flow, length, _ecn = desc
+        ts, _flow, length, ect = desc
         full = self._tail_drop()
         if full is not None:
             return full
         self.bytes += length
         if length > self.maxpacket:
             self.maxpacket = length
-        return self._enqueue((ts / self.tick_hz, length), 0.0)
+        return self._enqueue((ts / self.tick_hz, length, bool(ect)), 0.0)
 
     # ---- dequeue (RFC 8289 Section 5) ----------------------------------------------------------
     def control_law(self, t):
@@ -67,7 +75,7 @@ class CoDel(FloatAqm):
         if not self.fifo:
             self.first_above_time = 0.0
             return False, False
-        t_in, length = self.fifo.popleft()
+        t_in, length, self.head_ect = self.fifo.popleft()
         self.bytes -= length
         sojourn = now - t_in
         ok_to_drop = False
@@ -84,6 +92,7 @@ class CoDel(FloatAqm):
         (RFC 8289 5.5)."""
         now = ts / self.tick_hz
         drops = 0
+        self.marked = False
         present, ok = self._dodequeue(now)
         if not present:
             self.dropping = False
@@ -92,8 +101,11 @@ class CoDel(FloatAqm):
             if not ok:
                 self.dropping = False             # sojourn below target: leave
             while now >= self.drop_next and self.dropping:
-                drops += 1                        # drop the current packet, take the next
                 self.count += 1
+                if self._mark(now):               # marked and sent: no more drops now
+                    self.drop_next = self.control_law(self.drop_next)
+                    break
+                drops += 1                        # drop the current packet, take the next
                 self._note(now, "drop", self.count)
                 present, ok = self._dodequeue(now)
                 if not ok:
@@ -101,8 +113,9 @@ class CoDel(FloatAqm):
                 else:
                     self.drop_next = self.control_law(self.drop_next)
         elif ok:
-            drops += 1
-            present, ok = self._dodequeue(now)
+            if not self._mark(now):
+                drops += 1
+                present, ok = self._dodequeue(now)
             self.dropping = True
             delta = self.count - self.lastcount
             self.count = 1
@@ -112,6 +125,15 @@ class CoDel(FloatAqm):
             self.lastcount = self.count
             self._note(now, "enter", self.count)
         return self._done(drops, present)
+
+    def _mark(self, now):
+        """Mark the head packet instead of dropping it, if it and CoDel are ECN-capable."""
+        if not (self.ecn and self.head_ect):
+            return False
+        self.marked = True
+        self.counters["marked"] += 1
+        self._note(now, "mark", self.count)
+        return True
 
     def _done(self, drops, send):
         c = self.counters

@@ -54,10 +54,15 @@ class Simulator:
 class Packet:
     """A TCP segment or ACK. ``seq`` counts packets from 0 within a transfer (``epoch``);
     an ACK carries ``ack`` = the next packet the receiver expects. ``retx`` of a data packet:
-    0 first transmission, 1 retransmission, 2 fast retransmission (``fpq_sim.tcp``)."""
-    __slots__ = ("conn", "seq", "ack", "epoch", "size", "is_ack", "retx", "sack")
+    0 first transmission, 1 retransmission, 2 fast retransmission (``fpq_sim.tcp``). ECN
+    (RFC 3168): ``ect`` the data packet is ECN-capable, ``ce`` a router marked it (Congestion
+    Experienced), ``cwr`` the sender reduced its window (Congestion Window Reduced), ``ece``
+    an ACK echoes a mark (ECN-Echo)."""
+    __slots__ = ("conn", "seq", "ack", "epoch", "size", "is_ack", "retx", "sack", "ect", "ce",
+                 "cwr", "ece")
 
-    def __init__(self, conn, seq, ack, epoch, size, is_ack, retx=False, sack=None):
+    def __init__(self, conn, seq, ack, epoch, size, is_ack, retx=False, sack=None, ect=False,
+                 cwr=False, ece=False):
         self.conn = conn
         self.seq = seq
         self.ack = ack
@@ -66,6 +71,10 @@ class Packet:
         self.is_ack = is_ack
         self.retx = retx
         self.sack = sack          # an ACK's SACK blocks: ((start, end), ...), end exclusive
+        self.ect = ect
+        self.ce = False
+        self.cwr = cwr
+        self.ece = ece
 
     def __repr__(self):
         kind = f"ack {self.ack}" if self.is_ack else f"seq {self.seq}"

@@ -6,7 +6,7 @@ Section 4.1), and the verdicts and counters of the FPQ queue managers (``fpq.Ver
 import math
 from collections import deque
 
-from fpq.queue_manager import Verdict, ENQUEUE, DROP_FORCED, COUNTERS
+from fpq.queue_manager import Verdict, ENQUEUE, MARK, DROP_FORCED, COUNTERS
 
 __all__ = ["FloatAqm"]
 
@@ -46,11 +46,13 @@ class FloatAqm:
             return Verdict(self.seq - 1, DROP_FORCED, 0, len(self.fifo), 1.0)
         return None
 
-    def _enqueue(self, entry, prob):
-        """Queue the arrival as ``entry``; its verdict, with drop probability ``prob``."""
+    def _enqueue(self, entry, prob, mark=False):
+        """Queue the arrival as ``entry``; its verdict (MARK if ``mark``: ECN instead of an
+        early drop), with drop probability ``prob``."""
         self.fifo.append(entry)
         self.counters["enqueued"] += 1
+        self.counters["marked"] += mark
         self.occ_pkts = len(self.fifo)
         if self.occ_pkts > self.max_queue:
             self.max_queue = self.occ_pkts
-        return Verdict(self.seq - 1, ENQUEUE, 0, self.occ_pkts, prob)
+        return Verdict(self.seq - 1, MARK if mark else ENQUEUE, 0, self.occ_pkts, prob)

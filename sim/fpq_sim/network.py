@@ -59,7 +59,7 @@ def tcp_params(group, bottleneck):
         transfer_pkts=g["transfer_pkts"] if g["workload"] == "transfers" else None,
         think_time=g["think_s"], packet_bytes=pkt, ack_bytes=b["ack_bytes"],
         limited_transmit=g["limited_transmit"], rtt_timestamps=g["rtt_timestamps"],
-        send_overhead=g["send_overhead_pkt_times"] * pkt_time)
+        send_overhead=g["send_overhead_pkt_times"] * pkt_time, ecn=g["ecn"])
 
 
 def queue_manager(sc, cfg):
@@ -80,16 +80,16 @@ def queue_manager(sc, cfg):
     q = sc["queue"]
     if q["discipline"] == "codel":
         return CoDel(cfg.tick_hz, q["codel_target_s"], q["codel_interval_s"],
-                     q["limit_pkts"]), None
+                     q["limit_pkts"], cfg.ecn), None
     if q["discipline"] == "pie":
         return PIE(cfg.tick_hz, cfg.seed_decide, q["pie_qdelay_ref_s"], q["pie_t_update_s"],
                    q["pie_max_burst_s"], q["pie_alpha"], q["pie_beta"], q["pie_derandomize"],
-                   q["limit_pkts"]), None
+                   q["limit_pkts"], cfg.ecn), None
     model = q["model"]
     if model == "exact":
         return fpq.QueueManager(cfg), PROB_ONE
     if model == "float":
-        qm = FloatQueueManager(cfg)
+        qm = FloatQueueManager(cfg, hard_drop=q["red_hard_drop"])
         return (Ns2IdleRule(qm) if q["ns2_idle"] else qm), 1.0
     try:
         from fpq_hdl.verilated import VerilatedQueueManager
@@ -291,6 +291,7 @@ def summarise(net, transfer_times=False):
         "early_drops": port.early_drops,
         "forced_drops": port.forced_drops,
         "saturated_drops": port.saturated_drops,
+        "marks": port.marks,
         "wire_losses": port.wire_losses,
         "loss_rate": lost / port.arrivals if port.arrivals else 0.0,
         "avg_queue_pkts": port.q_area / span if span > 0 else 0.0,

@@ -14,7 +14,10 @@ random drop happens (Section 4.4); neither does it when ``qdelay_old < qdelay_re
 ``drop_prob < 0.2``, nor when at most two packets are queued (the safeguards of Section 4.1);
 otherwise the packet is dropped with probability ``drop_prob``, de-randomised as in Section 5.1
 (``accu_prob += drop_prob``; never drop below 0.85, always at 8.5; ``accu_prob`` restarts at 0
-after each drop and whenever ``drop_prob`` is 0). Each update lowers ``burst_allowance`` by
+after each drop and whenever ``drop_prob`` is 0). With ``ecn`` an ECN-capable packet chosen for
+a random drop is marked and queued instead while ``drop_prob`` is at most 10 % (RFC 8033
+Section 5.1's ``mark_ecnth``; above it, it is dropped), and ``accu_prob`` restarts as after a
+drop. Each update lowers ``burst_allowance`` by
 ``t_update`` (not below 0) and resets it to ``max_burst`` when ``drop_prob`` is 0 and both the
 current and the previous delay are under ``qdelay_ref / 2`` (Section 4.4).
 
@@ -37,6 +40,10 @@ from .float_aqm import FloatAqm
 
 __all__ = ["PIE", "scale_adjustment"]
 
+#: RFC 8033 Section 5.1 (mark_ecnth): ECN-capable packets are marked while drop_prob is at
+#: most this, dropped above it
+MARK_ECN_THRESHOLD = 0.1
+
 _SCALE = ((1e-6, 2048.0), (1e-5, 512.0), (1e-4, 128.0), (1e-3, 32.0), (1e-2, 8.0),
           (1e-1, 2.0))
 
@@ -56,7 +63,8 @@ class PIE(FloatAqm):
     qdelay) at each update."""
 
     def __init__(self, tick_hz, seed=1, qdelay_ref_s=0.015, t_update_s=0.015,
-                 max_burst_s=0.15, alpha=0.125, beta=1.25, derandomize=True, limit_pkts=0):
+                 max_burst_s=0.15, alpha=0.125, beta=1.25, derandomize=True, limit_pkts=0,
+                 ecn=False):
         for name, v in (("qdelay_ref_s", qdelay_ref_s), ("t_update_s", t_update_s)):
             if not v > 0:
                 raise ValueError(f"PIE: {name} {v} must be > 0")
@@ -68,6 +76,7 @@ class PIE(FloatAqm):
         self.alpha = float(alpha)
         self.beta = float(beta)
         self.derandomize = bool(derandomize)
+        self.ecn = bool(ecn)
         self.drop_prob = 0.0
         self.qdelay = 0.0             # current_qdelay: the last departure's sojourn time
         self.qdelay_old = 0.0
@@ -115,7 +124,7 @@ class PIE(FloatAqm):
         return self.rnd.random() < self.drop_prob
 
     def arrive(self, desc):
-        ts, _flow, _length, _ecn = desc
+        ts, _flow, _length, ect = desc
         now = ts / self.tick_hz
         self._catch_up(now)
         full = self._tail_drop()
@@ -123,8 +132,10 @@ class PIE(FloatAqm):
             self.accu_prob = 0.0
             return full
         if self.drop_early():
-            self.counters["early_drops"] += 1
             self.accu_prob = 0.0
+            if self.ecn and ect and self.drop_prob <= MARK_ECN_THRESHOLD:
+                return self._enqueue(now, self.drop_prob, mark=True)
+            self.counters["early_drops"] += 1
             return Verdict(self.seq - 1, DROP_EARLY, 0, len(self.fifo), self.drop_prob)
         return self._enqueue(now, self.drop_prob)
 

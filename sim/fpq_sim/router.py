@@ -12,17 +12,21 @@ at once. Descriptors carry the clock the queue manager accepts them in: the firs
 after ``int(t * tick_hz)`` that its input order allows (``fpq.accept_clock.AcceptClock``, with
 ``verdict_wait`` clocks after each arrival for a queue manager that answers late, the RTL).
 
+A MARK verdict (an ECN-capable packet, ``Packet.ect``, that the manager would have dropped
+early, with ECN enabled in its configuration) sets the packet's CE mark and queues it.
+
 Events: one when a packet reaches the port, one when its transmission ends; the receiver's
 arrival is scheduled from there (propagation delay), after the optional uniform random loss.
 
 A discipline that drops at dequeue (CoDel, ``fpq_sim.codel``) has a ``dequeue(ts)`` method
 instead of ``depart``: when the link is free the port asks it how many head packets to drop
-and whether the packet then at the head goes; those drops count as early drops.
+and whether the packet then at the head goes; those drops count as early drops; its
+``marked`` tells whether it marks that packet instead of dropping it (ECN).
 """
 
 from collections import deque
 
-from fpq import Arrival, Departure
+from fpq import Arrival, Departure, MARK
 from fpq.accept_clock import AcceptClock
 
 __all__ = ["OutputPort"]
@@ -31,8 +35,8 @@ __all__ = ["OutputPort"]
 class OutputPort:
     __slots__ = ("sim", "qm", "bandwidth", "delay", "loss_rate", "rng", "tick_hz", "queue",
                  "busy", "tx_end", "arrivals", "drops", "early_drops", "forced_drops",
-                 "wire_losses", "lost_total", "saturated_drops", "p_one", "departures", "q_area",
-                 "q_last", "busy_time", "trace", "n_sum", "delay_sum", "on_drop",
+                 "wire_losses", "lost_total", "saturated_drops", "marks", "p_one", "departures",
+                 "q_area", "q_last", "busy_time", "trace", "n_sum", "delay_sum", "on_drop",
                  "on_depart", "on_idle", "clock", "_arrive", "_depart", "_dequeue")
 
     def __init__(self, sim, qm, bandwidth, delay, tick_hz, loss_rate=0.0, rng=None, trace=None,
@@ -69,6 +73,7 @@ class OutputPort:
         self.forced_drops = 0
         self.wire_losses = 0
         self.saturated_drops = 0
+        self.marks = 0            # packets marked CE (ECN) instead of dropped
         self.n_sum = 0            # sum over arrivals of the flow count N the manager used
         self.departures = 0
         self.delay_sum = 0.0      # queueing delay (arrival at the port to start of sending)
@@ -80,7 +85,7 @@ class OutputPort:
         """A data packet reaches the port (event)."""
         now = self.sim.now
         ts = self.clock.arrival(int(now * self.tick_hz))
-        desc = Arrival(ts, pkt.conn.flow_key, pkt.size, False)
+        desc = Arrival(ts, pkt.conn.flow_key, pkt.size, pkt.ect)
         if self.trace is not None:
             self.trace.append(desc)
         verdict = self._arrive(desc)
@@ -99,6 +104,9 @@ class OutputPort:
             if self.on_drop is not None:
                 self.on_drop(pkt)
             return
+        if action == MARK:
+            pkt.ce = True
+            self.marks += 1
         q = self.queue
         self.q_area += len(q) * (now - self.q_last)
         self.q_last = now
@@ -123,6 +131,9 @@ class OutputPort:
                 self.busy = False
                 return
             pkt, t_in = q.popleft()
+            if self.qm.marked:
+                pkt.ce = True
+                self.marks += 1
         else:
             pkt, t_in = q.popleft()
             desc = Departure(self.clock.departure(int(now * self.tick_hz)), pkt.size)

@@ -101,6 +101,10 @@ SCHEMA = {
         Key("ns2_idle", "bool", True, "Float model only: an arrival it drops at an empty "
             "queue leaves RED's average decaying as an idle queue, as in ns-2 (fpq_sim.ns2idle; "
             "false: the model's own rule, idle only after a departure empties the queue)."),
+        Key("red_hard_drop", "bool", False, "Float model, RED: with ECN (ecn = true) drop "
+            "ECN-capable packets instead of marking them where RED's probability is 1 (the "
+            "average at or above red_max_th, or twice it when gentle): ns-3 UseHardDrop, Linux "
+            "harddrop. The bit-exact model and the RTL have no such option."),
         Key("codel_target_s", "float", 0.005, "CoDel: acceptable standing queue delay "
             "(RFC 8289 TARGET).", 1e-6, 10.0),
         Key("codel_interval_s", "float", 0.1, "CoDel: sliding window of the minimum delay "
@@ -169,6 +173,9 @@ SCHEMA = {
         Key("send_overhead_pkt_times", "float", 0.0, "Phase-effect remedy of ns-2 (overhead_): "
             "a window's worth of sending waits a uniform random delay of up to this many "
             "bottleneck packet times (0: send at once, as the papers' runs do).", 0.0, 1000.0),
+        Key("ecn", "bool", False, "ECN-capable hosts (RFC 3168): data packets are ECT, the "
+            "receiver echoes CE marks, the sender halves its window (CUBIC: x 0.7) once per "
+            "window of data. Routers mark only with [queue] ecn = true."),
     ],
     "floods": [
         Key("rate_pps", "float", REQUIRED, "Packets per second the flood sends into the "
@@ -280,6 +287,12 @@ def validate(doc):
             except ValueError:
                 raise ScenarioError(f"queue.{name}: {brief(params[name])} is not hex") from None
     out["queue"]["params"] = params
+    if out["queue"]["red_hard_drop"] and (out["queue"]["model"] != "float"
+                                          or out["queue"]["discipline"] != "red"):
+        raise ScenarioError(f"queue.red_hard_drop: true needs discipline 'red' and model "
+                            f"'float' (not {out['queue']['discipline']!r} with "
+                            f"{out['queue']['model']!r}: the bit-exact model and the RTL "
+                            f"have no hard drop)")
     if out["queue"]["discipline"] in ("codel", "pie") and out["queue"]["model"] == "rtl":
         raise ScenarioError(f"queue.model: 'rtl' decides only droptail, red and fpq, not "
                             f"{out['queue']['discipline']!r} (a float reference model)")
@@ -520,7 +533,9 @@ def schema_markdown():
                       "same ranges: " + ", ".join(f"`{n}`" for n in _QUEUE_PASSTHROUGH) + ". "
                       "`pkt_time_s` defaults to one bottleneck packet time, `avg_tau_s` to "
                       f"{AVG_TAU_PACKETS} of them (RED's w_q = 2^-9 per packet at a full link), "
-                      "and the seeds derive from `run.seed`.", ""]
+                      "and the seeds derive from `run.seed`. `ecn` also makes CoDel and PIE mark "
+                      "ECN-capable packets instead of dropping them (RFC 8289, RFC 8033 below "
+                      "a 10 % drop probability).", ""]
         if sec == "floods":
             lines += [f"All floods together send at most {FLOOD_PACKETS_MAX:,} packets (the sum "
                       "of `rate_pps` x (`stop_s` - `start_s`) over the groups, `stop_s` 0 "

@@ -48,10 +48,23 @@ BSD 4.3/4.4 algorithm counted in packets instead of bytes:
   packet per delay (ns's ``delsnd_timer_``), as Floyd and Jacobson, "On traffic phase effects
   in packet-switched gateways", propose for simulations.
 
+ECN (RFC 3168; ``ecn``, off by default as in the papers): first transmissions are
+ECN-capable (ECT; retransmissions are not, Section 6.1.5). The receiver echoes a mark (CE) as
+ECN-Echo on every ACK until a data packet with CWR arrives. An ACK with ECN-Echo reduces the
+window once per window of data: outside loss recovery, and only if it covers every packet sent
+at the last reduction (ECN, fast retransmit or timeout) and the next one (ns-2's
+``highest_ack_ > recover_``: that packet carries CWR, and until it arrives the receiver still
+echoes the marks already answered). Tahoe, Reno and NewReno halve ``cwnd`` (not below one
+packet) with ``ssthresh`` as at a loss, and that ACK does not open the window. At a one-packet
+window the sender then waits a retransmission timeout before sending again (Section 6.1.2). A
+fast retransmit or timeout within the window of an ECN reduction does not reduce ``ssthresh``
+again. The first new packet after any reduction carries CWR.
+
 Counted per run (``Counters``): ``spurious_fast_retx`` are fast retransmissions that reach a
 receiver which already holds the packet (a copy sent earlier got through; a fast-retransmitted
 copy lost on the way is not classified), and ``duplicate_data`` every data packet that reaches a
-receiver which already holds it (go-back-N resends included).
+receiver which already holds it (go-back-N resends included), and ``ecn_cuts`` the window
+reductions for ECN-Echo.
 
 A sender runs either one unlimited (bulk) transfer, or repeated transfers of ``transfer_pkts``
 packets: when the last packet of a transfer is acknowledged, the transfer time is recorded and
@@ -110,6 +123,7 @@ class TcpParams:
     rtt_timestamps: bool = False
     send_overhead: float = 0.0
     sack_blocks: int = 3
+    ecn: bool = False
 
     def __post_init__(self):
         if self.variant not in VARIANTS:
@@ -127,7 +141,7 @@ class TcpParams:
 class Counters:
     """Packet accounting shared by all connections of a network (whole run, no warm-up)."""
     __slots__ = ("data_sent", "data_retx", "data_delivered", "acks_sent", "acks_delivered",
-                 "timeouts", "fast_retx", "spurious_fast_retx", "duplicate_data")
+                 "timeouts", "fast_retx", "spurious_fast_retx", "duplicate_data", "ecn_cuts")
 
     def __init__(self):
         for name in self.__slots__:
@@ -179,7 +193,8 @@ class Sender(Endpoint):
                  "snd_nxt", "maxseq", "dupacks", "recover", "in_recovery", "first_partial",
                  "rtt_active", "rtt_seq", "rtt_ts", "srtt", "rttvar", "rtxcur", "backoff",
                  "timer_deadline", "timer_event_at", "transfer_start", "limit", "active",
-                 "trace", "receiver", "rng", "boot_time", "delsnd_pending", "app_interval")
+                 "trace", "receiver", "rng", "boot_time", "delsnd_pending", "app_interval",
+                 "ecn_cut", "last_cut", "cwr_pending", "ecn_hold")
 
     def __init__(self, sim, params, index, output, counters, on_transfer=None, flow_key=0,
                  log=None, rng=None, boot_time=0.0, app_interval=None):
@@ -221,6 +236,10 @@ class Sender(Endpoint):
         self.backoff = 1
         self.timer_deadline = math.inf
         self.limit = p.transfer_pkts if p.transfer_pkts is not None else math.inf
+        self.ecn_cut = -1         # highest packet sent at the last ECN reduction
+        self.last_cut = -1        # ... at the last reduction of any kind (ECN, loss)
+        self.cwr_pending = False  # the next new packet carries CWR
+        self.ecn_hold = 0.0       # no sending before this time (ECN-Echo at a one-packet window)
         if self.app_interval is not None:
             self.limit = 0        # the application has written nothing yet
 
@@ -268,6 +287,11 @@ class Sender(Endpoint):
         """Send what the window allows (ns ``send_much``). With ``send_overhead`` the sending
         waits a random delay first (ns ``overhead_`` and ``delsnd_timer_``): a call while that
         delay runs does nothing, and when it ends everything the window then allows goes."""
+        if self.ecn_hold > self.sim.now:
+            if self.ecn_hold == math.inf:
+                self.ecn_hold = self.sim.now + self.rto()
+                self.sim.at(self.ecn_hold, self._ecn_release, self.epoch)
+            return
         win = self.snd_una + self.window()
         limit = self.limit
         if win > limit:
@@ -309,7 +333,13 @@ class Sender(Endpoint):
             self._set_timer()
         if self.log is not None:
             self.log.append((self.sim.now, "send", seq))
-        self.output(Packet(self, seq, 0, self.epoch, self.p.packet_bytes, False, kind))
+        pkt = Packet(self, seq, 0, self.epoch, self.p.packet_bytes, False, kind)
+        if kind == FIRST and self.p.ecn:
+            pkt.ect = True                     # retransmissions are not ECN-capable (6.1.5)
+            if self.cwr_pending:
+                pkt.cwr = True
+                self.cwr_pending = False
+        self.output(pkt)
 
     # ---- timer ----------------------------------------------------------------------------------
     def _set_timer(self):
@@ -354,6 +384,8 @@ class Sender(Endpoint):
         self.in_recovery = False
         self.dupacks = 0
         self.recover = self.maxseq - 1
+        self._window_reduced()
+        self.ecn_hold = 0.0
         self._forget_after_timeout()
         self.rtt_active = False
         self.snd_nxt = self.snd_una          # go back N
@@ -365,7 +397,8 @@ class Sender(Endpoint):
         """ns Reno's response to a timeout: ``ssthresh`` from the window, as at a fast
         retransmit (``_slowdown``; ``flight`` is not used), then ``cwnd = 1``."""
         self.dupwnd = 0                       # before the halving, as ns Reno does
-        self._slowdown()
+        if not self._ecn_answered():
+            self._slowdown()
         self.cwnd = 1.0
 
     def _forget_after_timeout(self):
@@ -382,6 +415,47 @@ class Sender(Endpoint):
             self._output(seq)
             self.snd_nxt = seq + 1
 
+    def _ecn_answered(self):
+        """Whether an ECN reduction already answered the congestion of this window of data
+        (its packets are not all acknowledged yet): a loss in it does not cut ssthresh again
+        (RFC 3168 Section 6.1.2)."""
+        return self.snd_una <= self.ecn_cut
+
+    def _ecn_echo(self, ack):
+        """An ACK with ECN-Echo: reduce the window if this window of data has not been
+        answered yet (see the module; RFC 3168 Section 6.1.2). Returns whether it did."""
+        # ns-2's test highest_ack > recover: the ACK covers the first packet sent after the
+        # last reduction too, the one carrying CWR; until then the receiver may still be
+        # echoing the marks already answered
+        if not self.p.ecn or self.in_recovery or ack <= self.last_cut + 1:
+            return False
+        one_packet = self.cwnd < 2.0
+        self._ecn_response()
+        self.ecn_cut = self.maxseq - 1
+        self._window_reduced()
+        self.counters.ecn_cuts += 1
+        if self.log is not None:
+            self.log.append((self.sim.now, "ecn_cut", ack))
+        if one_packet:
+            self.ecn_hold = math.inf          # from the RTO this ACK leaves (_send_much)
+        return True
+
+    def _window_reduced(self):
+        """After any reduction of the window: the next new packet carries CWR, and ECN-Echo
+        waits for the next window of data."""
+        self.cwr_pending = True
+        self.last_cut = self.maxseq - 1
+
+    def _ecn_release(self, epoch):
+        if self.active and epoch == self.epoch:
+            self._send_much()
+
+    def _ecn_response(self):
+        """The window reduction for ECN-Echo: ``cwnd`` halved, not below one packet;
+        ``ssthresh`` as at a loss (``_slowdown``)."""
+        half = self._slowdown() / 2
+        self.cwnd = half if half > 1.0 else 1.0
+
     def _slowdown(self):
         w = self.cwnd + self.dupwnd
         if w > self.p.max_window:
@@ -397,8 +471,9 @@ class Sender(Endpoint):
         if pkt.epoch != self.epoch or not self.active:
             return                                  # from a finished transfer
         ack = pkt.ack
+        cut = pkt.ece and self._ecn_echo(ack)
         if ack > self.snd_una:
-            self._new_ack(ack)
+            self._new_ack(ack, cut)
         elif ack == self.snd_una and self.maxseq > self.snd_una:
             self._dup_ack()
 
@@ -437,7 +512,9 @@ class Sender(Endpoint):
         else:
             self.cwnd += 1.0 / self.cwnd
 
-    def _new_ack(self, ack):
+    def _new_ack(self, ack, ecn_cut=False):
+        """A new ACK; ``ecn_cut``: it carried an ECN-Echo that reduced the window, so it does
+        not open it."""
         acked = ack - self.snd_una
         if self.in_recovery and self.p.variant == "newreno" and ack <= self.recover:
             self._partial_ack(ack, acked)
@@ -451,7 +528,8 @@ class Sender(Endpoint):
             self.in_recovery = False
             self.dupwnd = 0
         self.first_partial = True
-        self._open_cwnd()
+        if not ecn_cut:
+            self._open_cwnd()
         self.dupacks = 0
         self.snd_una = ack
         if self.snd_nxt < ack:
@@ -503,8 +581,10 @@ class Sender(Endpoint):
             self.counters.fast_retx += 1
             if self.log is not None:
                 self.log.append((self.sim.now, "fast_retx", self.snd_una))
-            w = self._slowdown()
+            # after an ECN reduction in this window, the window stays as it is
+            w = 2.0 * self.cwnd if self._ecn_answered() else self._slowdown()
             self.recover = self.maxseq - 1
+            self._window_reduced()
             self.rtt_active = False
             self._set_timer()
             if p.variant == "tahoe":
@@ -548,7 +628,7 @@ class Receiver(Endpoint):
     ``on_deliver(receiver, n)`` counts packets delivered in order (goodput)."""
 
     __slots__ = ("next", "ooo", "unacked", "delack_deadline", "delack_pending", "delivered",
-                 "sender", "sack", "arrivals")
+                 "sender", "sack", "arrivals", "ece")
 
     def __init__(self, sim, params, index, output, counters, log=None):
         super().__init__(sim, params, index, output, counters, log)
@@ -561,6 +641,7 @@ class Receiver(Endpoint):
         self.sender = None
         self.sack = params.variant in SACK_VARIANTS
         self.arrivals = {}        # SACK: out-of-order packet -> when it (last) arrived
+        self.ece = False          # echo ECN-Echo on every ACK until a packet with CWR
 
     def on_data(self, pkt):
         """A data packet arrives (event)."""
@@ -574,6 +655,11 @@ class Receiver(Endpoint):
             self.arrivals.clear()
             self.unacked = 0
             self.delack_deadline = math.inf
+            self.ece = False
+        if pkt.cwr:
+            self.ece = False
+        if pkt.ce:
+            self.ece = True
         seq = pkt.seq
         if seq == self.next:
             self.next += 1
@@ -622,7 +708,7 @@ class Receiver(Endpoint):
             self.log.append((self.sim.now, "ack", self.next))
         blocks = self._sack_blocks() if self.sack and self.ooo else None
         self.output(Packet(self.sender, 0, self.next, self.epoch, self.p.ack_bytes, True,
-                           sack=blocks))
+                           sack=blocks, ece=self.ece))
 
     def _sack_blocks(self):
         """RFC 2018 Section 4: up to ``sack_blocks`` blocks of contiguous out-of-order data,

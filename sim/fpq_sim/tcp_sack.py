@@ -45,7 +45,8 @@ recovery set, and a repeated timeout of the same data (backed off) holds it (RFC
 3.1). FlightSize would be the wrong measure there: after a failed recovery it counts every
 packet sent during the recovery too, about 1.7 windows, and the next slow start overshoots
 the path again. The next epoch then starts with ``K = 0`` and ``W_max`` = ``W_est`` = the
-window at its start. RTT is a smoothed float estimate from the same timed packets as the
+window at its start. ECN-Echo (RFC 3168, ``fpq_sim.tcp``) is a congestion event as a loss
+is, with ``cwnd`` as its basis and ``cwnd`` not below one packet. RTT is a smoothed float estimate from the same timed packets as the
 retransmission timer (1/8 gain). Slow start is standard (no HyStart++); fast convergence is
 always on; spurious-loss undo (Section 4.9, a MAY) is not modelled.
 """
@@ -204,9 +205,11 @@ class SackSender(Sender):
         self.cwnd = float(self.ssthresh)
 
     def _timeout_response(self, flight):
-        """Timeout: ``ssthresh = max(FlightSize / 2, 2)`` (RFC 5681 eq. 4), ``cwnd = 1``."""
-        s = int(flight / 2)
-        self.ssthresh = s if s > 2 else 2
+        """Timeout: ``ssthresh = max(FlightSize / 2, 2)`` (RFC 5681 eq. 4), ``cwnd = 1``;
+        ssthresh stays after an ECN reduction in this window."""
+        if not self._ecn_answered():
+            s = int(flight / 2)
+            self.ssthresh = s if s > 2 else 2
         self.cwnd = 1.0
 
     def _open_window(self, acked):
@@ -218,8 +221,9 @@ class SackSender(Sender):
         if pkt.epoch != self.epoch or not self.active:
             return
         ack = pkt.ack
+        cut = pkt.ece and self._ecn_echo(ack)
         if ack > self.snd_una:
-            self._new_ack_sack(ack, pkt.sack)
+            self._new_ack_sack(ack, pkt.sack, cut)
         elif ack == self.snd_una and self.maxseq > self.snd_una:
             new = self._update(pkt.sack)
             if self.in_recovery:
@@ -228,7 +232,9 @@ class SackSender(Sender):
             elif new:
                 self._dup_ack_sack()
 
-    def _new_ack_sack(self, ack, blocks):
+    def _new_ack_sack(self, ack, blocks, ecn_cut=False):
+        """A new ACK with its SACK blocks; ``ecn_cut``: its ECN-Echo reduced the window, so it
+        does not open it."""
         acked = ack - self.snd_una
         if self.rtt_active and ack > self.rtt_seq:
             self.rtt_active = False
@@ -260,7 +266,7 @@ class SackSender(Sender):
                 self.set_pipe()
                 self._recovery_send()
                 return
-        else:
+        elif not ecn_cut:
             self._open_window(acked)
         self._send_much()
 
@@ -286,7 +292,9 @@ class SackSender(Sender):
             self.log.append((self.sim.now, "fast_retx", self.snd_una))
         self.recovery_point = self.maxseq - 1
         self.recover = self.recovery_point
-        self._loss_response(self.maxseq - self.snd_una)
+        if not self._ecn_answered():           # else the window was cut for it already
+            self._loss_response(self.maxseq - self.snd_una)
+        self._window_reduced()
         self.in_recovery = True
         self.rtt_active = False
         self._set_timer()
@@ -379,22 +387,30 @@ class CubicSender(SackSender):
     def _congestion_event(self, basis):
         """Fast convergence and the multiplicative decrease (4.6, 4.7): ``W_max`` and
         ``cwnd_prior`` from the window before it, ``ssthresh = max(beta x basis, 2)``; the
-        epoch ends. Returns the new ssthresh."""
+        epoch ends. Returns ``beta x basis``."""
         cwnd = self.cwnd
         self.w_max = cwnd * (1.0 + CUBIC_BETA) / 2.0 if cwnd < self.w_max else cwnd
         self.cwnd_prior = cwnd
         s = basis * CUBIC_BETA
         self.ssthresh = s if s > 2.0 else 2.0
         self.t_epoch = None
-        return self.ssthresh
+        return s
 
     def _loss_response(self, flight):
-        self.cwnd = self._congestion_event(flight)
+        s = self._congestion_event(flight)
+        self.cwnd = s if s > 2.0 else 2.0
+
+    def _ecn_response(self):
+        """ECN-Echo: the same congestion event with ``cwnd`` as its basis, ``cwnd`` not below
+        one packet (4.6)."""
+        w = self.cwnd
+        s = self._congestion_event(w if w < self.p.max_window else float(self.p.max_window))
+        self.cwnd = s if s > 1.0 else 1.0
 
     def _timeout_response(self, flight):
         """RFC 9438 Section 4.8 (see the module): ``ssthresh`` from ``cwnd`` unless this
         congestion already reduced it, ``cwnd = 1``, and the next epoch starts afresh."""
-        if self.backoff == 1 and not self.in_recovery:
+        if self.backoff == 1 and not self.in_recovery and not self._ecn_answered():
             w = self.cwnd
             self._congestion_event(w if w < self.p.max_window else float(self.p.max_window))
         self.t_epoch = None

@@ -1,6 +1,6 @@
 """One sender and one receiver joined by a fixed-delay channel without serialisation, so that
 hand-worked sequences have round numbers: every round trip takes exactly 2 * delay. A test
-chooses which transmissions of which packets the channel drops."""
+chooses which transmissions of which packets the channel drops, and which it marks CE (ECN)."""
 
 from collections import Counter
 
@@ -11,7 +11,7 @@ from fpq_sim.tcp_sack import sender_class
 
 class Pair:
     def __init__(self, variant="tahoe", drop=(), drop_all=False, delay=0.05, boot_time=0.0,
-                 rng=None, **params):
+                 rng=None, mark=(), **params):
         self.sim = sim = Simulator()
         self.counters = Counters()
         self.log = []
@@ -19,6 +19,7 @@ class Pair:
         self.drop = set(drop)   # {(seq, n)}: drop the n-th transmission (1-based) of the first
         #                         transfer (epoch 1; a bulk transfer has only that one)
         self.drop_all = drop_all
+        self.mark = set(mark)   # {(seq, n)}: mark the n-th transmission of the first transfer
         self.tx = Counter()
         self.dropped = 0
         self.sends = []                 # (time, seq, n-th transmission)
@@ -33,6 +34,8 @@ class Pair:
             if self.drop_all or (pkt.epoch == 1 and (pkt.seq, n) in self.drop):
                 self.dropped += 1
                 return
+            if pkt.epoch == 1 and (pkt.seq, n) in self.mark:
+                pkt.ce = True
             sim.at(sim.now + delay, self.receiver.on_data, pkt)
 
         def send_ack(pkt):

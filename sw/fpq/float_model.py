@@ -14,7 +14,11 @@ Same interface as :class:`fpq.queue_manager.QueueManager` (``arrive``/``depart``
   (``avg *= (1-w)^m`` for the ``m`` packet times the queue was idle), updated before the
   decision (no publication delay);
 * FPQ drops with probability ``l_a = l_t q_a / q_t`` (saturated at 1), RED with Floyd's
-  ``p_a = p_b / (1 - count p_b)``; random numbers come from Python's ``random.Random``.
+  ``p_a = p_b / (1 - count p_b)``; random numbers come from Python's ``random.Random``;
+* with ECN enabled (``Config.ecn``) an ECN-capable arrival that would be dropped early is
+  marked instead (as in the bit-exact model); with ``hard_drop`` RED drops it anyway where
+  its probability is 1 (the average at or above ``max_th``, or ``2 max_th`` when gentle): ns-3's
+  ``UseHardDrop``, Linux's ``harddrop``. The bit-exact model and the RTL have no such option.
 
 It shares the 5-tuple hash with the bit-exact model (so both count the same collisions).
 """
@@ -40,8 +44,9 @@ def float_wq(config):
 
 
 class FloatQueueManager:
-    def __init__(self, config=None, seed=None):
+    def __init__(self, config=None, seed=None, hard_drop=False):
         cfg = self.config = config or Config()
+        self.hard_drop = bool(hard_drop)
         self.rnd = random.Random(cfg.seed_decide if seed is None else seed)
         self.clear_rnd = random.Random(cfg.seed_clear if seed is None else seed + 1)
         self.hash = FlowHash.of(cfg)
@@ -130,7 +135,8 @@ class FloatQueueManager:
         c = self.counters
         c["arrivals"] += 1
         q = self.occ_pkts
-        if early and not (cfg.ecn and ecn):
+        hard = self.hard_drop and p >= 1.0 and cfg.mode == "red"
+        if early and not (cfg.ecn and ecn and not hard):
             action = DROP_EARLY
             c["early_drops"] += 1
         elif q + 1 > cfg.limit_pkts or self.occ_bytes + length > cfg.limit_bytes:
