@@ -59,7 +59,8 @@ def tcp_params(group, bottleneck):
         transfer_pkts=g["transfer_pkts"] if g["workload"] == "transfers" else None,
         think_time=g["think_s"], packet_bytes=pkt, ack_bytes=b["ack_bytes"],
         limited_transmit=g["limited_transmit"], rtt_timestamps=g["rtt_timestamps"],
-        send_overhead=g["send_overhead_pkt_times"] * pkt_time, ecn=g["ecn"])
+        send_overhead=g["send_overhead_pkt_times"] * pkt_time, ecn=g["ecn"],
+        initial_window=g["initial_window_pkts"])
 
 
 def queue_manager(sc, cfg):

@@ -22,8 +22,8 @@ from fpq.messages import brief, QUOTED_CHARS
 
 from .tcp import VARIANTS
 
-__all__ = ["ScenarioError", "SCHEMA", "SCENARIO_DIR", "load", "read_toml", "validate",
-           "apply_set", "schema_markdown", "shipped_scenarios", "scenario_path"]
+__all__ = ["ScenarioError", "SCHEMA", "HOST_PROFILES", "SCENARIO_DIR", "load", "read_toml",
+           "validate", "apply_set", "schema_markdown", "shipped_scenarios", "scenario_path"]
 
 
 def _scenario_dir():
@@ -52,6 +52,23 @@ class Key:
 
 
 REQUIRED = object()
+
+#: Named host profiles (``[[flows]] hosts``): the defaults of a flow group's host keys (a key
+#: written in the group wins). ``paper``: the schema's own defaults, the hosts of the papers'
+#: ns runs (initial window 1, 0.5 s timer ticks, 3 s initial RTO, no RTO floor, 64 KB window,
+#: Tahoe). ``modern``: today's hosts (Linux-like): NewReno congestion control with SACK
+#: recovery (``tcp = "cubic"`` for CUBIC), initial window 10 (RFC 6928), a 1 ms clock with
+#: timestamps, RTO at least 200 ms (Linux's TCP_RTO_MIN) and 1 s before the first sample
+#: (RFC 6298), ECN-capable (RFC 3168), a 6 MB receive window (Linux's tcp_rmem maximum),
+#: delayed ACKs every second packet or after 40 ms (Linux's TCP_DELACK_MIN), limited
+#: transmit (RFC 3042).
+HOST_PROFILES = {
+    "paper": {},
+    "modern": {"tcp": "sack", "initial_window_pkts": 10, "tick_s": 0.001,
+               "rtt_timestamps": True, "rto_min_s": 0.2, "rto_init_s": 1.0,
+               "rto_max_s": 120.0, "ecn": True, "max_window_bytes": 6291456,
+               "delayed_ack": True, "delack_timeout_s": 0.04, "limited_transmit": True},
+}
 
 SCHEMA = {
     "": [
@@ -124,6 +141,9 @@ SCHEMA = {
     ],
     "flows": [
         Key("count", "int", REQUIRED, "Number of flows in this group.", 1, 100000),
+        Key("hosts", "str", "paper", "Host profile: the defaults of this group's host keys "
+            "(fpq_sim.scenario.HOST_PROFILES, listed below); keys given here win.",
+            choices=tuple(HOST_PROFILES)),
         Key("tcp", "str", "tahoe", "TCP variant.", choices=VARIANTS),
         Key("access_bw_bps", "float", 0.0, "Each flow's access-link bandwidth (or [lo, hi]). "
             "Exactly one of access_bw_bps and access_bw_total_bps.", 1e3, 1e12, ranged=True),
@@ -173,6 +193,9 @@ SCHEMA = {
         Key("send_overhead_pkt_times", "float", 0.0, "Phase-effect remedy of ns-2 (overhead_): "
             "a window's worth of sending waits a uniform random delay of up to this many "
             "bottleneck packet times (0: send at once, as the papers' runs do).", 0.0, 1000.0),
+        Key("initial_window_pkts", "int", 1, "Initial congestion window of every transfer, in "
+            "packets (RFC 6928: 10; the papers' hosts: 1). A timeout still restarts from 1.",
+            1, 1000),
         Key("ecn", "bool", False, "ECN-capable hosts (RFC 3168): data packets are ECT, the "
             "receiver echoes CE marks, the sender halves its window (CUBIC: x 0.7) once per "
             "window of data. Routers mark only with [queue] ecn = true."),
@@ -192,6 +215,7 @@ SCHEMA = {
             "the run).", 0.0, 1e6),
     ],
 }
+_HOSTS_KEY = next(k for k in SCHEMA["flows"] if k.name == "hosts")
 _QUEUE_PASSTHROUGH = sorted(set(FIELD_BY_NAME) - {"mode", "limit_pkts", "tick_hz"})
 #: The queue fields a scenario may give as hex text: the byte fields (the keys), from their
 #: declaration so that a new one is parsed too.
@@ -241,7 +265,9 @@ def _check_number(where, key, value):
     return int(value) if key.type == "int" else float(value)
 
 
-def _section(where, data, keys, extra_ok=()):
+def _section(where, data, keys, extra_ok=(), defaults=None):
+    """Check the table ``data`` against ``keys``: every key known, every value of its type and
+    range; a missing key takes its value from ``defaults`` (a host profile), else its own."""
     if not isinstance(data, dict):
         raise ScenarioError(f"{where or 'scenario'}: must be a table")
     known = {k.name: k for k in keys}
@@ -255,6 +281,8 @@ def _section(where, data, keys, extra_ok=()):
         full = f"{where}.{k.name}" if where else k.name
         if k.name in data:
             out[k.name] = _check_value(full, k, data[k.name])
+        elif defaults and k.name in defaults:
+            out[k.name] = _check_value(f"{full} (host profile)", k, defaults[k.name])
         elif k.default is REQUIRED:
             raise ScenarioError(f"{full}: missing (required)")
         else:
@@ -277,25 +305,7 @@ def validate(doc):
     if out["run"]["warmup_s"] >= out["run"]["duration_s"]:
         raise ScenarioError(f"run.warmup_s: {out['run']['warmup_s']} must be less than "
                             f"run.duration_s ({out['run']['duration_s']})")
-    queue = doc.get("queue", {})
-    out["queue"] = _section("queue", queue, SCHEMA["queue"], extra_ok=_QUEUE_PASSTHROUGH)
-    params = {k: v for k, v in queue.items() if k in _QUEUE_PASSTHROUGH}
-    for name in _HEX_FIELDS:
-        if name in params and isinstance(params[name], str):
-            try:
-                params[name] = bytes.fromhex(params[name])
-            except ValueError:
-                raise ScenarioError(f"queue.{name}: {brief(params[name])} is not hex") from None
-    out["queue"]["params"] = params
-    if out["queue"]["red_hard_drop"] and (out["queue"]["model"] != "float"
-                                          or out["queue"]["discipline"] != "red"):
-        raise ScenarioError(f"queue.red_hard_drop: true needs discipline 'red' and model "
-                            f"'float' (not {out['queue']['discipline']!r} with "
-                            f"{out['queue']['model']!r}: the bit-exact model and the RTL "
-                            f"have no hard drop)")
-    if out["queue"]["discipline"] in ("codel", "pie") and out["queue"]["model"] == "rtl":
-        raise ScenarioError(f"queue.model: 'rtl' decides only droptail, red and fpq, not "
-                            f"{out['queue']['discipline']!r} (a float reference model)")
+    out["queue"] = _queue_section(doc.get("queue", {}))
     try:
         queue_config(out)
     except fpq.ConfigError as exc:
@@ -303,41 +313,15 @@ def validate(doc):
     flows = doc.get("flows")
     if not isinstance(flows, list) or not flows:
         raise ScenarioError("flows: missing: at least one [[flows]] group is required")
-    out["flows"] = []
-    for i, group in enumerate(flows):
-        where = f"flows[{i}]"
-        g = _section(where, group, SCHEMA["flows"])
-        has_bw, has_total = "access_bw_bps" in group, "access_bw_total_bps" in group
-        if has_bw == has_total:
-            raise ScenarioError(f"{where}.access_bw_bps: give exactly one of access_bw_bps and "
-                                f"access_bw_total_bps")
-        if g["max_window_bytes"] < out["bottleneck"]["packet_bytes"]:
-            raise ScenarioError(f"{where}.max_window_bytes: {g['max_window_bytes']} is less "
-                                f"than one packet ({out['bottleneck']['packet_bytes']} bytes)")
-        if g["rto_max_s"] < g["rto_min_s"]:
-            raise ScenarioError(f"{where}.rto_max_s: {g['rto_max_s']} must be >= rto_min_s")
-        out["flows"].append(g)
+    out["flows"] = [_flow_group(f"flows[{i}]", group, out["bottleneck"])
+                    for i, group in enumerate(flows)]
     if sum(g["count"] for g in out["flows"]) > 100000:
         raise ScenarioError("flows: more than 100000 flows in total")
     floods = doc.get("floods", [])
     if not isinstance(floods, list):
         raise ScenarioError("floods: must be an array of tables ([[floods]] groups)")
-    out["floods"] = []
-    for i, group in enumerate(floods):
-        where = f"floods[{i}]"
-        f = _section(where, group, SCHEMA["floods"])
-        end = out["run"]["duration_s"]
-        if f["start_s"] >= end:
-            raise ScenarioError(f"{where}.start_s: {f['start_s']} must be less than "
-                                f"run.duration_s ({end})")
-        if f["stop_s"] and f["stop_s"] <= f["start_s"]:
-            raise ScenarioError(f"{where}.stop_s: {f['stop_s']} must be greater than start_s "
-                                f"({f['start_s']}), or 0 for the end of the run")
-        if _flood_packets(f, end) > FLOOD_PACKETS_MAX:
-            raise ScenarioError(f"{where}.rate_pps: {f['rate_pps']} packets/s over "
-                                f"{(f['stop_s'] or end) - f['start_s']:g} s is more than 1e9 "
-                                f"packets; allowed: rate_pps x (stop_s - start_s) <= 1e9")
-        out["floods"].append(f)
+    out["floods"] = [_flood_group(f"floods[{i}]", group, out["run"]["duration_s"])
+                     for i, group in enumerate(floods)]
     _check_flood_total(out)
     return out
 
@@ -361,6 +345,61 @@ def _check_flood_total(sc):
         raise ScenarioError(f"floods: {len(sc['floods'])} groups send {total:.4g} packets in "
                             f"total; allowed: the sum of rate_pps x (stop_s - start_s) over "
                             f"all groups <= {FLOOD_PACKETS_MAX:,}")
+
+
+def _queue_section(queue):
+    """The validated ``[queue]`` table, its configuration fields in ``params``."""
+    q = _section("queue", queue, SCHEMA["queue"], extra_ok=_QUEUE_PASSTHROUGH)
+    params = {k: v for k, v in queue.items() if k in _QUEUE_PASSTHROUGH}
+    for name in _HEX_FIELDS:
+        if name in params and isinstance(params[name], str):
+            try:
+                params[name] = bytes.fromhex(params[name])
+            except ValueError:
+                raise ScenarioError(f"queue.{name}: {brief(params[name])} is not hex") from None
+    q["params"] = params
+    if q["red_hard_drop"] and (q["model"] != "float" or q["discipline"] != "red"):
+        raise ScenarioError(f"queue.red_hard_drop: true needs discipline 'red' and model "
+                            f"'float' (not {q['discipline']!r} with {q['model']!r}: the "
+                            f"bit-exact model and the RTL have no hard drop)")
+    if q["discipline"] in ("codel", "pie") and q["model"] == "rtl":
+        raise ScenarioError(f"queue.model: 'rtl' decides only droptail, red and fpq, not "
+                            f"{q['discipline']!r} (a float reference model)")
+    return q
+
+
+def _flow_group(where, group, bottleneck):
+    """One validated ``[[flows]]`` group: its host profile's defaults, then its own keys."""
+    if not isinstance(group, dict):
+        raise ScenarioError(f"{where}: must be a table")
+    profile = _check_value(f"{where}.hosts", _HOSTS_KEY, group.get("hosts", "paper"))
+    g = _section(where, group, SCHEMA["flows"], defaults=HOST_PROFILES[profile])
+    has_bw, has_total = "access_bw_bps" in group, "access_bw_total_bps" in group
+    if has_bw == has_total:
+        raise ScenarioError(f"{where}.access_bw_bps: give exactly one of access_bw_bps and "
+                            f"access_bw_total_bps")
+    if g["max_window_bytes"] < bottleneck["packet_bytes"]:
+        raise ScenarioError(f"{where}.max_window_bytes: {g['max_window_bytes']} is less "
+                            f"than one packet ({bottleneck['packet_bytes']} bytes)")
+    if g["rto_max_s"] < g["rto_min_s"]:
+        raise ScenarioError(f"{where}.rto_max_s: {g['rto_max_s']} must be >= rto_min_s")
+    return g
+
+
+def _flood_group(where, group, end):
+    """One validated ``[[floods]]`` group of a run that ends at ``end`` seconds."""
+    f = _section(where, group, SCHEMA["floods"])
+    if f["start_s"] >= end:
+        raise ScenarioError(f"{where}.start_s: {f['start_s']} must be less than "
+                            f"run.duration_s ({end})")
+    if f["stop_s"] and f["stop_s"] <= f["start_s"]:
+        raise ScenarioError(f"{where}.stop_s: {f['stop_s']} must be greater than start_s "
+                            f"({f['start_s']}), or 0 for the end of the run")
+    if _flood_packets(f, end) > FLOOD_PACKETS_MAX:
+        raise ScenarioError(f"{where}.rate_pps: {f['rate_pps']} packets/s over "
+                            f"{(f['stop_s'] or end) - f['start_s']:g} s is more than 1e9 "
+                            f"packets; allowed: rate_pps x (stop_s - start_s) <= 1e9")
+    return f
 
 
 def queue_config(sc):
@@ -541,4 +580,16 @@ def schema_markdown():
                       "of `rate_pps` x (`stop_s` - `start_s`) over the groups, `stop_s` 0 "
                       "counting as `run.duration_s`): each packet is an event of the "
                       "simulation.", ""]
+        if sec == "flows":
+            lines += _profiles_markdown()
     return "\n".join(lines)
+
+
+def _profiles_markdown():
+    """The host profiles as a table: each profile's keys that differ from the schema's."""
+    lines = ["Host profiles (`hosts`): the keys each sets, the others at the defaults above.", "",
+             "| profile | keys |", "|---|---|"]
+    for name, keys in HOST_PROFILES.items():
+        text = ", ".join(f"`{k} = {v!r}`" for k, v in keys.items()) or "the defaults above"
+        lines.append(f"| `{name}` | {text} |")
+    return lines + [""]

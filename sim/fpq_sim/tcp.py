@@ -3,7 +3,8 @@
 The machinery follows ns-2's ``TcpAgent`` family (the simulator the papers used), which is the
 BSD 4.3/4.4 algorithm counted in packets instead of bytes:
 
-* windows in packets; the usable window is ``min(floor(cwnd), max_window)``;
+* windows in packets, starting at ``initial_window`` (1 in the papers, 10 in RFC 6928); a
+  timeout restarts from one packet; the usable window is ``min(floor(cwnd), max_window)``;
 * slow start (``cwnd += 1`` per new ACK while ``cwnd < ssthresh``), congestion avoidance
   (``cwnd += 1/cwnd`` per new ACK); one increase per ACK, however many packets it covers
   (so delayed ACKs slow the growth, as in ns and BSD);
@@ -124,6 +125,7 @@ class TcpParams:
     send_overhead: float = 0.0
     sack_blocks: int = 3
     ecn: bool = False
+    initial_window: int = 1
 
     def __post_init__(self):
         if self.variant not in VARIANTS:
@@ -217,7 +219,7 @@ class Sender(Endpoint):
     # ---- state ----------------------------------------------------------------------------------
     def _reset(self):
         p = self.p
-        self.cwnd = 1.0
+        self.cwnd = float(p.initial_window)   # RFC 6928 (the papers' hosts: 1)
         self.dupwnd = 0           # ns dupwnd_: the fast-recovery inflation, in packets
         self.ssthresh = p.initial_ssthresh
         self.snd_una = 0          # first unacknowledged packet (ns highest_ack_ + 1)
