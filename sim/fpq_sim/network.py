@@ -297,6 +297,8 @@ def summarise(net, transfer_times=False):
         "loss_rate": lost / port.arrivals if port.arrivals else 0.0,
         "avg_queue_pkts": port.q_area / span if span > 0 else 0.0,
         "avg_delay_s": port.delay_sum / port.departures if port.departures else 0.0,
+        "delay_p50_s": port.delay_quantile(0.5),
+        "delay_p99_s": port.delay_quantile(0.99),
         "avg_flow_count": port.n_sum / port.arrivals if port.arrivals else 0.0,
         "utilisation": port.busy_time / span if span > 0 else 0.0,
         "goodput_pkts_per_s": good / span if span > 0 else 0.0,

@@ -29,14 +29,20 @@ from collections import deque
 from fpq import Arrival, Departure, MARK
 from fpq.accept_clock import AcceptClock
 
-__all__ = ["OutputPort"]
+__all__ = ["OutputPort", "DELAY_BIN_S"]
+
+#: Queueing delays are counted in bins this wide (s) for their percentiles; delays of 10 s or
+#: more share the last bin.
+DELAY_BIN_S = 1e-4
+_DELAY_BINS = 100000
 
 
 class OutputPort:
     __slots__ = ("sim", "qm", "bandwidth", "delay", "loss_rate", "rng", "tick_hz", "queue",
                  "busy", "tx_end", "arrivals", "drops", "early_drops", "forced_drops",
                  "wire_losses", "lost_total", "saturated_drops", "marks", "p_one", "departures",
-                 "q_area", "q_last", "busy_time", "trace", "n_sum", "delay_sum", "on_drop",
+                 "q_area", "q_last", "busy_time", "trace", "n_sum", "delay_sum",
+                 "delay_hist", "on_drop",
                  "on_depart", "on_idle", "clock", "_arrive", "_depart", "_dequeue")
 
     def __init__(self, sim, qm, bandwidth, delay, tick_hz, loss_rate=0.0, rng=None, trace=None,
@@ -77,6 +83,7 @@ class OutputPort:
         self.n_sum = 0            # sum over arrivals of the flow count N the manager used
         self.departures = 0
         self.delay_sum = 0.0      # queueing delay (arrival at the port to start of sending)
+        self.delay_hist = [0] * (_DELAY_BINS + 1)     # ... counted in bins of DELAY_BIN_S
         self.q_area = 0.0
         self.q_last = now
         self.busy_time = (self.tx_end - now) if self.busy else 0.0
@@ -141,7 +148,10 @@ class OutputPort:
                 self.trace.append(desc)
             self._depart(desc)
         self.departures += 1
-        self.delay_sum += now - t_in
+        d = now - t_in
+        self.delay_sum += d
+        i = int(d * (1.0 / DELAY_BIN_S))
+        self.delay_hist[i if i < _DELAY_BINS else _DELAY_BINS] += 1
         if self.on_depart is not None:
             self.on_depart(pkt, now - t_in)
         tx = pkt.size * 8.0 / self.bandwidth
@@ -175,6 +185,18 @@ class OutputPort:
         if self.busy and self.tx_end > now:
             self.busy_time -= self.tx_end - now
             self.tx_end = now
+
+    def delay_quantile(self, q):
+        """The ``q`` quantile of the queueing delays since the statistics began (s, the lower
+        edge of its bin of ``DELAY_BIN_S``), or None if no packet left the queue."""
+        if not self.departures:
+            return None
+        need, seen = q * self.departures, 0
+        for i, n in enumerate(self.delay_hist):
+            seen += n
+            if n and seen >= need:
+                return i * DELAY_BIN_S
+        return None
 
     def in_queue(self):
         return [pkt for pkt, _ in self.queue]

@@ -64,6 +64,20 @@ def test_summary_statistics_are_consistent():
     assert s["events"] > 0 and s["wall_seconds"] > 0
 
 
+def test_delay_percentiles_are_those_of_the_packets_after_the_warm_up():
+    import numpy as np
+    from fpq_sim.router import DELAY_BIN_S
+    net = Network(small("red", count=40))
+    delays = []
+    net.port.on_depart = lambda pkt, d: delays.append(d) if net.sim.now >= 5.0 else None
+    s = net.run().summary()
+    assert len(delays) == net.port.departures > 1000
+    for q, key in ((50, "delay_p50_s"), (99, "delay_p99_s")):
+        exact = float(np.percentile(delays, q, method="inverted_cdf"))
+        assert s[key] == pytest.approx(np.floor(exact / DELAY_BIN_S) * DELAY_BIN_S)
+    assert 0 < s["delay_p50_s"] < s["delay_p99_s"]
+
+
 def test_queue_manager_sees_every_arrival_and_departure():
     net = Network(small("fpq", count=30)).run()
     cnt = net.qm.counters
