@@ -24,7 +24,9 @@ Experiments (scenario files in sim/scenarios/):
   the two remedies (``phase-droptail-two-flows``);
 * modern baselines: FPQ, RED, CoDel and PIE (float models) on the FPQ paper's Fig. 8 network,
   N = 10..150, with Tahoe, SACK and CUBIC senders;
-* beyond the paper: a parking lot of FPQ routers against one of RED routers (``parking-lot``).
+* beyond the paper: a parking lot of FPQ routers against one of RED routers (``parking-lot``);
+* modern hosts: FPQ, RED, CoDel and PIE with today's end hosts (initial window 10, SACK, ECN)
+  at 10 and 100 Mbit/s, N = 10..1000, NewReno and CUBIC (``modern-dumbbell``).
 
 Each experiment is one module of this package that registers itself (``registry``): the runs
 it needs, the CSV tables and plots it draws, its part of the RESULTS.md section. The driver
@@ -58,7 +60,8 @@ __all__ = ["add_arguments", "main", "plan", "run_jobs", "update_results_md", "gr
 
 #: The experiments' modules, in the order of ``--only``'s choices: each registers its
 #: experiment when imported
-EXPERIMENT_MODULES = ("loss", "sweep", "many", "validation", "phase", "baselines", "parking")
+EXPERIMENT_MODULES = ("loss", "sweep", "many", "validation", "phase", "baselines", "parking",
+                      "modern")
 for _module in EXPERIMENT_MODULES:
     importlib.import_module(f"{__name__}.{_module}")
 #: The experiments' names (``--only``'s choices)

@@ -14,7 +14,8 @@ __all__ = ["write_outputs", "results_markdown", "update_results_md", "BEGIN", "E
 
 BEGIN, END = markers("figures")
 #: The experiments' order in RESULTS.md: the FPQ paper's main result (Figs. 10-13) first.
-SECTION_ORDER = ("sweep", "loss", "many", "validation", "phase", "baselines", "parking")
+SECTION_ORDER = ("sweep", "loss", "many", "validation", "phase", "baselines", "parking",
+                 "modern")
 
 
 def write_outputs(res, out, raw, quick):
