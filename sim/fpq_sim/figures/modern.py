@@ -6,7 +6,8 @@ Every discipline gets the same 1500-byte packets, the same buffer (1000 packets,
 that is more) and ECN marking; the parameters that depend on the link are set per bandwidth:
 FPQ's P = the BDP at the 100 ms mean round trip; RED as Adaptive RED sets its thresholds
 (Floyd, Gummadi and Shenker 2001: min_th = max(5, 5 ms x C / 2) packets, max_th = 3 min_th,
-gentle) with max_p 0.1; CoDel and PIE at their RFC defaults. FPQ and RED are the bit-exact
+gentle) with max_p 0.1 (fixed: Adaptive RED would adapt it); CoDel and PIE at their RFC
+defaults. FPQ and RED are the bit-exact
 model (what the hardware decides), CoDel and PIE the float reference models of sim/."""
 
 import numpy as np
@@ -152,6 +153,6 @@ def _row(n, d, m):
 
 
 EXPERIMENT = register(Experiment(
-    name="modern", durations={"modern10": (120, 30), "modern100": (40, 10)},
-    quick_durations={"modern10": (30, 10), "modern100": (12, 4)},
+    name="modern", durations={"modern10": (120, 30), "modern100": (60, 15)},
+    quick_durations={"modern10": (30, 10), "modern100": (15, 5)},
     plan=plan, write=write, markdown=markdown))
