@@ -7,8 +7,8 @@ that is more) and ECN marking; the parameters that depend on the link are set pe
 FPQ's P = the BDP at the 100 ms mean round trip; RED as Adaptive RED sets its thresholds
 (Floyd, Gummadi and Shenker 2001: min_th = max(5, 5 ms x C / 2) packets, max_th = 3 min_th,
 gentle) with max_p 0.1 (fixed: Adaptive RED would adapt it); CoDel and PIE at their RFC
-defaults. FPQ and RED are the bit-exact
-model (what the hardware decides), CoDel and PIE the float reference models of sim/."""
+defaults. FPQ and RED are the bit-exact model (what the hardware decides), CoDel and PIE the
+float reference models of sim/."""
 
 import numpy as np
 
