@@ -111,7 +111,8 @@ def write(G, out):
     out.csv("modern.csv", ["mbit", "tcp", "discipline", "N", "seeds"] + ci_header(COLS), rows)
     panels = _panels(pts)
     for c, fname, ylabel, scale in PLOTS:
-        fig, axes = out.subplots(1, len(panels), figsize=(3.0 * len(panels), 3.4), sharey=True)
+        # each panel its own scale: the two bandwidths' delays differ tenfold
+        fig, axes = out.subplots(1, len(panels), figsize=(3.0 * len(panels), 3.4))
         axes = np.atleast_1d(axes)
         for ax, (b, t) in zip(axes, panels):
             for d, fmt in zip(MODERN_DISC, MARKERS):
@@ -122,8 +123,9 @@ def write(G, out):
             ax.set_title(f"{b} Mbit/s, {TCP_LABEL[t]}")
             ax.set_xlabel("bulk flows N")
             ax.grid(alpha=.3, which="both")
-        axes[0].set_ylabel(ylabel)
+            ax.set_ylabel(ylabel)
         axes[0].legend()
+        fig.tight_layout()
         out.save(fig, fname)
 
 
