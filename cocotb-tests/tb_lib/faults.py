@@ -191,7 +191,7 @@ COMPONENT_FAULTS = {
                             lambda: wrap(dc_mod.Decision, _limit_off_by_one)),
     "dc-byte-limit-exact": ("decision: a queue exactly at the byte limit refuses the arrival "
                             "(> became >=)", "Decision",
-                            lambda: mutate(dc_mod.Decision, "_occupancy_speed",
+                            lambda: mutate(dc_mod.Decision, "_limit_flags",
                                            [('split_less(m, tb0, y, "f0b")', "~(y < tb0)")])),
 }
 

@@ -1,5 +1,7 @@
 """Decision: early drop (FPQ compare, RED spacing), ECN mark, hard limits, queue occupancy."""
 
+from types import SimpleNamespace
+
 from amaranth import *
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
@@ -12,6 +14,9 @@ from .layouts import config_layout, check_optimise
 
 __all__ = ["Decision", "red_spacing", "admission",
            "track_max"]
+
+#: Width of the signed byte sums of the "speed" form's thresholds.
+_SUM_BITS = QBYTES_BITS + 4
 
 
 def split_less(m, a, b, name, split=QBYTES_BITS // 2):
@@ -45,6 +50,15 @@ def _occupancy_below(m, y, t, name):
     lo = Signal(name=f"{name}_lo")
     m.d.comb += lo.eq(y[:n] < t[:n])
     return ~nonzero(m, y[n:], f"{name}_hi_nonzero") & lo
+
+
+def _signed_below(m, a, b, name):
+    """``a < b`` for signed ``a``, ``b`` of one width, as a compare in offset binary (the sign
+    bits inverted, which the carry chain's own LUTs absorb): the flag is the chain's carry
+    out."""
+    flag = Signal(name=name)
+    m.d.comb += flag.eq(Cat(a[:-1], ~a[-1]) < Cat(b[:-1], ~b[-1]))
+    return flag
 
 
 def red_spacing(m, p, p_zero, u_load, step, separate_hit):
@@ -187,8 +201,23 @@ class Decision(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        cfg = self.config
-        # ---- cycles -2, -1, 0, 1: the slot's fields, registered along ----------------------
+        # the signals one stage hands to the next, by name
+        s = SimpleNamespace()
+        self._fields(m, s)
+        self._early_gates(m, s)
+        self._early(m, s)
+        if self.optimise == "speed":
+            forced, dep_error = self._occupancy_speed(m, s)
+        else:
+            forced, dep_error = self._occupancy_area(m, s.av1, s.dv1, s.len1, s.dep1,
+                                                     s.drop_early)
+        self._outputs(m, s, forced, dep_error)
+        return m
+
+    def _fields(self, m, s):
+        """Cycles -2 .. 1: the slot's fields (arrival, departure, ECN, length, the departing
+        bytes or 0) from the ports (cycle -2), registered along; ``s.slots`` holds them at
+        cycles -1, 0 and 1."""
         dep_ahead = Mux(self.dep_valid_ahead, self.dep_length_ahead, 0)
         fields = Cat(self.valid_ahead, self.dep_valid_ahead, self.ecn_ahead,
                      self.length_ahead, dep_ahead)
@@ -201,15 +230,20 @@ class Decision(wiring.Component):
             m.d.sync += Cat(av, dv, ecn, ln, dep).eq(fields)
             fields = Cat(av, dv, ecn, ln, dep)
             slots.append((av, dv, ecn, ln, dep))
-        (_, _, _, len_b, _), (av0, dv0, ecn0, len0, dep0), (av1, dv1, ecn1, len1, dep1) = slots
+        s.slots = slots
+        s.av1, s.dv1, _, s.len1, s.dep1 = slots[2]
 
-        # ---- cycle 0: early decision -------------------------------------------------------
+    def _early_gates(self, m, s):
+        """Cycle -1: the slot's gates of the early decision per mode, the admission
+        candidate's code, the random number and what RED's register loads from it, all
+        registered for cycle 0."""
+        cfg = self.config
         mode = cfg.mode
         # the slot's gates, a clock ahead and per mode (mode and ECN are stable while slots
         # pass): an arrival that an early hit drops (``drop_*``: not ECN-capable or ECN off),
         # one that an early hit concerns (``early_*``: dropped or marked); and the admission
         # candidate's code: which hit decides it, if any (``cand_code`` below)
-        av_m1, ecn_m1 = slots[0][0], slots[0][2]
+        av_m1, ecn_m1 = s.slots[0][0], s.slots[0][2]
         no_ecn = ~(cfg.ecn & ecn_m1)
         is_fpq, is_red = mode == Mode.fpq, mode == Mode.red
         drop_fpq, drop_red, early_fpq, early_red = (Signal(name=n) for n in (
@@ -223,17 +257,6 @@ class Decision(wiring.Component):
         m.d.comb += u_dec.eq(self.u_ahead - 1)
         m.d.sync += [u.eq(self.u_ahead),
                      u_load.eq(Mux(u_dec[-1], 0, u_dec[:RAND_BITS]))]
-        # RED: E = max(thresh - acc - 1, 0). ``acc + p >= thresh`` is ``p > thresh - acc - 1``,
-        # and, as p == 0 is never a hit, ``p > E``: the borrow of ``E - p``, whose
-        # difference is also the next E when there is no drop; a drop or ``p == 0`` loads
-        # ``max(u - 1, 0)``. (Without the max, E would be -1 after a threshold of 0 and the
-        # hit would need ``p > 0`` beside the compare.)
-        red_hit = red_spacing(m, self.p, self.p_zero, u_load, early_red,
-                              separate_hit=self.optimise == "speed")
-        # FPQ's hit, a compare of two registers beside RED's: each output is one LUT after
-        # the two carry chains
-        below = Signal(name="fpq_hit")
-        m.d.comb += below.eq(u < self.p)
         # the admission candidate, ``keep | (drop_fpq & ~below) | (drop_red & ~red_hit)``
         # (``keep``: an arrival that no early hit drops), as one LUT4 after the two chains:
         # keep, drop_fpq and drop_red exclude each other, so they are a 2-bit code (00 no
@@ -241,28 +264,45 @@ class Decision(wiring.Component):
         cand_code = Signal(2, name="cand_code")
         m.d.sync += cand_code.eq(Cat(av_m1 & ~(is_fpq & no_ecn),
                                      av_m1 & (is_fpq | is_red) & no_ecn))
+        s.drop_fpq, s.drop_red, s.early_fpq, s.early_red = drop_fpq, drop_red, early_fpq, \
+            early_red
+        s.u, s.u_load, s.cand_code = u, u_load, cand_code
+
+    def _early(self, m, s):
+        """Cycle 0: the early decision (FPQ's ``u < p``, RED's spacing), registered for cycle
+        1 as ``early`` (dropped or marked), ``drop_early`` and the admission candidate
+        ``cand``."""
+        # RED: E = max(thresh - acc - 1, 0). ``acc + p >= thresh`` is ``p > thresh - acc - 1``,
+        # and, as p == 0 is never a hit, ``p > E``: the borrow of ``E - p``, whose
+        # difference is also the next E when there is no drop; a drop or ``p == 0`` loads
+        # ``max(u - 1, 0)``. (Without the max, E would be -1 after a threshold of 0 and the
+        # hit would need ``p > 0`` beside the compare.)
+        red_hit = red_spacing(m, self.p, self.p_zero, s.u_load, s.early_red,
+                              separate_hit=self.optimise == "speed")
+        # FPQ's hit, a compare of two registers beside RED's: each output is one LUT after
+        # the two carry chains
+        below = Signal(name="fpq_hit")
+        m.d.comb += below.eq(s.u < self.p)
+        cand_code = s.cand_code
         early, drop_early, cand = (Signal(name=n) for n in ("early", "drop_early", "cand"))
-        m.d.sync += [early.eq((early_fpq & below) | (early_red & red_hit)),
-                     drop_early.eq((drop_fpq & below) | (drop_red & red_hit)),
+        m.d.sync += [early.eq((s.early_fpq & below) | (s.early_red & red_hit)),
+                     drop_early.eq((s.drop_fpq & below) | (s.drop_red & red_hit)),
                      cand.eq(Mux(cand_code[1], Mux(cand_code[0], ~red_hit, ~below),
                                  cand_code[0]))]
+        s.early, s.drop_early, s.cand = early, drop_early, cand
 
-        if self.optimise == "speed":
-            forced, dep_error = self._occupancy_speed(m, slots, cand)
-        else:
-            forced, dep_error = self._occupancy_area(m, av1, dv1, len1, dep1, drop_early)
-
-        # ---- cycle 2: outputs --------------------------------------------------------------
-        action = Mux(drop_early, DROP_EARLY, Mux(forced, DROP_FORCED,
-                                                 Mux(early, MARK, ENQUEUE)))
-        m.d.sync += [self.out_valid.eq(av1), self.action.eq(action),
-                     self.out_dep_valid.eq(dv1), self.dep_error.eq(dep_error)]
+    def _outputs(self, m, s, forced, dep_error):
+        """Cycle 2: the action and the departure's error (registers), and the largest
+        occupancy a clock behind."""
+        action = Mux(s.drop_early, DROP_EARLY, Mux(forced, DROP_FORCED,
+                                                   Mux(s.early, MARK, ENQUEUE)))
+        m.d.sync += [self.out_valid.eq(s.av1), self.action.eq(action),
+                     self.out_dep_valid.eq(s.dv1), self.dep_error.eq(dep_error)]
         # the largest occupancy, a clock behind (only enqueues raise the occupancy)
         track_max(m, self.occ_pkts, self.clear_max_queue, self.max_queue)
-        return m
 
-    def _occupancy_speed(self, m, slots, cand):
-        """Cycles -1 .. 1 of "speed": thresholds, flags, the admission and the occupancy.
+    def _occupancy_speed(self, m, s):
+        """Cycles -2 .. 1 of "speed": thresholds, flags, the admission and the occupancy.
 
         With ``y``, ``x`` = bytes, packets after slot t - 2, ``d``, ``l`` the departing bytes
         and the length (0 without), ``K = limit_bytes - l(t) + d(t)``, and ``a`` slot t - 1
@@ -273,17 +313,25 @@ class Decision(wiring.Component):
         (bytes) if ``d(t) > 0`` and ``y < d(t) + d(t-1)`` (``a = 0``), ``l(t-1) < d(t)``
         and ``y < d(t) + d(t-1) - l(t-1)`` (``a = 1``), and from an empty queue if ``x <=
         dv(t-1)`` and ``a = 0`` (the saturation of each departure worked through the
-        max)."""
-        cfg = self.config
-        occ_p, occ_b = self.occ_pkts, self.occ_bytes
-        (av_b, dv_b, _, len_b, dep_b), (av0, dv0, _, len0, dep0), \
-            (av1, dv1, _, len1, dep1) = slots
-        lim_b, lim_p = cfg.limit_bytes, cfg.limit_pkts
-        wb = QBYTES_BITS + 4                          # signed byte sums
-        # ---- cycle -2 (the fields at the port): slot t's own terms. Slot t - 1 is at its
-        # cycle -1, its terms in registers: the limit plus each of them is summed now, and
-        # slot t's term added at cycle -1, so each threshold is a sum of two operands (one
-        # carry chain, no carry-save level before it).
+        max). Returns the forced flag and the departure's error, for cycle 2."""
+        self._limit_sums(m, s)
+        self._byte_thresholds(m, s)
+        self._packet_thresholds(m, s)
+        self._flag_terms(m, s)
+        self._limit_flags(m, s)
+        # ---- cycle 1: the admission (one bit through one LUT) and the occupancy
+        return admission(m, s.cand, (s.f0, s.f1), (s.sb0, s.sb1), s.sp0, s.dv1, s.len1,
+                         s.dep1, s.grow, self.occ_pkts, self.occ_bytes)
+
+    def _limit_sums(self, m, s):
+        """Cycle -2 (the fields at the port): slot t's own terms (``d - l``, ``l - d``,
+        ``l > limit_bytes``), and slot t - 1's (at its cycle -1, in registers) summed with
+        the byte limit: ``limit + d(t-1)``, ``limit + d(t-1) - l(t-1)``, ``limit - l(t-1)``.
+        Each threshold of cycle -1 is then a sum of two operands (one carry chain, no
+        carry-save level before it)."""
+        lim_b = self.config.limit_bytes
+        (_, _, _, len_b, dep_b), _, _ = s.slots
+        wb = _SUM_BITS
         dl, ld = Signal(signed(LENGTH_BITS + 2)), Signal(signed(LENGTH_BITS + 2), name="ld")
         big = Signal()
         dep_ahead = Mux(self.dep_valid_ahead, self.dep_length_ahead, 0)
@@ -303,15 +351,22 @@ class Decision(wiring.Component):
                      # both operands (one chain)
                      sk.eq((Cat(C(1, 1), lb) +
                             Cat(C(1, 1), ~Cat(len_b, C(0, wb - LENGTH_BITS))))[1:])]
-        # ---- cycle -1: thresholds of slot t (K = limit - l(t) + d(t) = limit + dl(t)), and
-        # their flags beside them
+        s.dl, s.ld, s.big, s.dl0, s.s0, s.s1, s.sk = dl, ld, big, dl0, s0, s1, sk
+
+    def _byte_thresholds(self, m, s):
+        """Cycle -1: slot t's byte thresholds ``K + d(t-1)`` and ``K + d(t-1) - l(t-1)``
+        (``K = limit - l(t) + d(t) = limit + dl(t)``), registered clamped into the
+        occupancy's range, and their flags beside them: each below 0, and ``K - l(t-1) <
+        0``."""
+        s0, s1, sk = s.s0, s.s1, s.sk
+        wb = _SUM_BITS
         dlx = Signal(signed(wb))
-        m.d.comb += dlx.eq(dl)
+        m.d.comb += dlx.eq(s.dl)
         # Each threshold is registered clamped into the occupancy's range: one above it
         # (never below the occupancy) becomes the range's top, and one below 0 (always
         # below) sets the flag whatever the compare; so the compare at cycle 0 needs no
         # range flag beside it.
-        width = len(occ_b)
+        width = len(self.occ_bytes)
         # Whether a threshold ``a + dl`` is below 0 or above the range, as ``a < ld`` and
         # ``a >= ld + 2**width`` (``ld = -dl``, registered beside it): compares of registers
         # in offset binary (the sign bits inverted, which the chain's own LUTs absorb), so
@@ -320,14 +375,11 @@ class Decision(wiring.Component):
         # ld's and bit ``width`` is ld's sign inverted.
         assert LENGTH_BITS + 2 <= width < wb - 1
         ldx, ld_top = Signal(signed(wb)), Signal(signed(wb))
-        m.d.comb += [ldx.eq(ld), ld_top.eq(Cat(ldx[:width], ~ldx[-1]))]
-
-        def below(a, b, name):
-            flag = Signal(name=name)
-            m.d.comb += flag.eq(Cat(a[:-1], ~a[-1]) < Cat(b[:-1], ~b[-1]))
-            return flag
-        tb0_neg, tb1_neg = below(s0, ldx, "tb0_neg"), below(s1, ldx, "tb1_neg")
-        tb0_in, tb1_in = below(s0, ld_top, "tb0_in_range"), below(s1, ld_top, "tb1_in_range")
+        m.d.comb += [ldx.eq(s.ld), ld_top.eq(Cat(ldx[:width], ~ldx[-1]))]
+        tb0_neg, tb1_neg = _signed_below(m, s0, ldx, "tb0_neg"), _signed_below(m, s1, ldx,
+                                                                               "tb1_neg")
+        tb0_in, tb1_in = (_signed_below(m, s0, ld_top, "tb0_in_range"),
+                          _signed_below(m, s1, ld_top, "tb1_in_range"))
         tb0, tb1 = Signal(width, name="tb0"), Signal(width, name="tb1")
         tb0_sum, tb1_sum = Signal(signed(wb), name="tb0_sum"), Signal(signed(wb), name="tb1_sum")
         m.d.comb += [tb0_sum.eq(s0 + dlx),                            # K + d(t-1)
@@ -335,8 +387,15 @@ class Decision(wiring.Component):
         top = (1 << width) - 1
         m.d.sync += [tb0.eq(Mux(~tb0_neg & tb0_in, tb0_sum[:width], top)),
                      tb1.eq(Mux(~tb1_neg & tb1_in, tb1_sum[:width], top))]
-        k1_neg = below(sk, ldx, "k1_neg")                              # K - l(t-1) < 0
+        k1_neg = _signed_below(m, sk, ldx, "k1_neg")                   # K - l(t-1) < 0
+        s.tb0, s.tb1, s.tb0_neg, s.tb1_neg, s.k1_neg = tb0, tb1, tb0_neg, tb1_neg, k1_neg
 
+    def _packet_thresholds(self, m, s):
+        """Cycle -1: slot t's packet thresholds ``limit_pkts + dv(t) + dv(t-1)`` (slot t - 1
+        not admitted) and ``limit_pkts - 1 + dv(t) + dv(t-1)`` (admitted), registered, and
+        ``lone1``: slot t forced because slot t - 1's packet is alone in the queue."""
+        lim_p = self.config.limit_pkts
+        (_, dv_b, _, _, _), (_, dv0, _, _, _), _ = s.slots
         # limit_pkts >= 1, so both thresholds are >= 0: unsigned, one bit over the limit's.
         # Each is one carry chain: the two departures as one 2-bit addend, and limit_pkts - 1
         # from a register (the configuration is steady a clock before any arrival: a commit
@@ -350,27 +409,43 @@ class Decision(wiring.Component):
         # departure took a packet)
         lim_one = Signal(name="limit_pkts_one")      # a register: no compare in the flag's path
         m.d.sync += lim_one.eq(lim_p == 1)
-        lone1 = lim_one & ~dv_b
+        s.tp0, s.tp1, s.lone1 = tp0, tp1, lim_one & ~dv_b
+
+    def _flag_terms(self, m, s):
+        """Cycle -1: the departures' byte sums ``d(t) + d(t-1)`` and ``d(t) + d(t-1) -
+        l(t-1)``, and what each flag of cycle 0 needs besides its compares with the
+        occupancy, registered: forced whatever the occupancy (``pre0``, ``pre1``), a short
+        departure possible (``arm0``, ``arm1``)."""
+        (_, dv_b, _, _, dep_b), (_, dv0, _, len0, dep0), _ = s.slots
         sd0, sd1 = Signal(signed(LENGTH_BITS + 2)), Signal(signed(LENGTH_BITS + 3))
         sd0_sum, sd1_sum = Signal.like(sd0), Signal.like(sd1)
-        m.d.comb += [sd0_sum.eq(dep_b + dep0), sd1_sum.eq(dep_b + dl0)]
+        m.d.comb += [sd0_sum.eq(dep_b + dep0), sd1_sum.eq(dep_b + s.dl0)]
         dvt, dv1p = Signal(name="dvt"), Signal(name="dv1p")
         m.d.sync += [sd0.eq(sd0_sum), sd1.eq(sd1_sum), dvt.eq(dv_b), dv1p.eq(dv0)]
         # What each flag needs besides the compares with the occupancy, ORed or ANDed into
         # one register here (after the sums' carry chains), so that at cycle 0 each flag is
         # its compares and one LUT: forced whatever the occupancy (``pre``), a short departure
         # possible (``arm``).
-        y, x = occ_b, occ_p
         pre0, pre1, arm0, arm1 = (Signal(name=n) for n in ("pre0", "pre1", "arm0", "arm1"))
         m.d.sync += [
-            pre0.eq(big | tb0_neg),
-            pre1.eq(big | lone1 | k1_neg | tb1_neg),
+            pre0.eq(s.big | s.tb0_neg),
+            pre1.eq(s.big | s.lone1 | s.k1_neg | s.tb1_neg),
             arm0.eq(dv_b & (dep_b != 0) & ~sd0_sum[-1]),
             arm1.eq(dv_b & (len0 < dep_b) & ~sd1_sum[-1]),
         ]
-        # ---- cycle 0: the flags of slot t, from the occupancy after slot t - 2. Every compare
-        # is a strict ``<``: Yosys takes ``<`` from the carry chain's borrow alone, while ``>``,
-        # ``<=`` and ``>=`` put an equality tree (several LUT levels) behind the chain
+        s.sd0, s.sd1, s.dvt, s.dv1p = sd0, sd1, dvt, dv1p
+        s.pre0, s.pre1, s.arm0, s.arm1 = pre0, pre1, arm0, arm1
+
+    def _limit_flags(self, m, s):
+        """Cycle 0: slot t's flags for each outcome of slot t - 1 (``f0``/``f1`` forced,
+        ``sb0``/``sb1`` its departure takes more bytes than queued, ``sp0`` its departure
+        finds no packet), from the occupancy after slot t - 2, registered; and ``grow`` =
+        ``l(t) - d(t)``, for cycle 1."""
+        tb0, tb1, tp0, tp1, pre0, pre1 = s.tb0, s.tb1, s.tp0, s.tp1, s.pre0, s.pre1
+        y, x = self.occ_bytes, self.occ_pkts
+        # Every compare is a strict ``<``: Yosys takes ``<`` from the carry chain's borrow
+        # alone, while ``>``, ``<=`` and ``>=`` put an equality tree (several LUT levels)
+        # behind the chain.
         # ``pre | ~(x < tp)`` written as the packets' compare alone, with ``pre`` as a top bit
         # of the occupancy's side (``pre`` = 1 makes it not less); Yosys may fold that bit
         # back into a LUT after the chain (the ULX3S's paths show it does).
@@ -383,15 +458,14 @@ class Decision(wiring.Component):
         m.d.sync += [
             f0.eq(split_less(m, tb0, y, "f0b") | packets_or_pre(tp0, pre0)),
             f1.eq(split_less(m, tb1, y, "f1b") | packets_or_pre(tp1, pre1)),
-            sb0.eq(arm0 & _occupancy_below(m, y, sd0, "sb0b")),
-            sb1.eq(arm1 & _occupancy_below(m, y, sd1, "sb1b")),
-            sp0.eq(dvt & ~x_above_1 & (~x[0] | dv1p)),
+            sb0.eq(s.arm0 & _occupancy_below(m, y, s.sd0, "sb0b")),
+            sb1.eq(s.arm1 & _occupancy_below(m, y, s.sd1, "sb1b")),
+            sp0.eq(s.dvt & ~x_above_1 & (~x[0] | s.dv1p)),
         ]
+        (_, _, _, len0, dep0) = s.slots[1]
         grow = Signal(signed(LENGTH_BITS + 2))        # l(t) - d(t), for cycle 1
         m.d.sync += grow.eq(len0 - dep0)
-        # ---- cycle 1: the admission (one bit through one LUT) and the occupancy
-        return admission(m, cand, (f0, f1), (sb0, sb1), sp0, dv1, len1, dep1, grow,
-                         occ_p, occ_b)
+        s.f0, s.f1, s.sb0, s.sb1, s.sp0, s.grow = f0, f1, sb0, sb1, sp0, grow
 
     def _occupancy_area(self, m, av1, dv1, len1, dep1, drop_early):
         """Cycle 1 as the model writes it: the departure, then the arrival's sum compared."""
