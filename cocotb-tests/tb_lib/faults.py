@@ -106,27 +106,27 @@ def _fifo_one_short(*args, depth, **kwargs):
 def _no_forwarding():
     # the vector's read-after-write forwarding of the bank words: the old words come straight
     # from the RAMs
-    src = inspect.getsource(fc_mod.FlowCounter._vector)
+    src = inspect.getsource(fc_mod.FlowCounter._old_bits)
     start = src.index("def forward(")
     ret = src.index("return ", start)
     line = src[ret:src.index("\n", ret)]
     if "r_data" not in line:
-        raise AssertionError(f"fault anchor: FlowCounter._vector's forward() no longer "
+        raise AssertionError(f"fault anchor: FlowCounter._old_bits's forward() no longer "
                              f"returns a RAM read ({line!r}); update tb_lib/faults.py")
-    return mutate(fc_mod.FlowCounter, "_vector", [(line, "return rams[key].r_data")])
+    return mutate(fc_mod.FlowCounter, "_old_bits", [(line, "return rams[key].r_data")])
 
 
 def _no_logical_old_bit():
     # the logical forwarding of the old bit (a set or clear of the three slots before decides
     # it, not the RAMs): N from the RAMs' bits alone
-    return mutate(fc_mod.FlowCounter, "_vector",
+    return mutate(fc_mod.FlowCounter, "_old_bits",
                   [('old_a = Mux(hit_a, val_a, rams["pa"].r_data ^ rams["qa"].r_data)',
                     'old_a = rams["pa"].r_data ^ rams["qa"].r_data')])
 
 
 def _same_slot_clear():
     # a clear and a set of the same index in one slot: the clear's write is no longer dropped
-    return mutate(fc_mod.FlowCounter, "_vector", [("cw = cv2 & ~same", "cw = cv2")])
+    return mutate(fc_mod.FlowCounter, "_slot", [("cw = cv2 & ~same", "cw = cv2")])
 
 
 def _owed_fraction_dropped():

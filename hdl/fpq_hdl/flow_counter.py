@@ -1,5 +1,7 @@
 """Flow counter: the bit vector with random clearing and the flow count N (FPQ paper Fig. 4)."""
 
+from types import SimpleNamespace
+
 from amaranth import *
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
@@ -186,7 +188,23 @@ class FlowCounter(wiring.Component):
         """The vector: an XOR two-write-port memory from 1R1W RAMs, with the writes of the
         three slots before a read forwarded. Returns whether the set and the clear change
         N, and the wipe, at cycle set_delay + 2."""
-        ib = self.index_bits
+        # the signals one stage hands to the next, by name
+        s = SimpleNamespace()
+        # a wipe's writes under way and their address (``_wipe_counter``)
+        wiping = Signal()
+        wcount = Signal(self.index_bits)
+        s.wiping, s.wcount = wiping, wcount
+        self._reads(m, s, clr_index)
+        self._slot(m, s, clr_v0, wipe_s0)
+        self._in_flight(m, s)
+        self._old_bits(m, s)
+        self._wipe_counter(m, s)
+        self._writes(m, s)
+        return s.set_w, s.clr_w, s.wipe2
+
+    def _reads(self, m, s, clr_index):
+        """Cycle set_delay: the four RAMs (bank P or Q, read at the set's index (a) or the
+        clear's (b)) and their read addresses."""
         rams = {}
         for name in ("pa", "pb", "qa", "qb"):        # bank P or Q, read at set (a) or clear (b)
             rams[name] = m.submodules[f"bank_{name}"] = BlockRAM(1, self.vec_bits,
@@ -194,18 +212,26 @@ class FlowCounter(wiring.Component):
         a0, b0 = self.set_index, clr_index
         m.d.comb += [rams["pa"].r_addr.eq(a0), rams["qa"].r_addr.eq(a0),
                      rams["pb"].r_addr.eq(b0), rams["qb"].r_addr.eq(b0)]
-        wiping = Signal()
-        wcount = Signal(ib)
+        s.rams, s.a0, s.b0 = rams, a0, b0
+
+    def _slot(self, m, s, clr_v0, wipe_s0):
+        """Cycles set_delay + 1 and + 2: the slot registered along (the set, the clear, the
+        wipe, their addresses, whether the read saw a wipe under way), the set and the clear
+        at one index (``same``), and the clear's write: ``cw`` (not overridden by the set),
+        ``cwe`` (its enable)."""
+        ib = self.index_bits
+        a0, b0 = s.a0, s.b0
         # cycle set_delay + 1: the RAMs' output register; the slot registered
         sv1, cv1, wipe1, rw1 = Signal(), Signal(), Signal(), Signal()
-        # the set and the clear at one index: the match in two registered halves, as below
+        # the set and the clear at one index: the match in two registered halves, as the
+        # address matches of the writes in flight (``_in_flight``)
         half = ib // 2
         same_lo, same_hi = Signal(), Signal()
         a1, b1 = Signal(ib), Signal(ib)
         m.d.sync += [sv1.eq(self.set_valid), cv1.eq(clr_v0), wipe1.eq(wipe_s0), a1.eq(a0),
                      b1.eq(b0), same_lo.eq(a0[:half] == b0[:half]),
                      same_hi.eq(a0[half:] == b0[half:]),
-                     rw1.eq(wiping)]
+                     rw1.eq(s.wiping)]
         # cycle set_delay + 2: old bits, write data
         sv, cv2, wipe2, same, rw2 = Signal(), Signal(), Signal(), Signal(), Signal()
         a, b = Signal(ib), Signal(ib)
@@ -216,7 +242,18 @@ class FlowCounter(wiring.Component):
         # made the bit 0 and no set comes that soon after it (the port is not ready). So no
         # read ever needs a wipe's write forwarded, only the slots' own writes.
         cwe = cw & ~rw2
+        s.a1, s.b1, s.a, s.b, s.sv, s.cw, s.cwe, s.rw2, s.wipe2 = a1, b1, a, b, sv, cw, cwe, \
+            rw2, wipe2
 
+    def _in_flight(self, m, s):
+        """Cycles set_delay and + 1: the writes of the three slots before a read, which the
+        RAM it reads does not hold yet: their enables, their addresses matched with the read
+        addresses, the bank words' forwarding selects (``fw``, registers at set_delay + 2),
+        and their data registers (``p1`` .. ``q3``, driven by ``_writes``)."""
+        ib = self.index_bits
+        half = ib // 2
+        a0, b0, a1, b1, a, b = s.a0, s.b0, s.a1, s.b1, s.a, s.b
+        sv, cw, cwe = s.sv, s.cw, s.cwe
         # A slot's writes are registered (their data comes from the RAMs' read through the
         # forwarding select: registering them keeps that path off the RAM's input), so a
         # slot writes at set_delay + 3. The writes of the three slots before a read are then
@@ -258,6 +295,17 @@ class FlowCounter(wiring.Component):
         # the data of those writes: ``p1``/``q1`` are the write registers, then their past
         p1, p2, p3, q1, q2, q3 = (Signal(name=n) for n in ("p1_data", "p2_data", "p3_data",
                                                             "q1_data", "q2_data", "q3_data"))
+        s.eq, s.en_prev, s.fw = eq, en_prev, fw
+        s.p_data, s.q_data = (p1, p2, p3), (q1, q2, q3)
+
+    def _old_bits(self, m, s):
+        """Cycle set_delay + 2: the bank words at the read addresses with the writes in
+        flight forwarded (``pb``, ``qa``: the write data), the old bits for N (forwarded
+        logically: after a set the bit is 1, after a clear 0), and whether the set and the
+        clear change N (``set_w``, ``clr_w``)."""
+        rams, eq, en_prev, fw = s.rams, s.eq, s.en_prev, s.fw
+        (p1, p2, p3), (q1, q2, q3) = s.p_data, s.q_data
+        sv, cw, rw2, wiping = s.sv, s.cw, s.rw2, s.wiping
 
         def forward(key, d1, d2, d3):
             f1, f2, f3 = fw[key]
@@ -284,20 +332,33 @@ class FlowCounter(wiring.Component):
         # taken one off a 1 that the set puts back); a clear counts if the bit was 1, and not
         # while or just after the vector was wiped (its read saw the RAM before the wipe's
         # writes: ``rw2``)
-        set_w = sv & ~old_a
-        clr_w = cw & old_b & ~rw2 & ~wiping
+        s.set_w = sv & ~old_a
+        s.clr_w = cw & old_b & ~rw2 & ~wiping
+        s.pb, s.qa = pb, qa
 
-        with m.If(wipe2):
+    def _wipe_counter(self, m, s):
+        """From cycle set_delay + 3 of a wipe's slot: ``wiping`` for ``vec_bits`` clocks, the
+        address ``wcount`` the wipe writes in each."""
+        wiping, wcount = s.wiping, s.wcount
+        with m.If(s.wipe2):
             m.d.sync += [wiping.eq(1), wcount.eq(0)]
         with m.Elif(wiping):
             m.d.sync += wcount.eq(wcount + 1)
             with m.If(wcount == self.vec_bits - 1):
                 m.d.sync += wiping.eq(0)
+
+    def _writes(self, m, s):
+        """Cycle set_delay + 3: the slot's writes, registered (``p1``, ``q1`` their data: a
+        set writes ``P[a] = ~Q[a]``, a clear ``Q[b] = P[b]``), or the wipe's zeros, into both
+        RAMs of each bank."""
+        ib = self.index_bits
+        rams, wiping, wcount = s.rams, s.wiping, s.wcount
+        (p1, p2, p3), (q1, q2, q3) = s.p_data, s.q_data
         # the slot's writes, registered (``p1``, ``q1`` their data)
         p_en1, q_en1 = Signal(), Signal()
         p_addr1, q_addr1 = Signal(ib), Signal(ib)
-        m.d.sync += [p_en1.eq(sv), p_addr1.eq(a), p1.eq(~qa),
-                     q_en1.eq(cwe), q_addr1.eq(b), q1.eq(pb),
+        m.d.sync += [p_en1.eq(s.sv), p_addr1.eq(s.a), p1.eq(~s.qa),
+                     q_en1.eq(s.cwe), q_addr1.eq(s.b), q1.eq(s.pb),
                      p2.eq(p1), p3.eq(p2), q2.eq(q1), q3.eq(q2)]
         p_addr, q_addr = Mux(wiping, wcount, p_addr1), Mux(wiping, wcount, q_addr1)
         p_en, p_data = p_en1 | wiping, p1 & ~wiping
@@ -308,7 +369,6 @@ class FlowCounter(wiring.Component):
         for name in ("qa", "qb"):
             m.d.comb += [rams[name].w_en.eq(q_en), rams[name].w_addr.eq(q_addr),
                          rams[name].w_data.eq(q_data)]
-        return set_w, clr_w, wipe2
 
     def _count(self, m, set_w, clr_w, wipe2):
         """N = popcount, counted up and down from the set's and the clear's changes, and
