@@ -1,5 +1,7 @@
 """On-chip traffic generator: many-flow arrivals and a drain, set by registers on the bus."""
 
+from types import SimpleNamespace
+
 from amaranth import *
 from amaranth.lib import wiring, stream
 from amaranth.lib.wiring import In, Out
@@ -10,7 +12,8 @@ from fpq.regmap import place
 from fpq.register_specs import RegisterSpec
 from fpq_hdl.layouts import ARRIVAL, DEPARTURE, VERDICT, check_optimise
 from fpq_hdl.flow_counter import step_counter
-from fpq_hdl.registers import BusSignature, word_select
+from fpq_hdl.registers import BusSignature
+from fpq_hdl.read_decode import read_decode
 
 __all__ = ["TG_BASE", "TG_SIZE", "TG_ID", "TG_SPECS", "TG_REGISTERS", "TG_REG",
            "TrafficGenerator", "flow_key"]
@@ -159,36 +162,45 @@ class TrafficGenerator(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        bus = self.bus
-        regs = {r.name: Signal(r.width, init=r.reset, name=r.name) for r in TG_REGISTERS}
-        bad_write = regs["tg_status"]
+        # the signals one stage hands to the next, by name
+        s = SimpleNamespace()
+        self._registers(m, s)
+        self._read(m, s)
+        self._writes(m, s)
+        self._next_flow(m, s)
+        self._arrivals(m, s)
+        self._departures(m, s)
+        return m
 
-        # ---- bus: reads (``read_latency`` clocks), writes with range check ----------------
-        words = {(r.offset - TG_BASE) // 4: regs[r.name] for r in TG_REGISTERS}
-        if self.read_latency == 2:
-            # the select of the 16 words in two registered stages: in the read's clock each
-            # group of four by the address's low bits, a clock later the group by the next
-            # two, 0 above the 16 words (as one select after a registered address, it was
-            # five LUT levels). Loaded with the read (the address bits then are registers of
-            # their own: loaded every clock, they would equal the other targets' registered
-            # addresses, and Yosys would merge them into one flip-flop placed by the
-            # farthest of its loads).
-            group = [Signal(32, name=f"r_group{k}") for k in range(4)]
-            r_high, r_top_zero, r_en = Signal(2, name="r_high"), Signal(name="r_top_zero"), \
-                Signal(name="r_en")
-            m.d.sync += r_en.eq(bus.r_en)
-            with m.If(bus.r_en):
-                m.d.sync += [r_high.eq(bus.addr[4:6]), r_top_zero.eq(bus.addr[6:8] == 0)]
-                m.d.sync += [group[k].eq(word_select({i: words[4 * k + i] for i in range(4)
-                                                      if 4 * k + i in words}, bus.addr[2:4]))
-                             for k in range(4)]
-            m.d.sync += bus.r_data.eq(Mux(r_en & r_top_zero,
-                                          word_select(dict(enumerate(group)), r_high), 0))
-        else:
-            # the read: a select of the 16 words (0 for unmapped ones), 0 above them
-            r_word = bus.addr[2:8]
-            m.d.sync += bus.r_data.eq(Mux(bus.r_en & (r_word[4:] == 0),
-                                          word_select(words, r_word[:4]), 0))
+    def _registers(self, m, s):
+        """The registers of ``TG_REGISTERS`` (``s.regs``, by name), and the clock counter
+        ``tg_time`` for the host's rates (not in the descriptors)."""
+        regs = {r.name: Signal(r.width, init=r.reset, name=r.name) for r in TG_REGISTERS}
+        m.d.comb += self.enabled.eq(regs["tg_enable"])
+        m.d.sync += regs["tg_time"].eq(regs["tg_time"] + 1)
+        s.regs = regs
+
+    def _read(self, m, s):
+        """Bus reads: the 16 words by address (``read_decode``), ``read_latency`` clocks after
+        the read, 0 above them."""
+        bus = self.bus
+        words = {(r.offset - TG_BASE) // 4: s.regs[r.name] for r in TG_REGISTERS}
+        # With read_latency 2 the select of the 16 words is in two registered stages: in the
+        # read's clock each group of four by the address's low bits, a clock later the group
+        # by the next two, 0 above the 16 words (as one select after a registered address, it
+        # was five LUT levels). Loaded with the read (the address bits then are registers of
+        # their own: loaded every clock, they would equal the other targets' registered
+        # addresses, and Yosys would merge them into one flip-flop placed by the farthest of
+        # its loads).
+        m.d.comb += bus.r_data.eq(read_decode(
+            m, bus.r_en, bus.addr[2:8], words, stages=self.read_latency, one_stage="array",
+            group_bits=2, load_with_read=True))
+
+    def _writes(self, m, s):
+        """Bus writes: a setting takes a value in its range, else (and for a read-only or
+        unmapped word) ``BAD_WRITE`` is set; a write of ``tg_status`` clears it."""
+        bus, regs = self.bus, s.regs
+        bad_write = regs["tg_status"]
         # With read_latency 2 a write takes effect a clock after the bus's: its word's decode
         # and the value's range check (two compares) are registered first, so that the write
         # itself is one enable of registers; a read sees it from two clocks after the write
@@ -225,14 +237,11 @@ class TrafficGenerator(wiring.Component):
         with m.If(unmapped):
             m.d.sync += bad_write.eq(1)
 
-        enable = regs["tg_enable"]
-        flows = regs["tg_flows"]
-        m.d.comb += self.enabled.eq(enable)
-
-        # ---- a clock counter for the host's rates (not in the descriptors) --------------------
-        m.d.sync += regs["tg_time"].eq(regs["tg_time"] + 1)
-
-        # ---- next flow id, one clock ahead -------------------------------------------------
+    def _next_flow(self, m, s):
+        """The next arrival's flow id, one clock ahead (``s.flow_id``): round robin
+        (``s.rr_id``, stepped by ``_arrivals``) or the LFSR's value masked and folded into
+        ``tg_flows``."""
+        flows = s.regs["tg_flows"]
         lfsr = Signal(32, init=1)
         # Galois LFSR x^32 + x^22 + x^2 + x + 1 (taps 0x80200003), one step per clock
         m.d.sync += lfsr.eq(Mux(lfsr[0], (lfsr >> 1) ^ 0x80200003, lfsr >> 1))
@@ -255,9 +264,14 @@ class TrafficGenerator(wiring.Component):
         m.d.sync += random_id.eq(Mux(diff[-1], masked, diff[:17]))
         rr_id = Signal(17)
         flow_id = Signal(17)
-        m.d.comb += flow_id.eq(Mux(regs["tg_pattern"], random_id, rr_id))
+        m.d.comb += flow_id.eq(Mux(s.regs["tg_pattern"], random_id, rr_id))
+        s.fm1, s.rr_id, s.flow_id = fm1, rr_id, flow_id
 
-        # ---- arrivals ----------------------------------------------------------------------
+    def _arrivals(self, m, s):
+        """An arrival offered every ``tg_arrival_period`` clocks while enabled (its timer
+        waits while the arrival waits for ``ready``), the round-robin id stepped, and the
+        counters of arrivals sent and of clocks stalled."""
+        regs, rr_id, flow_id = s.regs, s.rr_id, s.flow_id
         arr = self.arrivals
         timer = Signal(16)
         timer_zero = Signal(init=1, name="arrival_timer_zero")     # timer == 0, a register
@@ -265,7 +279,7 @@ class TrafficGenerator(wiring.Component):
         with m.If(accepted):
             m.d.sync += arr.valid.eq(0)
         with m.If(~arr.valid | accepted):
-            with m.If(enable & timer_zero):
+            with m.If(regs["tg_enable"] & timer_zero):
                 salt = regs["tg_salt"]
                 m.d.sync += [
                     arr.valid.eq(1),
@@ -279,7 +293,7 @@ class TrafficGenerator(wiring.Component):
                     timer.eq(regs["tg_arrival_period"] - 1),
                     timer_zero.eq(regs["tg_arrival_period"] == 1),
                     # ``rr_id + 1 >= flows`` as a compare beside the increment, not after it
-                    rr_id.eq(Mux(rr_id >= fm1, 0, rr_id + 1)),
+                    rr_id.eq(Mux(rr_id >= s.fm1, 0, rr_id + 1)),
                 ]
             with m.Elif(~timer_zero):
                 m.d.sync += [timer.eq(timer - 1), timer_zero.eq(timer == 1)]
@@ -287,11 +301,15 @@ class TrafficGenerator(wiring.Component):
             m.d.sync += regs["tg_sent"].eq(regs["tg_sent"] + 1)
         with m.If(arr.valid & ~arr.ready):
             m.d.sync += regs["tg_stalls"].eq(regs["tg_stalls"] + 1)
-        with m.If(rr_id >= flows):        # tg_flows was lowered
+        with m.If(rr_id >= regs["tg_flows"]):        # tg_flows was lowered
             m.d.sync += rr_id.eq(0)
         m.d.comb += self.arrival_pulse.eq(accepted)
 
-        # ---- verdicts and departures ---------------------------------------------------------
+    def _departures(self, m, s):
+        """The verdicts (always taken; their pulses for the LEDs), the backlog they and the
+        departures leave, and a departure every ``tg_drain_period`` clocks while it is not
+        zero."""
+        regs = s.regs
         v = self.verdicts
         m.d.comb += v.ready.eq(1)
         act = v.payload.action
@@ -330,4 +348,3 @@ class TrafficGenerator(wiring.Component):
         m.d.sync += nonzero.eq(Mux(enq == dep_go, nonzero,
                                    Mux(enq, backlog_p1 != 0, backlog_m1 != 0)))
         m.d.comb += self.backlog_nonzero.eq(nonzero)
-        return m

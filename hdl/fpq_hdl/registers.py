@@ -1,7 +1,5 @@
 """Register file: the register map of ``fpq.regmap`` on a simple memory-mapped bus."""
 
-import operator
-from functools import reduce
 from types import SimpleNamespace
 
 from amaranth import *
@@ -16,9 +14,10 @@ from fpq.regmap import (registers, tables, CONTROL_COMMIT, CONTROL_CLEAR_ERRORS,
                         STATUS_REJECT_INDEX_SHIFT)
 
 from .layouts import config_layout, fixed_registers
+from .read_decode import read_decode
 
 __all__ = ["BusSignature", "RegisterFile", "ADDR_BITS", "READ_LATENCIES", "WRITE_SETUPS",
-           "READ_SETUPS", "word_select", "onehot_select"]
+           "READ_SETUPS"]
 
 #: Byte-address width of the bus (the r(N) table of the largest build ends below 2**20).
 ADDR_BITS = 20
@@ -36,25 +35,18 @@ READ_SETUPS = (0, 1, 2)
 _GROUP_BITS = 3
 
 
-def word_select(words, sel):
-    """``words[sel]``, 0 where ``words`` (a dict: index -> 32-bit value) has none, for every
-    value of ``sel``: one select of a power-of-two array, which Yosys makes a tree of wide
-    multiplexers on ``sel``'s bits (a chain of compares, one per word, is what a ``Switch``
-    over sparse addresses becomes)."""
-    assert all(0 <= i < 1 << len(sel) for i in words), "a word's index beyond the select"
-    return Array(words.get(i, Const(0, 32)) for i in range(1 << len(sel)))[sel]
-
-
-def onehot_select(words, onehot):
-    """``words[i]`` for the one bit ``i`` set in ``onehot`` (0 where ``words``, a dict: index
-    -> 32-bit value, has none): an OR of ANDs with the one-hot lines, which, registered, keep
-    a decode of the index out of the select (``word_select`` decodes it in the select's
-    clock, and Yosys shares that decode between every select on the same index)."""
-    out = Const(0, 32)
-    for i, word in sorted(words.items()):
-        assert 0 <= i < len(onehot), "a word's index beyond the one-hot lines"
-        out = out | Mux(onehot[i], word, 0)
-    return out
+def _first_of(items):
+    """(any bad, the index of the first bad) over ``items`` ((index, bad) pairs), as a
+    balanced tree of selects."""
+    if not items:                          # a build that fixes every register
+        return C(0, 1), C(0, 8)
+    if len(items) == 1:
+        i, bad = items[0]
+        return bad, C(i, 8)
+    half = len(items) // 2
+    any_l, idx_l = _first_of(items[:half])
+    any_r, idx_r = _first_of(items[half:])
+    return any_l | any_r, Mux(any_l, idx_l, idx_r)
 
 
 class BusSignature(wiring.Signature):
@@ -121,7 +113,7 @@ class RegisterFile(wiring.Component):
         100 logic cells). Default off.
     read_latency : int
         One of ``READ_LATENCIES``. 1 (default): ``r_data`` the clock after ``r_en``, as
-        ``BusSignature`` says. 2: the read multiplexer in two registered stages (16-word
+        ``BusSignature`` says. 2: the read multiplexer in two registered stages (8-word
         groups, then the group), ``r_data`` two clocks after ``r_en``, for a clock at which
         one multiplexer from the bus address to ``r_data`` is too slow (the ULX3S design's
         critical path was that multiplexer). Not with ``const_rom``.
@@ -279,8 +271,6 @@ class RegisterFile(wiring.Component):
         strobes of control and counter words)."""
         wa, status, shadow = s.wa, s.status, s.shadow
         counter_pos, telemetry = s.counter_pos, s.telemetry
-        r_data = Signal(32)
-        r_live = Signal(32)
         read_words = {}                   # word address -> value (the read multiplexer's)
         rom_words = {}                    # word address -> constant (const_rom)
         is_const = Signal()
@@ -319,65 +309,15 @@ class RegisterFile(wiring.Component):
                         else:
                             read_words[r.offset // 4 + w] = word
         s.hits = hits
-        s.r_data, s.r_live, s.read_words, s.rom_words, s.is_const, s.mapped = (
-            r_data, r_live, read_words, rom_words, is_const, mapped)
+        s.read_words, s.rom_words, s.is_const, s.mapped = read_words, rom_words, is_const, mapped
 
     def _read(self, m, s):
-        """The read multiplexer, in one or two registered stages, and the constant words'
-        ROM."""
-        bus, wa, r_data, r_live = s.bus, s.wa, s.r_data, s.r_live
-        read_words, rom_words, is_const = s.read_words, s.rom_words, s.is_const
-        if self.read_latency == 1:
-            # one multiplexer from the bus address, registered
-            with m.Switch(wa):
-                for a, word in read_words.items():
-                    with m.Case(a):
-                        m.d.comb += r_data.eq(word)
-            m.d.sync += r_live.eq(Mux(bus.r_en, r_data, 0))
-        else:
-            # the read multiplexer in two registered stages: first each group of 8 words
-            # selects on the address's low bits (every clock, into a register per group),
-            # then the group register on the high bits, registered as with one stage. The
-            # words are sampled in the clock of r_en, as with one stage.
-            groups = {}
-            for a, word in read_words.items():
-                groups.setdefault(a >> _GROUP_BITS, {})[a & ((1 << _GROUP_BITS) - 1)] = word
-            group_regs, read_low = {}, None
-            for g, words in sorted(groups.items()):
-                reg = group_regs[g] = Signal(32, name=f"read_group_{g}")
-                if self.read_setup:
-                    # each group's own one-hot lines, decoded a clock ahead and all 0 when
-                    # the address is not in the group: registers placed by the group's words
-                    # (one set shared by every group fans out across the chip), and the
-                    # second stage an OR of the groups
-                    onehot = Signal(1 << _GROUP_BITS, name=f"read_onehot_{g}")
-                    low = Const(1, 1 << _GROUP_BITS) << wa[:_GROUP_BITS]
-                    hit = wa[_GROUP_BITS:] == g
-                    if self.read_setup >= 2:
-                        # the group's hit a register of its own (a compare of the address's
-                        # high bits), the low bits' one-hot shared
-                        if read_low is None:
-                            read_low = Signal(1 << _GROUP_BITS, name="read_low")
-                            m.d.sync += read_low.eq(low)
-                        hit_r = Signal(name=f"read_hit_{g}")
-                        m.d.sync += hit_r.eq(hit)
-                        low, hit = read_low, hit_r
-                    m.d.sync += onehot.eq(Mux(hit, low, 0))
-                    m.d.sync += reg.eq(onehot_select(words, onehot))
-                else:
-                    m.d.sync += reg.eq(word_select(words, wa[:_GROUP_BITS]))
-            r_en1 = Signal()
-            if self.read_setup:
-                m.d.sync += r_en1.eq(bus.r_en)
-                m.d.comb += r_data.eq(reduce(operator.or_, group_regs.values()))
-            else:
-                # the group: a select of the group registers, 0 above them
-                sel_bits = max(1, max(group_regs).bit_length())
-                high1 = Signal(sel_bits)
-                m.d.sync += [high1.eq(wa[_GROUP_BITS:]),
-                             r_en1.eq(bus.r_en & (wa[_GROUP_BITS + sel_bits:] == 0))]
-                m.d.comb += r_data.eq(word_select(group_regs, high1))
-            m.d.sync += r_live.eq(Mux(r_en1, r_data, 0))
+        """The read multiplexer (``read_decode``), in one or two registered stages, and the
+        constant words' ROM."""
+        bus, wa = s.bus, s.wa
+        rom_words, is_const = s.rom_words, s.is_const
+        r_live = read_decode(m, bus.r_en, wa, s.read_words, stages=self.read_latency,
+                             group_bits=_GROUP_BITS, setup=self.read_setup)
         if self.const_rom:
             # the constant words from a ROM read in the same clock as the multiplexer's
             # register; the multiplexer gives 0 for them, the ROM's data counts only for them
@@ -424,6 +364,7 @@ class RegisterFile(wiring.Component):
                                  self.rate_addr.eq(wa[:len(self.rate_addr)]),
                                  self.rate_data.eq(bus.w_data)]
                 m.d.sync += rate_dirty.eq(1)
+
     def _writes(self, m, s):
         """The register words' writes: shadows (the top word's range), strobes of control and
         counter words; a write to a read-only word, to no word, or of a value that does not
@@ -432,17 +373,48 @@ class RegisterFile(wiring.Component):
         then), so that ``w_en`` is the one late input of each enable; with
         ``write_latency`` 1 each enable is registered in turn and the write applies from it
         and the registered ``w_data`` a clock later."""
-        bus, shadow, overflow, bad_write = s.bus, s.shadow, s.overflow, s.bad_write
-        pending_next, rejected, reject_index = s.pending_next, s.rejected, s.reject_index
-        counter_pos = s.counter_pos
+        self._write_inputs(m, s)
+        # what makes a write bad, from each word's decode (write_setup below 2; registered
+        # as a whole with 1) or from its registered hit and fit (2 and 3: "no word" then from
+        # the hits' OR, not from the address), ORed and registered
+        bad_terms, hits = [], []
+        for r, w, lo_bit, hi_bit, hit in s.hits:
+            h, bad_term = self._write_word(m, s, r, w, lo_bit, hi_bit, hit)
+            hits.append(h)
+            if bad_term is not None:
+                bad_terms.append(bad_term)
+        early = self.write_setup < 2
+        bad_terms.append(~s.mapped if early else ~Cat(s.table_hit, *hits).any())
+        bad = self._decode(m, Cat(*bad_terms).any(), "write_is_bad")
+        with m.If(self._enable(m, s.bus.w_en & bad, "we_bad")):
+            m.d.sync += s.bad_write.eq(1)
 
-        def decode(value, name):
-            if not self.write_setup:
-                return value
-            reg = Signal(name=name)
-            m.d.sync += reg.eq(value)
-            return reg
+    def _decode(self, m, value, name):
+        """``value``, or with ``write_setup`` that registered a clock ahead (``addr`` and
+        ``w_data`` are stable then)."""
+        if not self.write_setup:
+            return value
+        reg = Signal(name=name)
+        m.d.sync += reg.eq(value)
+        return reg
 
+    def _enable(self, m, value, name):
+        """``value`` (``w_en`` and what it enables), or with ``write_latency`` 1 that
+        registered: the write then applies in the next clock from a register per word, so
+        that a shadow's clock enable is that register (with its fit, one gate), not
+        ``w_en``'s fan-out to every word."""
+        if not self.write_latency:
+            return value
+        reg = Signal(name=name)
+        m.d.sync += reg.eq(value)
+        return reg
+
+    def _write_inputs(self, m, s):
+        """What every word's write decodes: with ``write_setup`` 3 the word address's one-hot
+        lines (``_word_hit``) and whether each byte of ``w_data`` has a bit set (``_excess``),
+        registered; ``s.w_data``, the value a write applies (with ``write_latency`` 1
+        registered with the enables: the bus promises w_data only up to w_en's clock)."""
+        bus = s.bus
         if self.write_setup >= 3:
             # the word decode in two registered stages (``addr`` is stable three clocks
             # before ``w_en``, and each word's hit is needed from the clock before it, for
@@ -456,114 +428,108 @@ class RegisterFile(wiring.Component):
             m.d.sync += [low.eq(Cat(wa[:4] == i for i in range(16))),
                          mid.eq(Cat(wa[4:8] == i for i in range(16))),
                          high_zero.eq(wa[8:] == 0)]
-
-            def word_hit(index, hit):
-                assert index < 1 << 8, "a word address beyond the two decoded nibbles"
-                return low[index & 15] & mid[index >> 4] & high_zero
-        else:
-            def word_hit(index, hit):
-                return hit
-
-        def enable(value, name):
-            """``value`` (``w_en`` and what it enables), or with ``write_latency`` 1 that
-            registered: the write then applies in the next clock from a register per word, so
-            that a shadow's clock enable is that register (with its fit, one gate), not
-            ``w_en``'s fan-out to every word."""
-            if not self.write_latency:
-                return value
-            reg = Signal(name=name)
-            m.d.sync += reg.eq(value)
-            return reg
-
-        # the value written: with write_latency 1 registered with the enables (the bus
-        # promises w_data only up to w_en's clock)
+            s.w_addr_onehot = (low, mid, high_zero)
         w_data = bus.w_data
         if self.write_latency:
             w_data = Signal(32, name="w_data_late")
             m.d.sync += w_data.eq(bus.w_data)
-
+        s.w_data = w_data
         if self.write_setup >= 3:
             byte_any = Signal(4, name="w_data_byte_any")
             m.d.sync += byte_any.eq(Cat(bus.w_data[8 * i:8 * i + 8].any() for i in range(4)))
+            s.byte_any = byte_any
 
-        def excess(k):
-            """Whether the written value has a bit at or above bit ``k``."""
-            if k >= 32:
-                return Const(0, 1)
-            if self.write_setup < 3:
-                return bus.w_data[k:].any()
-            whole = -(-k // 8)                     # the first whole byte at or above k
-            return bus.w_data[k:8 * whole].any() | byte_any[whole:].any()
+    def _word_hit(self, s, index, hit):
+        """Whether the write is to word ``index``: ``hit`` (its case of the address), or with
+        ``write_setup`` 3 an AND of three registered lines (``_write_inputs``)."""
+        if self.write_setup < 3:
+            return hit
+        low, mid, high_zero = s.w_addr_onehot
+        assert index < 1 << 8, "a word address beyond the two decoded nibbles"
+        return low[index & 15] & mid[index >> 4] & high_zero
 
-        # what makes a write bad, from each word's decode (write_setup below 2; registered
-        # as a whole with 1) or from its registered hit and fit (2 and 3: "no word" then from
-        # the hits' OR, not from the address), ORed and registered
-        early = self.write_setup < 2
-        bad_terms, hits = [], []
-        for r, w, lo_bit, hi_bit, hit in s.hits:
-            # bits of the written word above the register's width: must be zero
-            above = excess(hi_bit - lo_bit)
-            top_of_config = r.kind == "config" and w == r.words - 1 and hi_bit - lo_bit < 32
-            writable = (r.kind in ("config", "counter") or r.name in ("max_queue", "control"))
-            sel = decode(word_hit(r.offset // 4 + w, hit), f"w_{r.name}_{w}")
-            fit = decode(~above, f"fit_{r.name}_{w}")
-            h, misfit = (hit, above) if early else (sel, ~fit)
-            hits.append(h)
-            if top_of_config or r.name == "control":
-                bad_terms.append(h & misfit)
-            elif not writable:
-                bad_terms.append(h)
-            if not writable:
-                continue
+    def _excess(self, s, k):
+        """Whether the written value has a bit at or above bit ``k``."""
+        if k >= 32:
+            return Const(0, 1)
+        if self.write_setup < 3:
+            return s.bus.w_data[k:].any()
+        whole = -(-k // 8)                     # the first whole byte at or above k
+        return s.bus.w_data[k:8 * whole].any() | s.byte_any[whole:].any()
+
+    def _write_word(self, m, s, r, w, lo_bit, hi_bit, hit):
+        """Word ``w`` of register ``r`` (its bits ``lo_bit`` .. ``hi_bit``, ``hit`` its case of
+        the address): its decode and its write. Returns whether the write is to this word
+        (for "no word": the address's case, or with ``write_setup`` 2 and 3 the registered
+        hit) and what makes a write of it bad (None: nothing)."""
+        # bits of the written word above the register's width: must be zero
+        above = self._excess(s, hi_bit - lo_bit)
+        top_of_config = r.kind == "config" and w == r.words - 1 and hi_bit - lo_bit < 32
+        writable = (r.kind in ("config", "counter") or r.name in ("max_queue", "control"))
+        sel = self._decode(m, self._word_hit(s, r.offset // 4 + w, hit), f"w_{r.name}_{w}")
+        fit = self._decode(m, ~above, f"fit_{r.name}_{w}")
+        h, misfit = (hit, above) if self.write_setup < 2 else (sel, ~fit)
+        bad_term = None
+        if top_of_config or r.name == "control":
+            bad_term = h & misfit
+        elif not writable:
+            bad_term = h
+        if writable:
             # ``fit`` in the clock the write applies is the written value's: with
             # write_latency 1 (the clock after w_en) the register holds the fit of w_en's
             # clock's w_data (and of the per-byte flags of the clock before, in the promise)
-            with m.If(enable(bus.w_en & sel, f"we_{r.name}_{w}")):
-                if top_of_config:
-                    # a value that does not fit: the shadow keeps its old value, the next
-                    # commit is rejected naming this register
-                    with m.If(~fit):
-                        m.d.sync += overflow[r.name].eq(1)
-                    with m.Else():
-                        m.d.sync += [shadow[r.name][lo_bit:hi_bit].eq(
-                            w_data[:hi_bit - lo_bit]), overflow[r.name].eq(0)]
-                elif r.kind == "config":
-                    m.d.sync += shadow[r.name][lo_bit:hi_bit].eq(w_data[:hi_bit - lo_bit])
-                elif r.kind == "counter":
-                    m.d.comb += self.counter_clear[counter_pos[r.name]].eq(1)
-                elif r.name == "max_queue":
-                    m.d.comb += self.clear_max_queue.eq(1)
-                elif r.name == "control":
-                    with m.If(fit):                 # undefined bits: nothing happens
-                        with m.If(w_data & CONTROL_COMMIT):
-                            m.d.comb += pending_next.eq(1)
-                        with m.If(w_data & CONTROL_CLEAR_ERRORS):
-                            m.d.sync += [rejected.eq(0), bad_write.eq(0),
-                                         reject_index.eq(0)]
-        bad_terms.append(~s.mapped if early else ~Cat(s.table_hit, *hits).any())
-        bad = decode(Cat(*bad_terms).any(), "write_is_bad")
-        with m.If(enable(bus.w_en & bad, "we_bad")):
-            m.d.sync += bad_write.eq(1)
+            with m.If(self._enable(m, s.bus.w_en & sel, f"we_{r.name}_{w}")):
+                self._apply_write(m, s, r, lo_bit, hi_bit, fit, top_of_config)
+        return h, bad_term
+
+    def _apply_write(self, m, s, r, lo_bit, hi_bit, fit, top_of_config):
+        """What a write of register ``r``'s word (bits ``lo_bit`` .. ``hi_bit``) does, in the
+        clock it applies: a shadow's bits (the top word only if the value fits), a counter's
+        or ``max_queue``'s clear, ``CONTROL``'s commit and error clear."""
+        shadow, overflow, w_data = s.shadow, s.overflow, s.w_data
+        if top_of_config:
+            # a value that does not fit: the shadow keeps its old value, the next commit is
+            # rejected naming this register
+            with m.If(~fit):
+                m.d.sync += overflow[r.name].eq(1)
+            with m.Else():
+                m.d.sync += [shadow[r.name][lo_bit:hi_bit].eq(
+                    w_data[:hi_bit - lo_bit]), overflow[r.name].eq(0)]
+        elif r.kind == "config":
+            m.d.sync += shadow[r.name][lo_bit:hi_bit].eq(w_data[:hi_bit - lo_bit])
+        elif r.kind == "counter":
+            m.d.comb += self.counter_clear[s.counter_pos[r.name]].eq(1)
+        elif r.name == "max_queue":
+            m.d.comb += self.clear_max_queue.eq(1)
+        elif r.name == "control":
+            with m.If(fit):                 # undefined bits: nothing happens
+                with m.If(w_data & CONTROL_COMMIT):
+                    m.d.comb += s.pending_next.eq(1)
+                with m.If(w_data & CONTROL_CLEAR_ERRORS):
+                    m.d.sync += [s.rejected.eq(0), s.bad_write.eq(0), s.reject_index.eq(0)]
 
     def _commit(self, m, s):
         """The commit: each register's check and what the commit changes, registered; then
         the active configuration, the bank and the strobes in one clock."""
-        bus, shadow, overflow, index, started = s.bus, s.shadow, s.overflow, s.index, s.started
-        pending, rejected, reject_index, rate_dirty = (
-            s.pending, s.rejected, s.reject_index, s.rate_dirty)
-        pending_next, applying_next = s.pending_next, s.applying_next
-        fixed = fixed_registers(self.build)
+        s.fixed = fixed_registers(self.build)
+        self._changes(m, s)
+        self._checks(m, s)
+        self._first_bad(m, s)
+        self._apply(m, s, self._commit_go(m, s))
 
-        def pending_value(name):
-            """What the commit would apply: the shadow, or the build's constant."""
-            return shadow[name] if name in shadow else fixed[name]
+    def _pending_value(self, s, name):
+        """What a commit would apply to register ``name``: the shadow, or the build's
+        constant."""
+        return s.shadow[name] if name in s.shadow else s.fixed[name]
 
-        # what a commit changes, registered too (wide compares: the key is hundreds of bits)
+    def _changes(self, m, s):
+        """What a commit changes, registered (wide compares: the key is hundreds of bits):
+        ``s.changed`` (``v_max``, the generators' states, each key) and ``s.rekey``."""
         changed = {}
         keys = key_registers(self.build)
         for name in ("v_max", "rng_decide_state", "rng_clear_state", *keys):
             changed[name] = Signal(name=f"changes_{name}")
-            new, old = pending_value(name), self.config[name]
+            new, old = self._pending_value(s, name), self.config[name]
             if self.write_setup >= 2:
                 # in two registered stages, whether each byte differs and then their OR: the
                 # commit applies at least 4 clocks after the last write
@@ -573,8 +539,13 @@ class RegisterFile(wiring.Component):
                              changed[name].eq(differs.any())]
             else:
                 m.d.sync += changed[name].eq(new != old)
-        rekey = Cat(changed[name] for name in keys).any()
+        s.changed, s.rekey = changed, Cat(changed[name] for name in keys).any()
 
+    def _checks(self, m, s):
+        """The first of the checks' two registered stages: each register's own check (a
+        compare), and ``red_max_th >= red_min_th + 1.0``'s sum. ``s.checks`` and
+        ``s.checks_after`` are (index, bad) of the registers before and after
+        ``red_max_th`` in map order, ``s.cross`` the cross check (a register, or None)."""
         # The checks in two registered stages: each register's own check (a compare), then the
         # first bad one (a tree of selects over registers), so neither stage chains the other.
         # A commit waits for three clocks without a write: the checks then see the shadows.
@@ -582,6 +553,7 @@ class RegisterFile(wiring.Component):
         # first stage and the compare the second; it joins the others at the commit, which
         # names the first bad register in map order as the model does
         # (``fpq.regmap.check_registers``): the ones before red_max_th, then it, then the rest.
+        shadow, overflow, index = s.shadow, s.overflow, s.index
         checks, checks_after, cross = [], [], None
         for r in self.regs:
             if r.kind != "config":
@@ -600,70 +572,76 @@ class RegisterFile(wiring.Component):
             m.d.sync += bad_r.eq(bad)
             (checks if cross is None else checks_after).append((index[r.name], bad_r))
             if r.name == "red_max_th":
-                least = pending_value("red_min_th") + (1 << QAVG.frac_bits)
+                least = self._pending_value(s, "red_min_th") + (1 << QAVG.frac_bits)
                 if "red_min_th" in shadow:
                     least_r = Signal(len(least), name="red_max_th_least")
                     m.d.sync += least_r.eq(least)
                     least = least_r
                 cross = Signal(name="bad_red_max_th_cross")
                 m.d.sync += cross.eq(v < least)
+        s.checks, s.checks_after, s.cross = checks, checks_after, cross
 
-        def first(items):
-            """(any bad, the index of the first bad) over ``items``, as a balanced tree."""
-            if not items:                          # a build that fixes every register
-                return C(0, 1), C(0, 8)
-            if len(items) == 1:
-                i, bad = items[0]
-                return bad, C(i, 8)
-            half = len(items) // 2
-            any_l, idx_l = first(items[:half])
-            any_r, idx_r = first(items[half:])
-            return any_l | any_r, Mux(any_l, idx_l, idx_r)
-        any_comb, idx_comb = first(checks)
-        after_comb, idx_after_comb = first(checks_after)
+    def _first_bad(self, m, s):
+        """The second stage of the checks: whether any register is bad (``s.bad_any``) and
+        the first bad one's index (``s.bad_first``), from registers; and ``s.wrote``, the
+        bus writes of the last two clocks."""
+        bus, index = s.bus, s.index
+        any_comb, idx_comb = _first_of(s.checks)
+        after_comb, idx_after_comb = _first_of(s.checks_after)
         bad_before, bad_idx, bad_after, bad_idx_after = Signal(), Signal(8), Signal(), Signal(8)
         wrote = Signal(2)                          # bus writes in the last two clocks
         m.d.sync += [bad_before.eq(any_comb), bad_idx.eq(idx_comb),
                      bad_after.eq(after_comb), bad_idx_after.eq(idx_after_comb),
                      wrote.eq(Cat(bus.w_en, wrote[0]))]
-        if cross is None:
-            cross = C(0, 1)
+        cross = C(0, 1) if s.cross is None else s.cross
         # the commit's enable of every configuration register: one LUT of three registers
         bad_range = Signal(name="bad_range")
         m.d.sync += bad_range.eq(any_comb | after_comb)
-        bad_any = bad_range | cross
-        bad_first = Mux(bad_before, bad_idx,
-                        Mux(cross, index.get("red_max_th", 0), bad_idx_after))
+        s.bad_any = bad_range | cross
+        s.bad_first = Mux(bad_before, bad_idx,
+                          Mux(cross, index.get("red_max_th", 0), bad_idx_after))
+        s.wrote = wrote
 
-        ready = pending & self.idle & ~self.busy & ~wrote.any() & ~bus.w_en
+    def _commit_go(self, m, s):
+        """When a commit goes: ``CONTROL.COMMIT`` pending, the pipeline idle, no bus write in
+        the last clocks (with ``write_setup`` 2 and 3 decided a clock ahead); and ``hold``, a
+        register. Returns the commit's strobe."""
+        ready = s.pending & self.idle & ~self.busy & ~s.wrote.any() & ~s.bus.w_en
         if self.write_setup >= 2:
             # the decision registered, the commit a clock later: its enable of every
             # configuration register then starts at a register, not at the queue manager's
             # idle across the chip (the hold covers the clock between)
             go, go_next = Signal(name="commit_go"), Signal(name="commit_go_next")
             m.d.sync += go.eq(go_next)
-            with m.If(started & ready):
-                m.d.comb += [go_next.eq(1), pending_next.eq(0)]
+            with m.If(s.started & ready):
+                m.d.comb += [go_next.eq(1), s.pending_next.eq(0)]
         else:
             go, go_next = ready, C(0, 1)
         # ``pending | go | applying`` (``go`` a register with write_setup >= 2), as a register
         hold = Signal(name="hold_r")
-        m.d.sync += hold.eq(pending_next | go_next | applying_next)
+        m.d.sync += hold.eq(s.pending_next | go_next | s.applying_next)
         m.d.comb += self.hold.eq(hold)
+        return go
+
+    def _apply(self, m, s, go):
+        """The strobes out of reset (load the generators, start the time base), and a
+        commit's outcome in the clock after ``go``: rejected (``STATUS``), or the registers,
+        the bank and the strobes all at once."""
+        changed, rekey, rate_dirty = s.changed, s.rekey, s.rate_dirty
         m.d.sync += [self.load_rng_decide.eq(0), self.load_rng_clear.eq(0), self.wipe.eq(0),
                      self.rekey.eq(0), self.restart.eq(0)]
-        with m.If(~started):
-            m.d.sync += [started.eq(1), self.load_rng_decide.eq(1), self.load_rng_clear.eq(1),
+        with m.If(~s.started):
+            m.d.sync += [s.started.eq(1), self.load_rng_decide.eq(1), self.load_rng_clear.eq(1),
                          self.restart.eq(1)]
         with m.Elif(go):
             if not self.write_setup >= 2:
-                m.d.comb += pending_next.eq(0)
-            with m.If(bad_any):
-                m.d.sync += [rejected.eq(1), reject_index.eq(bad_first)]
+                m.d.comb += s.pending_next.eq(0)
+            with m.If(s.bad_any):
+                m.d.sync += [s.rejected.eq(1), s.reject_index.eq(s.bad_first)]
             with m.Else():
                 # the registers, the bank and the strobes all in the next clock: the
                 # commit's clock ``ts`` (``fpq.QueueManager.configure``)
-                m.d.comb += applying_next.eq(1)
+                m.d.comb += s.applying_next.eq(1)
                 m.d.sync += [rate_dirty.eq(0),
                              self.rate_bank.eq(self.rate_bank ^ rate_dirty),
                              # a new key: live re-key (wipe, hold the count; QueueManager)
@@ -671,5 +649,5 @@ class RegisterFile(wiring.Component):
                              self.rekey.eq(rekey),
                              self.load_rng_decide.eq(changed["rng_decide_state"]),
                              self.load_rng_clear.eq(changed["rng_clear_state"])]
-                for name, sig in shadow.items():
+                for name, sig in s.shadow.items():
                     m.d.sync += self.config[name].eq(sig)
