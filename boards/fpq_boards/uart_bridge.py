@@ -1,5 +1,7 @@
 """UART bridge: the framed protocol of ``fpq_boards.protocol`` to the 32-bit register bus."""
 
+from types import SimpleNamespace
+
 from amaranth import *
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
@@ -77,14 +79,34 @@ class UARTBridge(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.rx = rx = self._rx
-        m.submodules.tx = tx = self._tx
-        m.d.comb += [rx.rx.eq(self.rx), self.tx.eq(tx.tx), rx.bytes.ready.eq(1)]
-
         # Requests are rare (one per ~10 bytes on the line) and the bridge shares the queue
         # manager's clock, so it spends clocks rather than logic levels: every decision of the
         # state machine reads registers only (a flag computed in an earlier state), and the
         # reply is loaded from three sources, each in a state of its own.
+        # the signals one stage hands to the next, by name
+        s = SimpleNamespace()
+        self._uart(m, s)
+        self._request(m, s)
+        self._reply(m, s)
+        self._bus(m, s)
+        with m.FSM() as fsm:
+            self._receive_states(m, s)
+            self._check_states(m, s)
+            self._access_states(m, s)
+            m.d.comb += self.active.eq(~fsm.ongoing("COMMAND"))
+        return m
+
+    def _uart(self, m, s):
+        """The UART's receiver and transmitter on the serial lines; ``s.byte`` and ``s.got``,
+        a received byte."""
+        m.submodules.rx = rx = self._rx
+        m.submodules.tx = tx = self._tx
+        m.d.comb += [rx.rx.eq(self.rx), self.tx.eq(tx.tx), rx.bytes.ready.eq(1)]
+        s.rx, s.tx, s.byte, s.got = rx, tx, rx.bytes.payload, rx.bytes.valid
+
+    def _request(self, m, s):
+        """The request's registers, written by the receiving states: the command, the bytes
+        after it, their count and checksum, the idle time in the middle of a request."""
         is_write = Signal()
         args = Signal(64)                # the bytes after the command, newest at the top
         count = Signal(range(9))         # bytes after the command so far
@@ -94,13 +116,18 @@ class UARTBridge(wiring.Component):
         timeout = IDLE_TIMEOUT_BITS * self.divisor
         idle = Signal(range(timeout + 2))
         idle_expired = Signal()
-        addr_bad = Signal()              # address bits above the bus's width are set
+        s.is_write, s.args, s.count, s.final, s.total, s.total_before = (
+            is_write, args, count, final, total, total_before)
+        s.timeout, s.idle, s.idle_expired = timeout, idle, idle_expired
+
+    def _reply(self, m, s):
+        """The reply: loaded (one-hot ``s.load``, set by ``_goto``) with an error, a write's
+        acknowledgement or a read's data, then shifted out byte by byte with its checksum
+        last; the error pulse and the lock."""
+        tx = s.tx
         reply = Signal(40)
         reply_len = Signal(range(7))
         reply_sum = Signal(8)
-        byte = rx.bytes.payload
-        got = rx.bytes.valid
-
         # The checksum is summed as the reply's bytes go out and sent as its last byte: an
         # 8-bit accumulator, not a tree of adders after the bus's read data. The reply's
         # registers (about 60) are enabled by a load or a byte taken: both from registers
@@ -112,11 +139,6 @@ class UARTBridge(wiring.Component):
         loads = {"ERROR": 0, "WRITE_DONE": 1, "READ_DATA": 2}
         load = Signal(len(loads))                    # one-hot: the reply loaded this clock
         m.d.sync += load.eq(0)
-
-        def goto(state):
-            m.next = state
-            if state in loads:
-                m.d.sync += load.eq(1 << loads[state])
 
         def reply_of(code, data=None, data_bytes=0):
             """A reply: its code byte, ``data_bytes`` bytes of ``data``; the checksum follows."""
@@ -140,8 +162,16 @@ class UARTBridge(wiring.Component):
             m.d.sync += [reply.eq(reply[8:]), reply_len.eq(reply_len - 1),
                          reply_sum.eq(reply_sum + reply[:8]),
                          sending.eq(~last_byte), last_byte.eq(reply_len == 2)]
+        m.d.comb += self.errors.eq(error | s.rx.framing_error)
+        s.loads, s.load, s.sending, s.error, s.locked, s.lock_hit, s.err_code = (
+            loads, load, sending, error, locked, lock_hit, err_code)
 
-        m.d.comb += self.errors.eq(error | rx.framing_error)
+    def _bus(self, m, s):
+        """The bus access's address and data, as the request's bytes left them, and the
+        flags the checking states read, registered: the address beyond the bus, the lock's
+        address; the idle timeout's."""
+        args, is_write = s.args, s.is_write
+        addr_bad = Signal()              # address bits above the bus's width are set
         # args ends with the checksum byte (args[56:64]): a write's address is args[0:24] and
         # its data args[24:56]; a read's address is args[32:56]. args stays as it is from
         # the request's last byte to the next request, so the bus takes them as they are
@@ -151,77 +181,94 @@ class UARTBridge(wiring.Component):
         m.d.sync += [self.bus.w_en.eq(0), self.bus.r_en.eq(0),
                      addr_bad.eq(addr[ADDR_BITS:] != 0),
                      # the word address against the lock's (the bits above are addr_bad's)
-                     lock_hit.eq(addr[2:ADDR_BITS] == LOCK_ADDR >> 2),
-                     idle_expired.eq(idle == timeout)]
+                     s.lock_hit.eq(addr[2:ADDR_BITS] == LOCK_ADDR >> 2),
+                     s.idle_expired.eq(s.idle == s.timeout)]
+        s.addr_bad = addr_bad
 
-        with m.FSM() as fsm:
-            with m.State("COMMAND"):
-                with m.If(got):
-                    with m.If((byte == CMD_READ) | (byte == CMD_WRITE)):
-                        m.d.sync += [is_write.eq(byte == CMD_WRITE), total.eq(byte),
-                                     count.eq(0), idle.eq(0), idle_expired.eq(0),
-                                     final.eq(Mux(byte == CMD_WRITE, 7, 3))]
-                        goto("ARGS")
-                    with m.Else():
-                        m.d.sync += err_code.eq(ERR_COMMAND)
-                        goto("ERROR")
-            with m.State("ARGS"):
-                with m.If(got):
-                    m.d.sync += [args.eq(Cat(args[8:], byte)), total.eq(total + byte),
-                                 total_before.eq(total), count.eq(count + 1), idle.eq(0),
-                                 idle_expired.eq(0)]
-                    with m.If(count == final):
-                        goto("SUM")
-                with m.Elif(idle_expired):
-                    m.d.comb += error.eq(1)
-                    goto("COMMAND")
+    def _goto(self, m, s, state):
+        """The next state is ``state``; entering a state that loads a reply sets its bit of
+        ``s.load``."""
+        m.next = state
+        if state in s.loads:
+            m.d.sync += s.load.eq(1 << s.loads[state])
+
+    def _receive_states(self, m, s):
+        """COMMAND, ARGS, SUM: a request's bytes, then its checksum checked (ERROR on a bad
+        command or checksum; back to COMMAND when the request idles in the middle)."""
+        byte, got, args, total, idle = s.byte, s.got, s.args, s.total, s.idle
+        with m.State("COMMAND"):
+            with m.If(got):
+                with m.If((byte == CMD_READ) | (byte == CMD_WRITE)):
+                    m.d.sync += [s.is_write.eq(byte == CMD_WRITE), total.eq(byte),
+                                 s.count.eq(0), idle.eq(0), s.idle_expired.eq(0),
+                                 s.final.eq(Mux(byte == CMD_WRITE, 7, 3))]
+                    self._goto(m, s, "ARGS")
                 with m.Else():
-                    m.d.sync += idle.eq(idle + 1)
-            with m.State("SUM"):
-                # checksum ok iff the sum of the earlier bytes equals the last
-                with m.If(total_before != args[56:64]):
-                    m.d.sync += err_code.eq(ERR_CHECKSUM)
-                    goto("ERROR")
+                    m.d.sync += s.err_code.eq(ERR_COMMAND)
+                    self._goto(m, s, "ERROR")
+        with m.State("ARGS"):
+            with m.If(got):
+                m.d.sync += [args.eq(Cat(args[8:], byte)), total.eq(total + byte),
+                             s.total_before.eq(total), s.count.eq(s.count + 1), idle.eq(0),
+                             s.idle_expired.eq(0)]
+                with m.If(s.count == s.final):
+                    self._goto(m, s, "SUM")
+            with m.Elif(s.idle_expired):
+                m.d.comb += s.error.eq(1)
+                self._goto(m, s, "COMMAND")
+            with m.Else():
+                m.d.sync += idle.eq(idle + 1)
+        with m.State("SUM"):
+            # checksum ok iff the sum of the earlier bytes equals the last
+            with m.If(s.total_before != args[56:64]):
+                m.d.sync += s.err_code.eq(ERR_CHECKSUM)
+                self._goto(m, s, "ERROR")
+            with m.Else():
+                self._goto(m, s, "DECODE")
+
+    def _check_states(self, m, s):
+        """DECODE, CHECK, ERROR: the address and the lock checked (a write to ``LOCK_ADDR``
+        sets the lock, no bus write); an error's reply."""
+        with m.State("DECODE"):
+            self._goto(m, s, "CHECK")     # addr_bad and lock_hit follow args
+        with m.State("CHECK"):
+            with m.If(s.addr_bad):
+                m.d.sync += s.err_code.eq(ERR_ADDRESS)
+                self._goto(m, s, "ERROR")
+            with m.Elif(s.is_write):
+                with m.If(s.locked):
+                    m.d.sync += s.err_code.eq(ERR_LOCKED)
+                    self._goto(m, s, "ERROR")
+                with m.Elif(s.lock_hit):
+                    m.d.sync += s.locked.eq(1)       # no bus write: the bridge's own
+                    self._goto(m, s, "WRITE_DONE")
                 with m.Else():
-                    goto("DECODE")
-            with m.State("DECODE"):
-                goto("CHECK")             # addr_bad and lock_hit follow args
-            with m.State("CHECK"):
-                with m.If(addr_bad):
-                    m.d.sync += err_code.eq(ERR_ADDRESS)
-                    goto("ERROR")
-                with m.Elif(is_write):
-                    with m.If(locked):
-                        m.d.sync += err_code.eq(ERR_LOCKED)
-                        goto("ERROR")
-                    with m.Elif(lock_hit):
-                        m.d.sync += locked.eq(1)       # no bus write: the bridge's own
-                        goto("WRITE_DONE")
-                    with m.Else():
-                        goto("WRITE")
-                with m.Else():
-                    goto("READ")
-            with m.State("ERROR"):
-                m.d.comb += error.eq(1)
-                goto("REPLY")
-            with m.State("WRITE"):
-                m.d.sync += self.bus.w_en.eq(1)
-                goto("WRITE_DONE")
-            with m.State("WRITE_DONE"):
-                goto("REPLY")
-            wait = Signal(range(self.read_latency + 1))
-            with m.State("READ"):
-                m.d.sync += [self.bus.r_en.eq(1), wait.eq(self.read_latency - 1)]
-                goto("READ_WAIT")
-            with m.State("READ_WAIT"):
-                with m.If(wait == 0):
-                    goto("READ_DATA")
-                with m.Else():
-                    m.d.sync += wait.eq(wait - 1)
-            with m.State("READ_DATA"):
-                goto("REPLY")
-            with m.State("REPLY"):
-                with m.If(~sending):
-                    goto("COMMAND")
-            m.d.comb += self.active.eq(~fsm.ongoing("COMMAND"))
-        return m
+                    self._goto(m, s, "WRITE")
+            with m.Else():
+                self._goto(m, s, "READ")
+        with m.State("ERROR"):
+            m.d.comb += s.error.eq(1)
+            self._goto(m, s, "REPLY")
+
+    def _access_states(self, m, s):
+        """WRITE .. REPLY: the bus access (``w_en`` or ``r_en`` for one clock; the read data
+        ``read_latency`` clocks later), then the reply sent."""
+        with m.State("WRITE"):
+            m.d.sync += self.bus.w_en.eq(1)
+            self._goto(m, s, "WRITE_DONE")
+        with m.State("WRITE_DONE"):
+            self._goto(m, s, "REPLY")
+        wait = Signal(range(self.read_latency + 1))
+        with m.State("READ"):
+            m.d.sync += [self.bus.r_en.eq(1), wait.eq(self.read_latency - 1)]
+            self._goto(m, s, "READ_WAIT")
+        with m.State("READ_WAIT"):
+            with m.If(wait == 0):
+                self._goto(m, s, "READ_DATA")
+            with m.Else():
+                m.d.sync += wait.eq(wait - 1)
+        with m.State("READ_DATA"):
+            self._goto(m, s, "REPLY")
+        with m.State("REPLY"):
+            with m.If(~s.sending):
+                self._goto(m, s, "COMMAND")
