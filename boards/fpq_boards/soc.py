@@ -110,11 +110,18 @@ class SelfTestSoC(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.qm = qm = self.qm
-        m.submodules.regs = regs = self.regs
-        m.submodules.tg = tg = self.tg
-        m.submodules.bridge = br = self.bridge
+        m.submodules.qm = self.qm
+        m.submodules.regs = self.regs
+        m.submodules.tg = self.tg
+        m.submodules.bridge = self.bridge
+        self._core(m)
+        self._bus_decode(m)
+        self._leds(m)
+        return m
 
+    def _core(self, m):
+        """The register file and the generator on the queue manager's ports."""
+        qm, regs, tg = self.qm, self.regs, self.tg
         # register file <-> queue manager: ports of the same names
         for name, member in regs.signature.members.items():
             if name == "bus":
@@ -135,7 +142,11 @@ class SelfTestSoC(wiring.Component):
         wiring.connect(m, tg.departures, qm.departures)
         wiring.connect(m, qm.verdicts, tg.verdicts)
 
-        # bus decode
+    def _bus_decode(self, m):
+        """The UART bridge on the serial lines, and its bus to its two targets: the
+        generator's range to the generator, every other address to the register file
+        (registered once with ``optimise="speed"``); the read data their OR."""
+        regs, tg, br = self.regs, self.tg, self.bridge
         m.d.comb += [br.rx.eq(self.rx), self.tx.eq(br.tx)]
         bus = br.bus
         # the generator's range, a power of two aligned on its size: an equality of the
@@ -161,7 +172,9 @@ class SelfTestSoC(wiring.Component):
         # same clock (each gives 0 when it is not read)
         m.d.comb += bus.r_data.eq(tg.bus.r_data | regs.bus.r_data)
 
-        # LEDs
+    def _leds(self, m):
+        """The LEDs of ``LED_NAMES``: activity stretched, the heartbeat, levels."""
+        tg, br, qm = self.tg, self.bridge, self.qm
         m.submodules.leds = leds = ActivityLEDs(4, stretch=max(int(self.clk_freq) // 16, 2),
                                                 beat=max(int(self.clk_freq) // 2, 2))
         m.d.comb += leds.events.eq(Cat(tg.arrival_pulse, tg.drop_pulse, br.active,
@@ -169,4 +182,3 @@ class SelfTestSoC(wiring.Component):
         m.d.sync += self.leds.eq(Cat(
             leds.leds[0], leds.leds[1], leds.leds[2], leds.heartbeat, leds.leds[3],
             tg.backlog_nonzero, tg.enabled, qm.busy))
-        return m
