@@ -35,6 +35,13 @@ READ_SETUPS = (0, 1, 2)
 _GROUP_BITS = 3
 
 
+def _registered(m, value, name):
+    """``value`` through a register of its own, named ``name``."""
+    reg = Signal(name=name)
+    m.d.sync += reg.eq(value)
+    return reg
+
+
 def _first_of(items):
     """(any bad, the index of the first bad) over ``items`` ((index, bad) pairs), as a
     balanced tree of selects."""
@@ -392,22 +399,14 @@ class RegisterFile(wiring.Component):
     def _decode(self, m, value, name):
         """``value``, or with ``write_setup`` that registered a clock ahead (``addr`` and
         ``w_data`` are stable then)."""
-        if not self.write_setup:
-            return value
-        reg = Signal(name=name)
-        m.d.sync += reg.eq(value)
-        return reg
+        return _registered(m, value, name) if self.write_setup else value
 
     def _enable(self, m, value, name):
         """``value`` (``w_en`` and what it enables), or with ``write_latency`` 1 that
         registered: the write then applies in the next clock from a register per word, so
         that a shadow's clock enable is that register (with its fit, one gate), not
         ``w_en``'s fan-out to every word."""
-        if not self.write_latency:
-            return value
-        reg = Signal(name=name)
-        m.d.sync += reg.eq(value)
-        return reg
+        return _registered(m, value, name) if self.write_latency else value
 
     def _write_inputs(self, m, s):
         """What every word's write decodes: with ``write_setup`` 3 the word address's one-hot
