@@ -178,13 +178,14 @@ def test_decision_long(request, mode):
 
 #: fault -> (mode, ECN) of the mode_script that must catch it
 FAULTS = {"dc-limit-off-by-one": ("droptail", False),
-          "dc-byte-limit-exact": ("droptail", False)}
+          "dc-byte-limit-exact": ("droptail", False),
+          "dc-admission-bit": ("droptail", False)}
 
 
 @pytest.mark.parametrize("fault", FAULTS)
 def test_fault_is_caught(request, fault):
     build = BUILDS["v256-t16"]
-    comp = COMPONENT_FAULTS[fault][2]()(build)
+    comp = COMPONENT_FAULTS[fault][2](build)
     with pytest.raises(BenchFailed) as exc:
         run(request, "v256-t16", mode_script(build, *FAULTS[fault], N), component=comp,
             expect_failure=True)

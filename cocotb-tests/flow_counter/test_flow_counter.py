@@ -159,14 +159,14 @@ def test_flow_counter_long(request, build_name):
     run(request, build_name, rewrite_script(build, delay, 10000, seed=12), seed=12)
 
 
-FAULTS = ["fc-no-forwarding", "fc-same-slot-clear", "fc-logical-old-bit"]
+FAULTS = ["fc-ram-write-late", "fc-same-slot-clear"]
 
 
 @pytest.mark.parametrize("fault", FAULTS)
 def test_fault_is_caught(request, fault):
     """The fault-injected FlowCounter must fail the very script that passes above."""
     build, delay = BUILDS["v256-d4"]
-    comp = COMPONENT_FAULTS[fault][2]()(build, delay)
+    comp = COMPONENT_FAULTS[fault][2](build, delay)
     with pytest.raises(BenchFailed) as exc:
         run(request, "v256-d4", mode_script(build, delay, N), component=comp,
             expect_failure=True)

@@ -87,13 +87,13 @@ def test_queue_averager_long(request, build_name):
 
 
 #: the faults this bench must catch
-FAULTS = ["qa-shift-logical", "qa-weight-late"]
+FAULTS = ["qa-never-falls", "qa-weight-early"]
 
 
 @pytest.mark.parametrize("fault", FAULTS)
 def test_fault_is_caught(request, fault):
     build = BUILDS["default"]
-    comp = COMPONENT_FAULTS[fault][2]()(build)
+    comp = COMPONENT_FAULTS[fault][2](build)
     with pytest.raises(BenchFailed) as exc:
         run(request, "default", script(N), component=comp, expect_failure=True)
     assert "RTL avg" in str(exc.value)
