@@ -56,29 +56,37 @@ class Bench:
     """One block under one simulator: ``run()`` plays ``plan["script"]`` (items ``(kind,
     *args)``, each handled by the method ``do_<kind>``) and returns the result the pytest
     side checks: ``{"inputs": clocks checked, "lost_to_reset": expectations a reset
-    dropped, "cycles": clocks, "coverage": {bin: hits}}`` and what ``extra_result`` adds.
+    dropped, "cycles": clocks, "coverage": {bin: hits}}``, ``"rows"`` (the model's values
+    the bench keeps with ``record``, when ``plan["record"]``) and what ``extra_result``
+    adds.
 
     ``cycle`` is the clock whose inputs are being set; ``tick()`` ends it and compares the
     expectation due in it. Subclasses set ``INPUTS`` (zeroed at the start and at a reset)
-    and ``PREFIX`` (of their coverage bins)."""
+    and ``PREFIX`` (of their coverage bins). ``plan["ports"]``: a prefix of the block's port
+    names but ``config`` (a top that holds several blocks names them ``<block>__<port>``)."""
 
     INPUTS = ()
     PREFIX = ""
 
     def __init__(self, sim, plan):
         self.sim, self.plan = sim, plan
+        self._prefix = plan.get("ports", "")
         self.cycle = 0
         self.checked = 0
         self.lost = 0
         self.cov = Coverage()
         self.expected = ExpectQueue()
+        self.rows = [] if plan.get("record") else None
 
     # ---- ports and clock -------------------------------------------------------------------
+    def port(self, name):
+        return name if name == "config" else self._prefix + name
+
     def set(self, name, value):
-        self.sim.set(name, value)
+        self.sim.set(self.port(name), value)
 
     def get(self, name):
-        return self.sim.get(name)
+        return self.sim.get(self.port(name))
 
     def expect(self, clocks, where, counted=True, **ports):
         """The model's ``ports`` for the clock ``clocks`` after this one (``counted``: as an
@@ -118,6 +126,11 @@ class Bench:
     def hit(self, name, k=1):
         self.cov.hit(self.PREFIX + name, k)
 
+    def record(self, row):
+        """Keep ``row`` (the model's view of an input) when the plan asks for it."""
+        if self.rows is not None:
+            self.rows.append(row)
+
     # ---- the script ------------------------------------------------------------------------
     async def run(self):
         for name in self.INPUTS:
@@ -129,8 +142,9 @@ class Bench:
                                  f"do_{kind}")
             await handler(*args)
         await self.finish()
+        rows = {} if self.rows is None else {"rows": self.rows}
         return {"inputs": self.checked, "lost_to_reset": self.lost, "cycles": self.cycle,
-                "coverage": self.cov.bins, **self.extra_result()}
+                "coverage": self.cov.bins, **rows, **self.extra_result()}
 
     async def finish(self):
         """After the script: clock until every expectation has been compared."""

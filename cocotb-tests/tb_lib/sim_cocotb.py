@@ -56,16 +56,16 @@ class CocotbSim:
         await self.reset()
 
 
-def bench_test(bench_class):
-    """The cocotb test of a block bench: ``bench_class(CocotbSim(dut), plan)`` run on the
-    plan the pytest side wrote, its result handed back. Assign it to a module-level name
-    of the bench module."""
+def bench_test(bench_class, name=None):
+    """The cocotb test ``name`` (default the class's name) of a block bench:
+    ``bench_class(CocotbSim(dut), plan)`` run on the plan the pytest side wrote, its result
+    handed back. Assign it to a module-level name of the bench module."""
     async def test(dut):
         sim = CocotbSim(dut)
         bench = bench_class(sim, load_plan())
-        for name in bench.INPUTS:
-            sim.set(name, 0)
+        for port in bench.INPUTS:
+            bench.set(port, 0)
         await sim.start()
         save_result(await bench.run())
-    test.__name__ = test.__qualname__ = bench_class.__name__.lower()
+    test.__name__ = test.__qualname__ = name or bench_class.__name__.lower()
     return cocotb.test()(test)

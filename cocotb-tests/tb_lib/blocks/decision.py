@@ -102,12 +102,8 @@ class DecisionBench(Bench):
         self.build = plan["build"]
         noise = plan.get("noise")
         self.noise = None if noise is None else random.Random(noise)
-        self.rows = [] if plan.get("record") else None
         self.model = None
         self.clock = 0              # the model's clock: the cycle-0 clock of the next slot
-
-    def extra_result(self):
-        return {"rows": self.rows} if self.rows is not None else {}
 
     async def load(self, config):
         self.set("config", pack_config(self.build, config))
@@ -214,10 +210,9 @@ class DecisionBench(Bench):
         want["max_queue"] = 0 if next_clear else mq
         self.expect(Decision.LATENCY, f"slot {s} (cycle {Decision.LATENCY} at clock "
                                       f"{self.cycle + Decision.LATENCY})", **want)
-        if self.rows is not None:
-            if self.rows:
-                self.rows[-1] = self.rows[-1][:4] + (mq,)
-            self.rows.append((out, err, *occ, self.model.qm.max_queue))
+        if self.rows:
+            self.rows[-1] = self.rows[-1][:4] + (mq,)
+        self.record((out, err, *occ, self.model.qm.max_queue))
 
     def predict(self, slot, clear):
         """The model's view of one slot in its cycle-0 clock: (action or None, departure

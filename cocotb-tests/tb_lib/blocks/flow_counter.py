@@ -73,10 +73,6 @@ class FlowCounterBench(Bench):
         self.sets = deque()                  # (clock, index) for set_index
         self.recent = deque(maxlen=2)        # (clock, set index or None, clear index or None)
         self.caps = ([-1], [0])              # clocks from which the port shows each n_cap
-        self.rows = [] if plan.get("record") else None
-
-    def extra_result(self):
-        return {"rows": self.rows} if self.rows is not None else {}
 
     def cap_at(self, clock):
         clocks, caps = self.caps
@@ -139,8 +135,7 @@ class FlowCounterBench(Bench):
                     over=lambda: int(n > self.cap_at(cyc + d - 2)))
         self.expect(d - 1, f"clock {cyc + d - 1} (the next clock's n_raw)", False, n_next=n)
         self.hit("n_raw over n_cap" if n > self.regs["n_cap"] else "n_raw within n_cap")
-        if self.rows is not None:
-            self.rows.append(n)
+        self.record(n)
 
     def _coverage(self, cyc, idx, cidx, clear, wipe, load):
         hit = self.hit

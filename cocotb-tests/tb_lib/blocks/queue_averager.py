@@ -48,7 +48,6 @@ class QueueAveragerBench(Bench):
         self.fixed = None if fixed is None else fixed.value
         self.rnd = random.Random(plan["seed"])
         self.noise = plan.get("noise", 0.5)
-        self.rows = [] if plan.get("record") else None
         self.model = None
         self.start = 0          # the average a run starts from
         self.clock = 0          # the model's clock of the clock whose inputs are set next
@@ -56,7 +55,7 @@ class QueueAveragerBench(Bench):
         self.resets = 0
 
     def extra_result(self):
-        return {"resets": self.resets, **({"rows": self.rows} if self.rows is not None else {})}
+        return {"resets": self.resets}
 
     async def clock_tick(self, sample=None):
         """One clock; ``sample = (q, wq_shift)`` strobes a sample in it. ``avg`` expected."""
@@ -71,8 +70,7 @@ class QueueAveragerBench(Bench):
                 self.set("q", rnd.randrange(Q_MAX + 1))
                 self.set("wq_shift", rnd.randrange(32))
         want = m.read(c)
-        if self.rows is not None:
-            self.rows.append(want)
+        self.record(want)
         self.expect(0, f"clock {c} ({m.samples} samples so far, w_q 2^-{m.wq_shift})",
                     avg=want)
         self.clock = c + 1
