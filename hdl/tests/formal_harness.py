@@ -116,6 +116,7 @@ from fpq_hdl.layouts import config_layout, OPTIMISE
 from fpq_hdl.toolchain import tool_env, tool_path
 
 from tb_lib.faults import DECISION_ADMISSION, LateWriteRAM, shallow_fifo, wrap
+from tb_lib.stimulus import t_clear_s
 
 __all__ = ["small_build", "FlowCounterHarness", "QueueManagerHarness", "DecisionLimitHarness",
            "DecisionEquivalenceHarness", "run_formal", "SatResult", "FLOW_COUNTER_FAULTS",
@@ -229,7 +230,7 @@ class FlowCounterHarness(wiring.Component):
         self.vec_bits, self.set_delay, self.fault = vec_bits, set_delay, fault
         self.free_seed = free_seed
         self.index_bits = (vec_bits - 1).bit_length()
-        values = dict(tick_hz=1e3, t_clear_s=vec_bits / 1e3, v_max=vec_bits)
+        values = dict(tick_hz=1e3, t_clear_s=t_clear_s(1, vec_bits, 1e3), v_max=vec_bits)
         if n_cap is not None:
             values["n_cap"] = n_cap
         self.config_const, self.regs = _config_const(self.build, **values)
@@ -364,7 +365,8 @@ class QueueManagerHarness(wiring.Component):
         self.fault = fault
         tick_hz = 1e3
         self.config_const, self.regs = _config_const(
-            self.build, tick_hz=tick_hz, t_clear_s=clear_period_ticks * vec_bits / tick_hz,
+            self.build, tick_hz=tick_hz,
+            t_clear_s=t_clear_s(clear_period_ticks, vec_bits, tick_hz),
             v_max=vec_bits)
         super().__init__({
             "arrival_valid": In(1), "verdict_ready": In(1),
