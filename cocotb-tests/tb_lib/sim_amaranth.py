@@ -5,11 +5,11 @@ from amaranth import Elaboratable, Module, ResetInserter, Signal
 from amaranth.hdl import ValueCastable
 from amaranth.sim import Simulator
 
-__all__ = ["AmaranthSim", "run_bench"]
+__all__ = ["AmaranthSim", "UnderReset", "run_bench"]
 
 
-class _UnderReset(Elaboratable):
-    """``dut`` with a reset the bench drives."""
+class UnderReset(Elaboratable):
+    """``dut`` under a reset the bench drives (``rst``), as a board's reset."""
 
     def __init__(self, dut):
         self.dut, self.rst = dut, Signal()
@@ -73,7 +73,7 @@ class AmaranthSim:
 def run_bench(dut, make_bench, outputs):
     """Simulate ``dut`` (100 MHz) under ``make_bench(sim)`` until its ``run()`` returns;
     returns ``(bench, result)``. ``outputs``: the port names the bench reads."""
-    top = _UnderReset(dut)
+    top = UnderReset(dut)
     sim = Simulator(top)
     sim.add_clock(1e-8)
     done = {}
