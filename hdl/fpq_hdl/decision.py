@@ -146,6 +146,9 @@ class Decision(wiring.Component):
         plus the length, compared with the limit in the loop (two adders and a compare in
         series, and none of the thresholds and flags): fewer LUTs for a slow clock (the
         iCE40). The same outputs clock for clock.
+    admission : function or None
+        The speed form's cycle 1, called as :func:`admission` (None, the default: that
+        function): a seam for tests, which pass the real one faulty flags.
 
     Attributes
     ----------
@@ -172,8 +175,9 @@ class Decision(wiring.Component):
     LATENCY = 2
     FIELDS_AHEAD = 2
 
-    def __init__(self, build, optimise="speed"):
+    def __init__(self, build, optimise="speed", admission=None):
         self.optimise = check_optimise(optimise)
+        self._admission = admission
         super().__init__({
             "valid_ahead": In(1), "dep_valid_ahead": In(1), "length_ahead": In(LENGTH_BITS),
             "dep_length_ahead": In(LENGTH_BITS), "ecn_ahead": In(1),
@@ -390,8 +394,8 @@ class Decision(wiring.Component):
         grow = Signal(signed(LENGTH_BITS + 2))        # l(t) - d(t), for cycle 1
         m.d.sync += grow.eq(len0 - dep0)
         # ---- cycle 1: the admission (one bit through one LUT) and the occupancy
-        return admission(m, cand, (f0, f1), (sb0, sb1), sp0, dv1, len1, dep1, grow,
-                         occ_p, occ_b)
+        return (self._admission or admission)(m, cand, (f0, f1), (sb0, sb1), sp0, dv1, len1,
+                                              dep1, grow, occ_p, occ_b)
 
     def _occupancy_area(self, m, av1, dv1, len1, dep1, drop_early):
         """Cycle 1 as the model writes it: the departure, then the arrival's sum compared."""
