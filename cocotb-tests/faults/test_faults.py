@@ -1,7 +1,7 @@
-"""Proof that the benches can fail: each fault is injected into the RTL at elaboration
-(``tb_lib.faults``: a wrapper or a source mutation, hdl/ untouched), the faulty design is
-Verilated, and the very script of the bench that should catch it must FAIL on it (and passes
-on the real RTL: ``test_the_catching_scripts_pass_on_the_real_rtl``).
+"""Proof that the benches can fail: each fault is a faulty part built into the top at its
+``parts`` seam (``tb_lib.faults``: a wrapper around the real block, hdl/ untouched), the
+faulty design is Verilated, and the very script of the bench that should catch it must FAIL
+on it (and passes on the real RTL: ``test_the_catching_scripts_pass_on_the_real_rtl``).
 
 ``make test`` runs three faults; ``make test-long`` the others."""
 
@@ -17,8 +17,7 @@ B = BUILDS["small"]
 
 #: fault -> (bench script that must catch it, stream conditions)
 CATCHERS = {
-    "no-forwarding": (lambda: same_flow_script(B, 3000), "full-rate"),
-    "logical-old-bit": (lambda: same_flow_script(B, 3000), "full-rate"),
+    "vector-ram-write-late": (lambda: same_flow_script(B, 3000), "full-rate"),
     "clear-owed-fraction": (lambda: clear_fraction_script(B, 3000), "full-rate"),
     "swap-mark-drop": (lambda: streams_script(B, 800), "gaps+backpressure"),
     "limit-off-by-one": (lambda: hard_limits_script(B, "droptail", 1000), "full-rate"),
@@ -26,7 +25,7 @@ CATCHERS = {
     "sample-weight": (lambda: weight_commits_script(B, 600), "full-rate"),
     "fifo-one-short": (lambda: streams_script(B, 800), "heavy-backpressure"),
 }
-QUICK = ["logical-old-bit", "clear-owed-fraction", "swap-mark-drop"]
+QUICK = ["vector-ram-write-late", "clear-owed-fraction", "swap-mark-drop"]
 assert set(CATCHERS) == set(FAULTS)
 
 

@@ -8,6 +8,7 @@ import pytest
 from fpq import Arrival
 
 from tb_lib.traffic import tcp_trace, synthetic, same_bucket_flows, end_clock
+from tb_lib.stimulus import t_clear_s
 from tb_lib.scripts import (BUILDS, STREAMS, cfg, phases, streams_script,
                             same_flow_script, hard_limits_script, run_plan)
 
@@ -100,7 +101,7 @@ def test_long_idle_gaps(request, period):
     are skipped with a timer, the RTL clocks through them on its own."""
     b = BUILDS["small"]
     v_max = 200
-    c = cfg(b, mode="fpq", v_max=v_max, t_clear_s=period * v_max / 1e6, limit_pkts=100,
+    c = cfg(b, mode="fpq", v_max=v_max, t_clear_s=t_clear_s(period, v_max), limit_pkts=100,
             wq_shift=4, avg_sample_period=9)
     events = synthetic(c, 6000, seed=7 + int(period), gap_every=500,
                        gap=(5_000, 150_000), dt=(1, 2, 5, 40), p_dep=0.7, t0=10)
@@ -188,9 +189,10 @@ def test_commits_in_the_clock_of_a_clear_and_a_sample(request):
     seed; arrivals right up to each commit's hold and right after it."""
     b = BUILDS["small"]
     v = min(5000, b.vec_bits)
-    c0 = cfg(b, mode="fpq", t_clear_s=v / 1e6, wq_shift=2, avg_sample_period=4,
+    c0 = cfg(b, mode="fpq", t_clear_s=t_clear_s(1, v), wq_shift=2, avg_sample_period=4,
              limit_pkts=100)
-    configs = [c0, c0.replace(seed_clear=31), c0.replace(seed_clear=31, t_clear_s=1.5 * v / 1e6),
+    configs = [c0, c0.replace(seed_clear=31),
+               c0.replace(seed_clear=31, t_clear_s=t_clear_s(1.5, v)),
                c0.replace(seed_clear=32).override(wq_shift=0, avg_sample_period=5),
                c0.replace(seed_clear=33, seed_decide=34).override(wq_shift=3,
                                                                   avg_sample_period=4)]

@@ -1,23 +1,19 @@
-"""Shared pieces of the single-component benches (``flow_counter/``, ``queue_averager/``,
-``decision/``): the pytest side (``run_component``: Verilog of one component, Verilated once,
-the cocotb bench run, its coverage recorded) and the cocotb side (``start``: clock and reset;
-``Ports``: write a DUT input only when its value changes, which is most of the speed of a
-Python clock loop).
+"""The pytest side of the single-component benches (``flow_counter/``, ``queue_averager/``,
+``decision/``): ``run_component`` generates the Verilog of one component, Verilates it once,
+runs the cocotb side (a :class:`tb_lib.bench.Bench` of ``tb_lib.blocks`` under
+:func:`tb_lib.sim_cocotb.bench_test`) and records its coverage.
 
 Every component bench follows the same rules:
 
-* the golden model is the component's own class in ``fpq`` (imported, never re-implemented);
+* the golden model is the component's own code in ``fpq`` (imported, never re-implemented);
 * outputs are compared at the clock the component's documented ``LATENCY`` gives (read from
   the class, never a number in the bench), so a re-pipelined RTL needs no bench change;
-* valid gaps and back-pressure come from seeded :class:`tb_lib.streams.Pattern` objects;
+* idle clocks and back-pressure come from seeded generators;
 * the bench returns ``{"inputs": <inputs checked>, "cycles": ..., "coverage": {bin: hits}}``,
   summed over the session by :mod:`tb_lib.coverage_report` (``inputs`` as component inputs,
   not as queue-manager arrivals)."""
 
-from cocotb.clock import Clock
-from cocotb.triggers import RisingEdge
-
-__all__ = ["run_component", "component_runner", "start", "Ports", "config_word"]
+__all__ = ["run_component", "component_runner"]
 
 
 def run_component(request, component, top, bench_module, plan, tag, expect_failure=False,
@@ -51,47 +47,3 @@ def component_runner(name, make, top, bench_module, builds):
         return run_component(request, comp, top, bench_module, plan, f"{name}-{build_name}",
                              expect_failure=expect_failure)
     return run
-
-
-def config_word(build, regs):
-    """The ``config`` port's value for raw registers ``regs`` (``Config.registers()``,
-    possibly with raw overrides)."""
-    from fpq_hdl.layouts import config_layout
-    from fpq.bitfields import pack
-    return pack(config_layout(build), regs)
-
-
-async def start(dut, inputs=()):
-    """Start the clock, zero ``inputs``, hold reset for two clocks; returns the edge trigger."""
-    Clock(dut.clk, 10, unit="ns", impl="gpi").start()
-    for name in inputs:
-        getattr(dut, name).value = 0
-    edge = RisingEdge(dut.clk)
-    await reset(dut, edge)
-    return edge
-
-
-async def reset(dut, edge):
-    dut.rst.value = 1
-    await edge
-    await edge
-    dut.rst.value = 0
-
-
-class Ports:
-    """``ports.set(name, value)`` writes the DUT input only when the value changed (a cocotb
-    write costs far more than a dict lookup); the names are the Verilog port names."""
-
-    def __init__(self, dut, names):
-        self.handles = {n: getattr(dut, n) for n in names}
-        self.now = {n: None for n in names}
-
-    def set(self, name, value):
-        if self.now[name] != value:
-            self.handles[name].value = value
-            self.now[name] = value
-
-    def forget(self):
-        """After a write outside ``set`` (e.g. reset), write every port again next time."""
-        for n in self.now:
-            self.now[n] = None

@@ -1,49 +1,50 @@
-"""Fault injection into the RTL at elaboration, without touching ``hdl/``.
+"""Fault injection, one mechanism: a faulty block built at a construction seam of the RTL,
+wrapped around the real one (``hdl/`` untouched, no module global replaced, no source
+edited). The seams:
 
-Two mechanisms:
+* ``QueueManager(build, parts={name: factory})``: the top builds that sub-block with the
+  factory (``fpq_hdl.queue_manager.PARTS`` lists the names);
+* ``FlowCounter(build, set_delay, ram=...)``: the class of its four vector RAMs;
+* ``Decision(build, optimise, admission=...)``: the speed form's cycle 1, the admission and
+  the occupancy (:func:`fpq_hdl.decision.admission`), which a fault feeds flags from the
+  wrong outcome of the slot before;
+* a block's ports: :func:`wrap` builds a component with the block's constructor and ports
+  that contains the real block and passes every port through except where ``modify`` bends
+  one (an output changed, an input offset).
 
-* :func:`wrap`: a component with the same signature as an RTL block, which contains the real
-  block and passes every port through, except where ``modify`` overrides a connection (an
-  output bent, an input offset). It is installed in place of the block's class in the module
-  that instantiates it (``fpq_hdl.queue_manager``) while the top is elaborated.
-* :func:`mutate`: a source mutation of one method (mutation testing): the method's source is
-  edited by exact text replacement and re-compiled in its module's namespace. Each anchor must
-  occur exactly once, so an RTL change that moves the code makes the fault test fail loudly
-  ("anchor not found") instead of silently injecting nothing.
+``FAULTS`` are faults of the top (``faulty_top(build, name)``: the top with a faulty part),
+``COMPONENT_FAULTS`` faults of single blocks (a factory with the block's constructor, the
+component benches' DUT), ``DECISION_ADMISSION`` the admission faults the formal harness
+injects. Each fault must make its catching bench fail (``cocotb-tests/faults/``, the
+component benches' ``test_fault_is_caught``, ``hdl/tests/test_formal.py``)."""
 
-``faulty_top(build, fault)`` returns a fault-injected ``QueueManager`` for a name of
-``FAULTS`` (a block replaced while the top elaborates, or the top's own ``elaborate``
-mutated). ``COMPONENT_FAULTS`` are faults of single blocks for the component benches
-(``flow_counter/``, ``queue_averager/``, ``decision/``): each factory returns a class with the
-block's constructor, used as the DUT itself."""
-
-import contextlib
-import inspect
-import textwrap
-
-from amaranth import Module, Mux
+from amaranth import C, Cat, Module, Mux, Signal
 from amaranth.lib import wiring
-from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In
 
 from fpq.queue_manager import MARK, DROP_EARLY
 
-import fpq_hdl.queue_manager as qm_mod
-import fpq_hdl.flow_counter as fc_mod
-import fpq_hdl.queue_averager as qa_mod
-import fpq_hdl.decision as dc_mod
-import fpq_hdl.periodic_timer as pt_mod
+from fpq_hdl import decision as dc_mod
+from fpq_hdl.block_ram import BlockRAM
+from fpq_hdl.flow_counter import FlowCounter
+from fpq_hdl.flow_hash import reduce_index
+from fpq_hdl.periodic_timer import PeriodicTimer
+from fpq_hdl.queue_averager import QueueAverager
+from fpq_hdl.queue_manager import QueueManager
+from fpq_hdl.random_source import RandomSource
+from fpq_hdl.verdict_fifo import VerdictFIFO
 
-__all__ = ["FAULTS", "COMPONENT_FAULTS", "faulty_top", "wrap", "mutate"]
-
+__all__ = ["FAULTS", "COMPONENT_FAULTS", "DECISION_ADMISSION", "faulty_top", "wrap",
+           "LateWriteRAM", "ShallowFIFO"]
 
 #: Attributes of a block that its users read besides the ports (the wrapper passes them on).
-_PASSED = ("LATENCY", "fields_at")
+_PASSED = ("LATENCY", "FIELDS_AHEAD", "fields_at", "int_bits", "frac_bits")
 
 
 def wrap(cls, modify):
-    """A subclass-like wrapper of ``cls`` (same constructor, same ports, the attributes of
-    ``_PASSED``)."""
+    """A wrapper of ``cls`` (same constructor, same ports, the attributes of ``_PASSED``):
+    ``modify(m, outer, inner)`` bends the pass-through connections (a later comb assignment
+    wins)."""
 
     class Faulty(wiring.Component):
         def __init__(self, *args, **kwargs):
@@ -62,7 +63,7 @@ def wrap(cls, modify):
                     m.d.comb += real.eq(outer)
                 else:
                     m.d.comb += outer.eq(real)
-            modify(m, self, inner)      # a later comb assignment wins
+            modify(m, self, inner)
             return m
 
     Faulty.__name__ = f"Faulty{cls.__name__}"
@@ -72,154 +73,209 @@ def wrap(cls, modify):
     return Faulty
 
 
-def mutate(cls, method, edits):
-    """A subclass of ``cls`` whose ``method`` is the original with ``edits`` ((old, new)
-    text pairs) applied."""
-    src = textwrap.dedent(inspect.getsource(getattr(cls, method)))
-    for old, new in edits:
-        n = src.count(old)
-        if n != 1:
-            raise AssertionError(f"fault anchor found {n} times (want 1) in "
-                                 f"{cls.__module__}.{cls.__name__}.{method}: {old!r}; the "
-                                 f"RTL changed, update the fault in tb_lib/faults.py")
-        src = src.replace(old, new)
-    module = inspect.getmodule(cls)
-    namespace = dict(vars(module))
-    exec(compile(src, f"<mutated {cls.__name__}.{method}>", "exec"), namespace)
-    return type(f"Mutated{cls.__name__}", (cls,), {method: namespace[method]})
+# ---- sub-blocks ------------------------------------------------------------------------------
+class LateWriteRAM(BlockRAM):
+    """A ``BlockRAM`` whose writes commit a clock late: a read sees the write of the slot
+    four before it stale, one more than the flow counter's three forwarding registers
+    cover (the read-after-write hazard the forwarding exists for)."""
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.ram = ram = BlockRAM(self.width, self.depth, self.style)
+        m.d.sync += [ram.w_en.eq(self.w_en), ram.w_addr.eq(self.w_addr),
+                     ram.w_data.eq(self.w_data)]
+        m.d.comb += [ram.r_addr.eq(self.r_addr), self.r_data.eq(ram.r_data)]
+        return m
 
 
-# ---- the faults ----------------------------------------------------------------------------
+class ShallowFIFO(VerdictFIFO):
+    """A verdict FIFO that holds ``by`` words fewer than the ``depth`` the queue manager's
+    credit count assumes: a write while it holds ``depth - by`` words is dropped. The limit
+    is put on the fill level, not on the ``depth`` passed down, because the FIFO rounds its
+    capacity up to a power of two plus one (``depth - 4`` would leave a 32-deep FIFO at 33
+    words, and the fault would be gone)."""
+
+    def __init__(self, *, width, depth, by, **kw):
+        if depth - by < 1:
+            raise ValueError(f"ShallowFIFO: depth {depth} minus by {by} leaves no entry")
+        super().__init__(width=width, depth=depth, **kw)
+        self.inner = VerdictFIFO(width=width, depth=depth, **kw)
+        self.limit = depth - by
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.inner = inner = self.inner
+        room = inner.w_rdy & (inner.level < self.limit)
+        m.d.comb += [inner.w_data.eq(self.w_data), inner.w_en.eq(self.w_en & room),
+                     self.w_rdy.eq(room), self.r_data.eq(inner.r_data),
+                     inner.r_en.eq(self.r_en), self.r_rdy.eq(inner.r_rdy),
+                     self.level.eq(inner.level)]
+        return m
+
+
+def shallow_fifo(by):
+    """A ``parts`` factory of the verdict FIFO, ``by`` words short."""
+    return lambda **kw: ShallowFIFO(by=by, **kw)
+
+
+def _admission_with(flags):
+    """``Decision``'s ``admission`` seam: the real :func:`fpq_hdl.decision.admission` fed
+    ``flags(m, cand, forced_if, short_bytes_if, short_pkts)`` instead of those three."""
+    def faulty(m, cand, forced_if, short_bytes_if, short_pkts, *rest):
+        return dc_mod.admission(m, cand, *flags(m, cand, forced_if, short_bytes_if, short_pkts),
+                                *rest)
+    return faulty
+
+
+def _from_candidate(m, cand, forced_if, short_bytes_if, short_pkts):
+    # the previous slot's outcome taken as "admitted" when it was a candidate, its forced
+    # drop ignored (admission <= candidate, so the real select never sees the difference)
+    c_prev = Signal(name="fault_candidate_prev")
+    m.d.sync += c_prev.eq(cand)
+    forced, short_b = Mux(c_prev, *forced_if[::-1]), Mux(c_prev, *short_bytes_if[::-1])
+    return (forced, forced), (short_b, short_b), ~c_prev & short_pkts
+
+
+#: Faults of the speed form's admission: name -> (what it breaks, the ``admission`` seam)
+DECISION_ADMISSION = {
+    "forced_ignores_admission": (
+        "slot t's forced flag always the one formed for slot t - 1 not admitted",
+        _admission_with(lambda m, c, f, sb, sp: ((f[0], f[0]), sb, sp))),
+    "short_from_wrong_outcome": (
+        "the byte departure's short flag always the one formed for slot t - 1 not admitted",
+        _admission_with(lambda m, c, f, sb, sp: (f, (sb[0], sb[0]), sp))),
+    "admission_from_candidate": (
+        "the admission bit of the slot before taken before its forced-drop flags",
+        _admission_with(_from_candidate)),
+}
+
+
+# ---- port faults -----------------------------------------------------------------------------
 def _swap_mark_drop(m, outer, inner):
     a = inner.action
     m.d.comb += outer.action.eq(Mux(a == MARK, DROP_EARLY, Mux(a == DROP_EARLY, MARK, a)))
 
 
-def _limit_off_by_one(m, outer, inner):
+def _limit_pkts_plus_one(m, outer, inner):
     m.d.comb += inner.config.limit_pkts.eq(outer.config.limit_pkts + 1)
 
 
-def _fifo_one_short(*args, depth, **kwargs):
-    return SyncFIFO(*args, depth=depth - 1, **kwargs)
+def _limit_bytes_minus_one(m, outer, inner):
+    # "occupancy + length > limit - 1" is "occupancy + length >= limit": a queue exactly at
+    # the byte limit refuses the arrival, in every compare of the limit
+    m.d.comb += inner.config.limit_bytes.eq(outer.config.limit_bytes - 1)
 
 
-def _no_forwarding():
-    # the vector's read-after-write forwarding of the bank words: the old words come straight
-    # from the RAMs
-    src = inspect.getsource(fc_mod.FlowCounter._old_bits)
-    start = src.index("def forward(")
-    ret = src.index("return ", start)
-    line = src[ret:src.index("\n", ret)]
-    if "r_data" not in line:
-        raise AssertionError(f"fault anchor: FlowCounter._old_bits's forward() no longer "
-                             f"returns a RAM read ({line!r}); update tb_lib/faults.py")
-    return mutate(fc_mod.FlowCounter, "_old_bits", [(line, "return rams[key].r_data")])
+def _period_rounded_up(m, outer, inner):
+    # every gap the period's ceiling: the timer's fractional owed term as if never updated
+    fb = inner.frac_bits
+    if fb:
+        whole, frac = outer.period[fb:], outer.period[:fb]
+        m.d.comb += inner.period.eq(Cat(C(0, fb), whole + (frac != 0)))
 
 
-def _no_logical_old_bit():
-    # the logical forwarding of the old bit (a set or clear of the three slots before decides
-    # it, not the RAMs): N from the RAMs' bits alone
-    return mutate(fc_mod.FlowCounter, "_old_bits",
-                  [('old_a = Mux(hit_a, val_a, rams["pa"].r_data ^ rams["qa"].r_data)',
-                    'old_a = rams["pa"].r_data ^ rams["qa"].r_data')])
+def _weight_a_clock_early(m, outer, inner):
+    # the sample's weight taken from the clock before the sample's
+    w = Signal.like(outer.wq_shift, name="fault_wq_shift_prev")
+    m.d.sync += w.eq(outer.wq_shift)
+    m.d.comb += inner.wq_shift.eq(w)
 
 
-def _same_slot_clear():
-    # a clear and a set of the same index in one slot: the clear's write is no longer dropped
-    return mutate(fc_mod.FlowCounter, "_slot", [("cw = cv2 & ~same", "cw = cv2")])
+def _never_falls(m, outer, inner):
+    # a sample below the average is dropped: a falling average is wrong
+    m.d.comb += inner.sample.eq(outer.sample & ~((outer.q << 16) < inner.avg))
 
 
-def _owed_fraction_dropped():
-    # the clear timer's fractional owed term never updated: every gap rounds the period's
-    # fraction up (fewer clears than v_max / t_clear when the period has a fraction)
-    return mutate(pt_mod.PeriodicTimer, "elaborate",
-                  [("m.d.sync += owed.eq(diff[:fb])", "m.d.sync += owed.eq(0)")])
+def _weight_from(wq_shift):
+    """The averager fed the configuration's ``wq_shift`` of the clock it updates in, not
+    the weight its sample took at the accept."""
+    def modify(m, outer, inner):
+        m.d.comb += inner.wq_shift.eq(wq_shift)
+    return wrap(QueueAverager, modify)
 
 
-def _sample_weight_at_update():
-    # a sample's weight taken when the averager updates (22 clocks later), not in the
-    # sample's clock: wrong for samples in flight across a commit of wq_shift
-    return mutate(qm_mod.QueueManager, "_sample",
-                  [("s.qa.wq_shift.eq(wq_s)", "s.qa.wq_shift.eq(s.cfg.wq_shift)")])
+def _same_index_set_lost(m, outer, inner):
+    # a clear and a set of one index in one slot: the set is lost. The clear's index is
+    # formed here as the block documents it: its random number drawn in the clear's clock,
+    # reduced with the v_max of that clock, ``set_delay`` clocks later
+    cfg = outer.config
+    m.submodules.fault_rng = rng = RandomSource()
+    m.d.comb += [rng.seed.eq(cfg.rng_clear_state), rng.load.eq(outer.load_rng),
+                 rng.step.eq(outer.clear)]
+    r, vm, cv = rng.value, cfg.v_max, outer.clear
+    for i in range(inner.set_delay - 3):
+        r_n, vm_n, cv_n = Signal(32, name=f"fault_r{i}"), Signal.like(vm, name=f"fault_vm{i}"), \
+            Signal(name=f"fault_cv{i}")
+        m.d.sync += [r_n.eq(r), vm_n.eq(vm), cv_n.eq(cv)]
+        r, vm, cv = r_n, vm_n, cv_n
+    index = reduce_index(m, r, vm, inner.index_bits, name="fault_clr_index")
+    for i in range(3):
+        cv_n = Signal(name=f"fault_cva{i}")
+        m.d.sync += cv_n.eq(cv)
+        cv = cv_n
+    same = cv & (index == outer.set_index)
+    m.d.comb += inner.set_valid.eq(outer.set_valid & ~same)
 
 
-def _admission_bit_ignores_forced():
-    # the occupancy's admission bit of the previous slot taken before its forced-drop flags
-    return mutate(dc_mod.Decision, "_occupancy_speed", [("a_prev.eq(a)", "a_prev.eq(cand)")])
+def _with_ram(ram):
+    return lambda build, set_delay, ram_style="generic": FlowCounter(build, set_delay,
+                                                                      ram_style, ram=ram)
 
 
-#: name -> (what it breaks, how to install it: (module, attribute), replacement factory)
+def _decision_with(admission):
+    return lambda build, optimise="speed": dc_mod.Decision(build, optimise, admission=admission)
+
+
+#: Faults of the top: name -> (what it breaks, ``parts(top)``: the top's ``parts``, given a
+#: function that returns the top, for a part that reads the top's ports)
 FAULTS = {
-    "no-forwarding": ("flow vector: the bank words' read-after-write forwarding removed",
-                      (qm_mod, "FlowCounter"), _no_forwarding),
-    "logical-old-bit": ("flow vector: the logical forwarding of the old bit removed",
-                        (qm_mod, "FlowCounter"), _no_logical_old_bit),
-    "clear-owed-fraction": ("clear timer: the fractional owed term dropped",
-                            (qm_mod, "PeriodicTimer"), _owed_fraction_dropped),
+    "vector-ram-write-late": ("flow vector: the RAMs commit writes a clock late (a stale read "
+                              "four slots after a write)",
+                              lambda top: {"FlowCounter": _with_ram(LateWriteRAM)}),
+    "clear-owed-fraction": ("clear timer: the fractional owed term dropped (every gap the "
+                            "period's ceiling)",
+                            lambda top: {"PeriodicTimer": wrap(PeriodicTimer,
+                                                               _period_rounded_up)}),
     "swap-mark-drop": ("decision: MARK and DROP_EARLY swapped",
-                       (qm_mod, "Decision"), lambda: wrap(qm_mod.Decision, _swap_mark_drop)),
+                       lambda top: {"Decision": wrap(dc_mod.Decision, _swap_mark_drop)}),
     "limit-off-by-one": ("decision: hard packet limit one too high",
-                         (qm_mod, "Decision"), lambda: wrap(qm_mod.Decision, _limit_off_by_one)),
+                         lambda top: {"Decision": wrap(dc_mod.Decision, _limit_pkts_plus_one)}),
     "admission-bit": ("decision: the occupancy's admission bit ignores forced drops",
-                      (qm_mod, "Decision"), _admission_bit_ignores_forced),
+                      lambda top: {"Decision": _decision_with(
+                          DECISION_ADMISSION["admission_from_candidate"][1])}),
     "sample-weight": ("averager: a sample's weight read when the average updates",
-                      None, _sample_weight_at_update),
+                      lambda top: {"QueueAverager": lambda build: _weight_from(
+                          top().config.wq_shift)(build)}),
     "fifo-one-short": ("verdict FIFO one entry smaller than its credit count",
-                       (qm_mod, "SyncFIFO"), lambda: _fifo_one_short),
+                       lambda top: {"VerdictFIFO": shallow_fifo(1)}),
 }
 
 
-#: Faults of single blocks: name -> (what it breaks, block, factory of the faulty class).
+#: Faults of single blocks: name -> (what it breaks, block, factory of the faulty block with
+#: the block's constructor)
 COMPONENT_FAULTS = {
-    "fc-no-forwarding": ("flow vector: the bank words' read-after-write forwarding removed",
-                         "FlowCounter", _no_forwarding),
-    "fc-same-slot-clear": ("flow vector: a clear and a set of the same index in one slot both "
-                           "write (the clear's write is no longer dropped)", "FlowCounter",
-                           _same_slot_clear),
-    "fc-logical-old-bit": ("flow vector: the logical forwarding of the old bit removed",
-                           "FlowCounter", _no_logical_old_bit),
-    "qa-shift-logical": ("averager: the difference unsigned, so its shift is logical (a "
-                         "falling average is wrong)", "QueueAverager",
-                         lambda: mutate(qa_mod.QueueAverager, "elaborate",
-                                        [("d1 = Signal(signed(w))", "d1 = Signal(w)")])),
-    "qa-weight-late": ("averager: the coarse shift reads wq_shift a clock after the sample",
-                       "QueueAverager",
-                       lambda: mutate(qa_mod.QueueAverager, "elaborate",
-                                      [("for j in range(8)])[s1[2:]]",
-                                        "for j in range(8)])[self.wq_shift[2:]]")])),
+    "fc-ram-write-late": ("flow vector: the RAMs commit writes a clock late (a stale read "
+                          "four slots after a write)", "FlowCounter", _with_ram(LateWriteRAM)),
+    "fc-same-slot-clear": ("flow vector: a clear and a set of the same index in one slot: the "
+                           "set is lost", "FlowCounter", wrap(FlowCounter, _same_index_set_lost)),
+    "qa-never-falls": ("averager: a sample below the average is dropped (a falling average "
+                       "is wrong)", "QueueAverager", wrap(QueueAverager, _never_falls)),
+    "qa-weight-early": ("averager: a sample's weight taken from the clock before it",
+                        "QueueAverager", wrap(QueueAverager, _weight_a_clock_early)),
     "dc-limit-off-by-one": ("decision: hard packet limit one too high", "Decision",
-                            lambda: wrap(dc_mod.Decision, _limit_off_by_one)),
+                            wrap(dc_mod.Decision, _limit_pkts_plus_one)),
     "dc-byte-limit-exact": ("decision: a queue exactly at the byte limit refuses the arrival "
                             "(> became >=)", "Decision",
-                            lambda: mutate(dc_mod.Decision, "_limit_flags",
-                                           [('split_less(m, tb0, y, "f0b")', "~(y < tb0)")])),
+                            wrap(dc_mod.Decision, _limit_bytes_minus_one)),
+    "dc-admission-bit": ("decision: the occupancy's admission bit ignores forced drops",
+                         "Decision",
+                         _decision_with(DECISION_ADMISSION["admission_from_candidate"][1])),
 }
-
-
-@contextlib.contextmanager
-def _installed(fault):
-    _, where, factory = FAULTS[fault]
-    if where is None:                            # a mutation of the top itself
-        yield
-        return
-    module, attr = where
-    original = getattr(module, attr)             # AttributeError if the RTL renamed it
-    setattr(module, attr, factory())
-    try:
-        yield
-    finally:
-        setattr(module, attr, original)
 
 
 def faulty_top(build, fault):
-    """A ``QueueManager`` with ``fault``: its blocks replaced while it elaborates (Verilog
-    generation elaborates it), or its own ``elaborate`` mutated."""
-    _, where, factory = FAULTS[fault]
-    base = factory() if where is None else qm_mod.QueueManager
-
-    class FaultyTop(base):
-        def elaborate(self, platform):
-            with _installed(fault):
-                return super().elaborate(platform)
-
-    return FaultyTop(build)
+    """A ``QueueManager`` built with ``fault``'s faulty part."""
+    made = []
+    top = QueueManager(build, parts=FAULTS[fault][1](lambda: made[0]))
+    made.append(top)
+    return top

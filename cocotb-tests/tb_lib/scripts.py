@@ -8,6 +8,7 @@ from fpq.register_specs import key_registers
 
 from fpq_hdl.queue_manager import MIN_AVG_DELAY, LATENCY
 
+from .stimulus import t_clear_s
 from .traffic import synthetic, end_clock
 
 __all__ = ["BUILDS", "STREAMS", "cfg", "room", "phases", "streams_script", "same_flow_script",
@@ -89,7 +90,7 @@ def same_flow_script(b, n=12000):
     flow on every clock, then two flows alternating (the same bit two clocks apart), then a
     mix."""
     v_max = min(5000, b.vec_bits)
-    c = cfg(b, mode="fpq", t_clear_s=v_max / 1e6, wq_shift=3, avg_sample_period=4,
+    c = cfg(b, mode="fpq", t_clear_s=t_clear_s(1, v_max), wq_shift=3, avg_sample_period=4,
             limit_pkts=100)
     assert c.clear_period_raw() == 1 << 16
     rnd = random.Random(3)
@@ -128,7 +129,7 @@ def clear_fraction_script(b, n=3000):
     """A clear every 1.37 clocks (v_max 200): the clear timer's fractional part decides the
     clock of every clear; arrivals every clock or two from 150 flows, so N moves with each."""
     v_max = min(200, b.vec_bits)
-    c = cfg(b, mode="fpq", v_max=v_max, t_clear_s=1.37 * v_max / 1e6, limit_pkts=100)
+    c = cfg(b, mode="fpq", v_max=v_max, t_clear_s=t_clear_s(1.37, v_max), limit_pkts=100)
     rnd = random.Random(12)
     flows = [rnd.getrandbits(104) for _ in range(150)]
     return [("config", c), ("events", synthetic(c, n, seed=13, flows=flows, dt=(1, 1, 2),

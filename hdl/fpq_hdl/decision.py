@@ -160,6 +160,9 @@ class Decision(wiring.Component):
         plus the length, compared with the limit in the loop (two adders and a compare in
         series, and none of the thresholds and flags): fewer LUTs for a slow clock (the
         iCE40). The same outputs clock for clock.
+    admission : function or None
+        The speed form's cycle 1, called as :func:`admission` (None, the default: that
+        function): a seam for tests, which pass the real one faulty flags.
 
     Attributes
     ----------
@@ -186,8 +189,9 @@ class Decision(wiring.Component):
     LATENCY = 2
     FIELDS_AHEAD = 2
 
-    def __init__(self, build, optimise="speed"):
+    def __init__(self, build, optimise="speed", admission=None):
         self.optimise = check_optimise(optimise)
+        self._admission = admission
         super().__init__({
             "valid_ahead": In(1), "dep_valid_ahead": In(1), "length_ahead": In(LENGTH_BITS),
             "dep_length_ahead": In(LENGTH_BITS), "ecn_ahead": In(1),
@@ -320,8 +324,9 @@ class Decision(wiring.Component):
         self._flag_terms(m, s)
         self._limit_flags(m, s)
         # ---- cycle 1: the admission (one bit through one LUT) and the occupancy
-        return admission(m, s.cand, (s.f0, s.f1), (s.sb0, s.sb1), s.sp0, s.dv1, s.len1,
-                         s.dep1, s.grow, self.occ_pkts, self.occ_bytes)
+        cycle_1 = self._admission or admission
+        return cycle_1(m, s.cand, (s.f0, s.f1), (s.sb0, s.sb1), s.sp0, s.dv1, s.len1, s.dep1,
+                       s.grow, self.occ_pkts, self.occ_bytes)
 
     def _limit_sums(self, m, s):
         """Cycle -2 (the fields at the port): slot t's own terms (``d - l``, ``l - d``,

@@ -83,6 +83,9 @@ class FlowCounter(wiring.Component):
         Clocks from the slot's cycle 0 to ``set_valid``/``set_index`` (>= 4).
     ram_style : str
         ``BlockRAM`` style of the four vector RAMs ("generic" or "ecp5").
+    ram : class
+        The vector RAMs' class (default ``BlockRAM``), built as ``ram(1, vec_bits,
+        ram_style)``: a seam for tests, which wrap a faulty RAM around the real one.
 
     Attributes
     ----------
@@ -113,9 +116,10 @@ class FlowCounter(wiring.Component):
 
     LATENCY = 4      # clocks from set_index to n_raw
 
-    def __init__(self, build, set_delay, ram_style="generic"):
+    def __init__(self, build, set_delay, ram_style="generic", ram=BlockRAM):
         assert set_delay >= 4
         self.ram_style = ram_style
+        self._ram = ram
         vec_bits = build.vec_bits
         self.vec_bits = vec_bits
         self.set_delay = set_delay
@@ -207,8 +211,8 @@ class FlowCounter(wiring.Component):
         clear's (b)) and their read addresses."""
         rams = {}
         for name in ("pa", "pb", "qa", "qb"):        # bank P or Q, read at set (a) or clear (b)
-            rams[name] = m.submodules[f"bank_{name}"] = BlockRAM(1, self.vec_bits,
-                                                                 self.ram_style)
+            rams[name] = m.submodules[f"bank_{name}"] = self._ram(1, self.vec_bits,
+                                                                  self.ram_style)
         a0, b0 = self.set_index, clr_index
         m.d.comb += [rams["pa"].r_addr.eq(a0), rams["qa"].r_addr.eq(a0),
                      rams["pb"].r_addr.eq(b0), rams["qb"].r_addr.eq(b0)]

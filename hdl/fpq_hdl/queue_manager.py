@@ -25,7 +25,7 @@ from .random_source import RandomSource
 from .delay_line import DelayLine
 from .verdict_fifo import VerdictFIFO
 
-__all__ = ["QueueManager", "LATENCY", "MIN_AVG_DELAY", "MIN_COUNTER_BITS", "FIFO_DEPTH",
+__all__ = ["QueueManager", "PARTS", "LATENCY", "MIN_AVG_DELAY", "MIN_COUNTER_BITS", "FIFO_DEPTH",
            "VERDICT_FIFOS", "OPTIMISE", "N_RAW_DELAY", "N_TELEMETRY_DELAY", "AVG_TELEMETRY_DELAY",
            "COUNTER_DELAY"]
 
@@ -61,6 +61,11 @@ COUNTER_DELAY = 2
 #: than LATENCY + 2 so that the credit never throttles a ready sink.
 FIFO_DEPTH = 32
 assert FIFO_DEPTH > LATENCY + 3
+#: The sub-blocks ``QueueManager`` builds, by name (its ``parts`` seam replaces them).
+PARTS = {"VerdictFIFO": VerdictFIFO, "FlowHash": FlowHash, "FlowCounter": FlowCounter,
+         "DropProbability": DropProbability, "Decision": Decision,
+         "QueueAverager": QueueAverager, "RandomSource": RandomSource,
+         "PeriodicTimer": PeriodicTimer}
 #: Verdict FIFO memories (``VerdictFIFO``): "distributed" (LUT RAM, ECP5) or "block" (block
 #: RAM, iCE40, which has no LUT RAM and would otherwise build the FIFO from flip-flops).
 VERDICT_FIFOS = ("distributed", "block")
@@ -185,6 +190,10 @@ class QueueManager(wiring.Component):
         wraps after ``2**counter_bits`` events, which the model's counters never do: for a
         small FPGA at a low clock, where ``2**counter_bits`` clocks are longer than any run
         (the iCEBreaker's 44 bits: 13.6 days at one event per clock at 15 MHz).
+    parts : dict or None
+        Sub-block factories by name, each called with the real class's arguments; a name
+        left out (default: all) builds the real class of ``PARTS``. A seam for tests: a
+        bench builds a top with a faulty block wrapped around the real one.
 
     Attributes
     ----------
@@ -228,8 +237,12 @@ class QueueManager(wiring.Component):
     """
 
     def __init__(self, build=None, ram_style="generic", verdict_fifo="distributed",
-                 optimise="speed", counter_bits=COUNTER_BITS):
+                 optimise="speed", counter_bits=COUNTER_BITS, parts=None):
         build = build or Build()
+        unknown = sorted(set(parts or ()) - set(PARTS))
+        if unknown:
+            raise ValueError(f"parts: {', '.join(unknown)} not among {', '.join(PARTS)}")
+        self.parts = {**PARTS, **(parts or {})}
         self.optimise = check_optimise(optimise)
         if not isinstance(counter_bits, int) or not MIN_COUNTER_BITS <= counter_bits <= \
                 COUNTER_BITS:
@@ -291,18 +304,19 @@ class QueueManager(wiring.Component):
         for name in self._config_layout.members:
             m.d.comb += cfg[name].eq(fixed[name] if name in fixed else self.config[name])
 
-        m.submodules.fifo = fifo = VerdictFIFO(width=VERDICT.size, depth=FIFO_DEPTH,
-                                               memory=self.verdict_fifo)
-        m.submodules.hash = fh = FlowHash(b, self.ram_style)
-        m.submodules.flow_counter = fc = FlowCounter(b, _S_SET, self.ram_style)
-        m.submodules.probability = dp = DropProbability(b, self.ram_style, self.optimise)
-        m.submodules.decision = dc = Decision(b, self.optimise)
-        m.submodules.averager = qa = QueueAverager(b)
+        p = self.parts
+        m.submodules.fifo = fifo = p["VerdictFIFO"](width=VERDICT.size, depth=FIFO_DEPTH,
+                                                    memory=self.verdict_fifo)
+        m.submodules.hash = fh = p["FlowHash"](b, self.ram_style)
+        m.submodules.flow_counter = fc = p["FlowCounter"](b, _S_SET, self.ram_style)
+        m.submodules.probability = dp = p["DropProbability"](b, self.ram_style, self.optimise)
+        m.submodules.decision = dc = p["Decision"](b, self.optimise)
+        m.submodules.averager = qa = p["QueueAverager"](b)
         m.d.comb += [c.config.eq(cfg) for c in (fh, fc, dp, dc)]
-        m.submodules.rng = rng = RandomSource()
-        m.submodules.clear_timer = clear_timer = PeriodicTimer(CLEAR_PERIOD.int_bits,
-                                                               CLEAR_PERIOD.frac_bits)
-        m.submodules.sample_timer = sample_timer = PeriodicTimer(SAMPLE_PERIOD_BITS, 0)
+        m.submodules.rng = rng = p["RandomSource"]()
+        m.submodules.clear_timer = clear_timer = p["PeriodicTimer"](CLEAR_PERIOD.int_bits,
+                                                                    CLEAR_PERIOD.frac_bits)
+        m.submodules.sample_timer = sample_timer = p["PeriodicTimer"](SAMPLE_PERIOD_BITS, 0)
         m.d.comb += [clear_timer.period.eq(cfg.clear_period),
                      sample_timer.period.eq(cfg.avg_sample_period),
                      clear_timer.restart.eq(self.restart), sample_timer.restart.eq(self.restart)]

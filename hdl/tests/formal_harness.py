@@ -52,38 +52,39 @@ fed the same free inputs produce the same ``out_valid``, ``out_dep_valid``, ``oc
 ``occ_bytes`` and ``max_queue`` in every clock, and the same ``action`` (``dep_error``)
 whenever ``out_valid`` (``out_dep_valid``) is high.
 
-Faults (``fault=``) show that each check is live; the solver must find a counterexample:
+Faults (``fault=``) show that each check is live; the solver must find a counterexample.
+Each is built at a construction seam of the RTL or wired between the design and the
+harness (``tb_lib.faults``, the test kit's one fault mechanism):
 
-* ``"ram_write_late"`` (FlowCounter): the vector RAMs commit a write one clock late, so a
-  read sees the write of the slot four before it as stale, one more than the flow counter's
-  three forwarding registers cover: the read-after-write hazard the forwarding exists for.
+* ``"ram_write_late"`` (FlowCounter, its ``ram`` seam): the vector RAMs commit a write one
+  clock late, so a read sees the write of the slot four before it as stale, one more than
+  the flow counter's three forwarding registers cover: the read-after-write hazard the
+  forwarding exists for.
 * ``"drop_on_stall"`` (QueueManager): the verdict port is wired to the sink without
   back-pressure (the queue manager sees ``ready`` high while the sink stalls): a verdict
   offered during a stall is lost.
 * ``"dup_after_transfer"`` (QueueManager): after each transfer the port offers the same
   verdict once more (a duplicated verdict).
-* ``"shallow_fifo"`` (QueueManager): the verdict FIFO holds fewer entries than the credit
-  count assumes; a long stall overflows it.
-* ``"forced_ignores_admission"`` (Decision, speed): slot t's forced flag is always the one
-  formed for "slot t - 1 not admitted" (the flag from the wrong outcome of the previous
-  slot): an arrival right after an admitted one is checked against an occupancy without it.
-* ``"k_zero_extended"`` (Decision, speed): ``K - l(t-1)`` formed with ``~l(t-1)``
-  zero-extended (so it is never negative): an admission right after a short departure and
-  an admission misses its byte limit (a bug of the line-rate rewrite, found by simulation
-  and kept here as the proof's witness).
-* ``"packet_limit_off_by_one"`` (Decision, area): without a departure the packet limit is
-  compared with ``>`` instead of ``>=``: one packet more than the limit is admitted.
-* ``"short_from_wrong_outcome"`` (Decision, speed): the byte departure's "short" flag is
-  always the one formed for "slot t - 1 not admitted": the occupancy differs from the area
-  form's (the equivalence's witness).
+* ``"shallow_fifo"`` (QueueManager, its ``parts`` seam): the verdict FIFO holds fewer
+  entries than the credit count assumes; a long stall overflows it.
+* ``"forced_ignores_admission"`` (Decision speed, its ``admission`` seam): slot t's forced
+  flag is always the one formed for "slot t - 1 not admitted" (the flag from the wrong
+  outcome of the previous slot): an arrival right after an admitted one is checked against
+  an occupancy without it.
+* ``"admission_from_candidate"`` (Decision speed, its ``admission`` seam): the previous
+  slot's outcome taken as admitted whenever it was a candidate, its forced drop ignored:
+  the flags of an arrival right after a forced drop assume a packet that is not queued.
+* ``"packet_limit_off_by_one"`` (Decision area, its ``config`` port): the packet limit
+  given one higher: one packet more than the limit is admitted.
+* ``"short_from_wrong_outcome"`` (Decision speed, its ``admission`` seam): the byte
+  departure's "short" flag is always the one formed for "slot t - 1 not admitted": the
+  occupancy differs from the area form's (the equivalence's witness).
 
 The harnesses are elaborated for a ``small_build``: a vector of 4 to 16 bits, far below
 ``Build``'s minimum of 64 (the RTL is generic in ``vec_bits``; a small vector keeps the reset
 wipe, ``vec_bits + 3`` clocks, short enough for bounded model checking from reset).
 """
 
-import contextlib
-import inspect
 import os
 import re
 import shutil
@@ -92,7 +93,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import types
 from dataclasses import dataclass
 from unittest import mock
 
@@ -107,15 +107,16 @@ from fpq.formats import (RAND_BITS, SEQ_BITS, LENGTH_BITS, PROB, QPKTS_BITS, QBY
 from fpq.queue_manager import COUNTERS, ENQUEUE as _ENQUEUE, MARK as _MARK, \
     DROP_EARLY as _DROP_EARLY, DROP_FORCED as _DROP_FORCED
 
-from fpq_hdl import flow_counter as _flow_counter_module
 from fpq_hdl import queue_manager as _queue_manager_module
-from fpq_hdl import decision as _decision_module
-from fpq_hdl.block_ram import BlockRAM
+from fpq_hdl.decision import Decision
 from fpq_hdl.flow_counter import FlowCounter
 from fpq_hdl.drop_probability import DropProbability
 from fpq_hdl.random_source import RandomSource
 from fpq_hdl.layouts import config_layout, OPTIMISE
 from fpq_hdl.toolchain import tool_env, tool_path
+
+from tb_lib.faults import DECISION_ADMISSION, LateWriteRAM, shallow_fifo, wrap
+from tb_lib.stimulus import t_clear_s
 
 __all__ = ["small_build", "FlowCounterHarness", "QueueManagerHarness", "DecisionLimitHarness",
            "DecisionEquivalenceHarness", "run_formal", "SatResult", "FLOW_COUNTER_FAULTS",
@@ -123,17 +124,18 @@ __all__ = ["small_build", "FlowCounterHarness", "QueueManagerHarness", "Decision
 
 FLOW_COUNTER_FAULTS = (None, "ram_write_late")
 QUEUE_MANAGER_FAULTS = (None, "drop_on_stall", "dup_after_transfer", "shallow_fifo")
-#: Decision faults: name -> (the form they break, the one text of decision.py replaced)
+
+
+def _limit_pkts_plus_one(m, outer, inner):
+    m.d.comb += inner.config.limit_pkts.eq(outer.config.limit_pkts + 1)
+
+
+#: Decision faults: name -> (the form they break, the faulty Decision class)
 DECISION_FAULTS = {
-    "forced_ignores_admission": (
-        "speed", "    forced = Mux(a_prev, f1, f0)\n", "    forced = f0\n"),
-    "k_zero_extended": (
-        "speed", "~Cat(len_b, C(0, wb - LENGTH_BITS))", "Cat(~len_b, C(0, wb - LENGTH_BITS))"),
-    "packet_limit_off_by_one": (
-        "area", "over_p = Mux(dep_p, occ_p > cfg.limit_pkts, occ_p >= cfg.limit_pkts)",
-        "over_p = Mux(dep_p, occ_p > cfg.limit_pkts, occ_p > cfg.limit_pkts)"),
-    "short_from_wrong_outcome": (
-        "speed", "    s_b = Mux(a_prev, sb1, sb0)\n", "    s_b = sb0\n"),
+    **{name: ("speed", lambda build, optimise, admission=seam: Decision(build, optimise,
+                                                                          admission=admission))
+       for name, (_, seam) in DECISION_ADMISSION.items()},
+    "packet_limit_off_by_one": ("area", wrap(Decision, _limit_pkts_plus_one)),
 }
 
 
@@ -188,83 +190,8 @@ def _probe(m, values):
         m.d.comb += sig.eq(value)
 
 
-def _mutated(module, old, new):
-    """A copy of ``module`` (an ``fpq_hdl`` module) with the one occurrence of the text
-    ``old`` in its source replaced by ``new``: a fault injected into the design's own code
-    (a text that no longer occurs is an error, so a fault never silently disappears)."""
-    source = inspect.getsource(module)
-    if source.count(old) != 1:
-        raise RuntimeError(f"fault: {old.strip()!r} occurs {source.count(old)} times in "
-                           f"{module.__name__} (expected once)")
-    copy = types.ModuleType(module.__name__ + "_fault", module.__doc__)
-    copy.__package__ = module.__package__
-    copy.__file__ = module.__file__
-    exec(compile(source.replace(old, new), module.__file__, "exec"), copy.__dict__)
-    return copy
-
-
-class _LateWriteRAM(BlockRAM):
-    """Fault: a ``BlockRAM`` whose writes commit a clock late (write-to-read distance 3)."""
-
-    def elaborate(self, platform):
-        m = Module()
-        m.submodules.ram = ram = BlockRAM(self.width, self.depth, self.style)
-        m.d.sync += [ram.w_en.eq(self.w_en), ram.w_addr.eq(self.w_addr),
-                     ram.w_data.eq(self.w_data)]
-        m.d.comb += [ram.r_addr.eq(self.r_addr), self.r_data.eq(ram.r_data)]
-        return m
-
-
 #: Entries the ``shallow_fifo`` fault takes from the verdict FIFO.
 SHALLOW_BY = 4
-
-
-class _ShallowFIFO(Elaboratable):
-    """Fault: a verdict FIFO that holds ``SHALLOW_BY`` words fewer than the ``depth`` the
-    queue manager's credit count assumes. A write while it holds ``depth - SHALLOW_BY`` words
-    is dropped. The limit is put on the fill level rather than on the ``depth`` passed down,
-    because the FIFO rounds its capacity up to a power of two plus one (``depth - 4`` would
-    leave a 32-deep FIFO at 33 words, and the fault would be gone).
-
-    Parameters
-    ----------
-    fifo_cls : class
-        The queue manager's FIFO (``w_data``, ``w_en``, ``w_rdy``, ``r_data``, ``r_en``,
-        ``r_rdy``, ``level``); the rest of the parameters go to it.
-    """
-
-    def __init__(self, fifo_cls, *, width, depth, **kw):
-        if depth - SHALLOW_BY < 1:
-            raise ValueError(f"fault shallow_fifo: depth {depth} leaves no entry "
-                             f"(needs at least {SHALLOW_BY + 1})")
-        self.inner = fifo_cls(width=width, depth=depth, **kw)
-        self.limit = depth - SHALLOW_BY
-        self.w_data, self.w_en, self.w_rdy = Signal(width), Signal(), Signal()
-        self.r_data, self.r_en, self.r_rdy = Signal(width), Signal(), Signal()
-        self.level = Signal.like(self.inner.level)
-
-    def elaborate(self, platform):
-        m = Module()
-        m.submodules.inner = inner = self.inner
-        room = inner.w_rdy & (inner.level < self.limit)
-        m.d.comb += [inner.w_data.eq(self.w_data), inner.w_en.eq(self.w_en & room),
-                     self.w_rdy.eq(room), self.r_data.eq(inner.r_data),
-                     inner.r_en.eq(self.r_en), self.r_rdy.eq(inner.r_rdy),
-                     self.level.eq(inner.level)]
-        return m
-
-
-def _shallow(module):
-    """A context that makes ``module`` (``fpq_hdl.queue_manager``) build its verdict FIFO as
-    a ``_ShallowFIFO``. The name it builds the FIFO by is checked first: if the module no
-    longer has it, the fault says so instead of failing inside ``mock``."""
-    name = "VerdictFIFO"
-    if not isinstance(getattr(module, name, None), type):
-        raise RuntimeError(f"fault shallow_fifo: {module.__name__} has no class {name} to "
-                           f"replace (the verdict FIFO is built by another name now)")
-    fifo_cls = getattr(module, name)
-    return mock.patch.object(module, name,
-                             lambda **kw: _ShallowFIFO(fifo_cls, **kw))
 
 
 class FlowCounterHarness(wiring.Component):
@@ -303,7 +230,7 @@ class FlowCounterHarness(wiring.Component):
         self.vec_bits, self.set_delay, self.fault = vec_bits, set_delay, fault
         self.free_seed = free_seed
         self.index_bits = (vec_bits - 1).bit_length()
-        values = dict(tick_hz=1e3, t_clear_s=vec_bits / 1e3, v_max=vec_bits)
+        values = dict(tick_hz=1e3, t_clear_s=t_clear_s(1, vec_bits, 1e3), v_max=vec_bits)
         if n_cap is not None:
             values["n_cap"] = n_cap
         self.config_const, self.regs = _config_const(self.build, **values)
@@ -317,12 +244,11 @@ class FlowCounterHarness(wiring.Component):
         vb, regs = self.vec_bits, self.regs
         v_max, n_cap = regs["v_max"], regs["n_cap"]
 
-        patch = (mock.patch.object(_flow_counter_module, "BlockRAM", _LateWriteRAM)
-                 if self.fault == "ram_write_late" else contextlib.nullcontext())
-        with patch:
+        if self.fault == "ram_write_late":
+            dut = FlowCounter(self.build, self.set_delay, ram=LateWriteRAM)
+        else:
             dut = FlowCounter(self.build, self.set_delay)
-            # elaborate now, while the fault (if any) is patched in
-            m.submodules.dut = Fragment.get(dut, platform)
+        m.submodules.dut = dut
         m.submodules.prob = dp = DropProbability(self.build)
         cfg = Signal(config_layout(self.build))
         m.d.comb += cfg.eq(self.config_const)
@@ -439,7 +365,8 @@ class QueueManagerHarness(wiring.Component):
         self.fault = fault
         tick_hz = 1e3
         self.config_const, self.regs = _config_const(
-            self.build, tick_hz=tick_hz, t_clear_s=clear_period_ticks * vec_bits / tick_hz,
+            self.build, tick_hz=tick_hz,
+            t_clear_s=t_clear_s(clear_period_ticks, vec_bits, tick_hz),
             v_max=vec_bits)
         super().__init__({
             "arrival_valid": In(1), "verdict_ready": In(1),
@@ -452,9 +379,10 @@ class QueueManagerHarness(wiring.Component):
         m = Module()
         qm = _queue_manager_module
         fifo_depth = self.fifo_depth
-        shallow = _shallow(qm) if self.fault == "shallow_fifo" else contextlib.nullcontext()
-        with shallow, mock.patch.object(qm, "FIFO_DEPTH", fifo_depth):
-            dut = qm.QueueManager(self.build, verdict_fifo=self.verdict_fifo)
+        parts = {"VerdictFIFO": shallow_fifo(SHALLOW_BY)} if self.fault == "shallow_fifo" \
+            else {}
+        with mock.patch.object(qm, "FIFO_DEPTH", fifo_depth):
+            dut = qm.QueueManager(self.build, verdict_fifo=self.verdict_fifo, parts=parts)
             m.submodules.dut = Fragment.get(dut, platform)
         latency = dut.latency
 
@@ -535,14 +463,11 @@ class QueueManagerHarness(wiring.Component):
 
 
 def _decision(optimise, fault):
-    """A ``Decision`` of form ``optimise``, with ``fault`` injected into its source if it is
-    one of that form's ``DECISION_FAULTS``."""
-    module = _decision_module
-    if fault is not None:
-        form, old, new = DECISION_FAULTS[fault]
-        if form == optimise:
-            module = _mutated(_decision_module, old, new)
-    return module.Decision(small_build(), optimise)
+    """A ``Decision`` of form ``optimise``, with ``fault`` if it is one of that form's
+    ``DECISION_FAULTS``."""
+    if fault is not None and DECISION_FAULTS[fault][0] == optimise:
+        return DECISION_FAULTS[fault][1](small_build(), optimise)
+    return Decision(small_build(), optimise)
 
 
 class _DecisionEnvironment(wiring.Component):

@@ -13,7 +13,6 @@ where the port takes every event at its asked clock the generator's verdicts are
 from collections import deque
 import random
 
-from amaranth import Elaboratable, Module, ResetInserter, Signal
 from amaranth.sim import Simulator
 
 from fpq.bitfields import pack, unpack
@@ -56,18 +55,6 @@ def clock_through(dut, program, output, setup=None):
     sim.add_testbench(bench)
     sim.run()
     return seen
-
-
-class UnderReset(Elaboratable):
-    """``dut`` under a reset the bench drives (``rst``), as a board's reset."""
-
-    def __init__(self, dut):
-        self.dut, self.rst = dut, Signal()
-
-    def elaborate(self, platform):
-        m = Module()
-        m.submodules.dut = ResetInserter(self.rst)(self.dut)
-        return m
 
 
 async def write_words(ctx, port, words, tick):

@@ -1,52 +1,26 @@
 """FlowHash against fpq.flow_hash.FlowHash (Toeplitz with a runtime key, the RSS input or a
-hash from the descriptor, the keyed non-linear stage, multiply-shift index), each build."""
+hash from the descriptor, the keyed non-linear stage, multiply-shift index), each build. The
+bench is ``tb_lib.blocks.flow_hash`` (cocotb-tests/components/ runs it on Verilator)."""
 import random
 
 import pytest
-from amaranth.sim import Simulator
 
 from fpq import Build, Config
 from fpq.fields import RSS_KEY
-from fpq.flow_hash import (FlowHash as Model, reduce_index, pack_flow, pack_flow6,
-                           HASH_KEY_BYTES, FLOW_KEY_BITS)
+from fpq.flow_hash import FlowHash as Model, reduce_index, pack_flow6, HASH_KEY_BYTES
 from fpq_hdl.flow_hash import FlowHash
-from fpq.bitfields import pack
-from fpq_hdl.layouts import config_layout
+
+from tb_lib.blocks.flow_hash import FlowHashBench, OUTPUTS, flows as _flows
+from tb_lib.sim_amaranth import run_bench
 
 
-def _flows(rnd, hash_input, flow_key="ipv4"):
-    if hash_input == "descriptor":
-        return [rnd.getrandbits(32) for _ in range(300)] + [0, (1 << 32) - 1, 1, 1 << 31]
-    # TCP, UDP, ICMP (ICMPv6) and random protocols, so that the RSS input takes both forms
-    ip_bits, pack_ = (32, pack_flow) if flow_key == "ipv4" else (128, pack_flow6)
-    out = [pack_(rnd.getrandbits(ip_bits), rnd.getrandbits(ip_bits), rnd.getrandbits(16),
-                 rnd.getrandbits(16), rnd.choice((6, 17, 1, 58, rnd.getrandbits(8))))
-           for _ in range(300)]
-    n = FLOW_KEY_BITS[flow_key]
-    return out + [rnd.getrandbits(n) for _ in range(100)] + \
-        [0, (1 << n) - 1, 1, 1 << (n - 1), 6, 17, 0xFF]
-
-
-def _run(build, regs, flows):
-    dut = FlowHash(build)
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    got_h, got_i = [], []
-
-    async def bench(ctx):
-        ctx.set(dut.config.as_value(), pack(config_layout(build), regs))
-        await ctx.tick()          # the key copies take it (a flow in this clock: the old key)
-        for i in range(len(flows) + FlowHash.LATENCY):
-            if i < len(flows):
-                ctx.set(dut.flow, flows[i])
-            _, _, h, idx = await ctx.tick().sample(dut.hash, dut.index)
-            if i >= FlowHash.HASH_LATENCY and len(got_h) < len(flows):
-                got_h.append(h)
-            if i >= FlowHash.LATENCY:
-                got_i.append(idx)
-    sim.add_testbench(bench)
-    sim.run()
-    return got_h, got_i
+def _run(config, flows):
+    """FlowHash under the bench (``tb_lib.blocks.flow_hash``: the hash and the index of every
+    flow compared with the model's at their latencies); returns the model's hashes and
+    indices (the RTL's, which the bench found equal)."""
+    plan = {"build": config.build, "script": [("case", config, flows)], "record": True}
+    bench, _ = run_bench(FlowHash(config.build), lambda sim: FlowHashBench(sim, plan), OUTPUTS)
+    return [h for h, _ in bench.rows], [i for _, i in bench.rows]
 
 
 @pytest.mark.parametrize("v_max,vec_bits", [(1, 64), (5000, 8192), (8192, 8192),
@@ -59,7 +33,7 @@ def test_hash_and_index_match_model(v_max, vec_bits):
     config = Config(build=build, v_max=v_max, hash_key=key, hash_mix_key=mix_key,
                     t_clear_s=1.0)
     flows = _flows(rnd, "5-tuple")
-    got_h, got_i = _run(build, config.registers(), flows)
+    got_h, got_i = _run(config, flows)
     model = Model.of(config)
     assert got_h == [model(f) for f in flows]
     assert got_i == [reduce_index(model(f), v_max) for f in flows]
@@ -77,7 +51,7 @@ def test_every_hash_option_matches_model(hash_input, flow_key, hash_mix):
                     hash_key=bytes(rnd.getrandbits(8) for _ in range(HASH_KEY_BYTES[flow_key])),
                     hash_mix_key=bytes(rnd.getrandbits(8) for _ in range(12)))
     flows = _flows(rnd, hash_input, flow_key)
-    got_h, got_i = _run(build, config.registers(), flows)
+    got_h, got_i = _run(config, flows)
     model = Model.of(config)
     assert got_h == [model(f) for f in flows]
     assert got_i == [reduce_index(model(f), 5000) for f in flows]
@@ -126,5 +100,5 @@ def test_ipv6_rss_build_gives_the_published_rss_ipv6_hashes():
         s, d = int(ipaddress.IPv6Address(src)), int(ipaddress.IPv6Address(dst))
         flows += [pack_flow6(s, d, sport, dport, p) for p in (6, 17, 58)]
         want += [h_tcp, h_tcp, h_ip]
-    got_h, _ = _run(build, config.registers(), flows)
+    got_h, _ = _run(config, flows)
     assert got_h == want

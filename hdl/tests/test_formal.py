@@ -12,7 +12,7 @@ docs/RELIABILITY.md ("Formal checks").
 import pytest
 
 from .formal_harness import (FlowCounterHarness, QueueManagerHarness, DecisionLimitHarness,
-                            DecisionEquivalenceHarness, DECISION_FAULTS, run_formal, _shallow)
+                            DecisionEquivalenceHarness, DECISION_FAULTS, SHALLOW_BY, run_formal)
 from fpq_hdl.decision import Decision
 from fpq_hdl.queue_manager import LATENCY, VERDICT_FIFOS
 
@@ -149,9 +149,8 @@ def test_shallow_fifo_fault_keeps_four_words_fewer(verdict_fifo, depth):
     # times without a read (as the credit allows) and then read out: four words are lost,
     # for the 32-word FIFO too (its capacity is rounded up to 33)
     from amaranth.sim import Simulator
-    from fpq_hdl import queue_manager
-    with _shallow(queue_manager):
-        fifo = queue_manager.VerdictFIFO(width=8, depth=depth, memory=verdict_fifo)
+    from tb_lib.faults import shallow_fifo
+    fifo = shallow_fifo(SHALLOW_BY)(width=8, depth=depth, memory=verdict_fifo)
     sim = Simulator(fifo)
     sim.add_clock(1e-8)
     read = []
@@ -173,11 +172,14 @@ def test_shallow_fifo_fault_keeps_four_words_fewer(verdict_fifo, depth):
 
 
 @pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
-def test_shallow_fifo_fault_names_a_missing_fifo_class():
-    import types
-    with pytest.raises(RuntimeError, match="fault shallow_fifo: fpq_hdl.queue_manager has no "
-                                           "class VerdictFIFO to replace"):
-        _shallow(types.ModuleType("fpq_hdl.queue_manager"))
+def test_a_part_the_top_does_not_build_is_refused():
+    # the seam the shallow FIFO goes through names the parts it has: a fault of a part the
+    # top no longer builds fails loudly instead of injecting nothing
+    import gc
+    from fpq_hdl.queue_manager import QueueManager
+    with pytest.raises(ValueError, match="parts: SyncFIFO not among VerdictFIFO, FlowHash"):
+        QueueManager(parts={"SyncFIFO": object})
+    gc.collect()          # the refused object, never elaborated, goes while the filter holds
 
 
 # the shallow FIFO of a SMALL_FIFO build holds SMALL_FIFO - SHALLOW_BY = 2 verdicts: a stalled
@@ -227,15 +229,20 @@ def test_queue_within_limits_speed_bmc():
     assert r.passed, (r.failed, r.counterexample_steps)
 
 
-@pytest.mark.parametrize("fault", ["forced_ignores_admission", "k_zero_extended",
-                                   "packet_limit_off_by_one"])
-def test_queue_limit_faults_are_caught(fault):
-    """Each fault of the form it names makes the queue exceed a limit (the k_zero_extended
-    one is the bug the line-rate rewrite had, found by simulation)."""
+@pytest.mark.parametrize("fault, checks", [
+    pytest.param("forced_ignores_admission", LIMIT_CHECKS, id="forced_ignores_admission"),
+    # its forced drops are right for the flags it selects; the occupancy after them is not
+    pytest.param("admission_from_candidate", LIMIT_CHECKS + ("occupancy_is_the_queue",),
+                 id="admission_from_candidate"),
+    pytest.param("packet_limit_off_by_one", LIMIT_CHECKS, id="packet_limit_off_by_one"),
+])
+def test_queue_limit_faults_are_caught(fault, checks):
+    """Each fault of the form it names makes the queue exceed a limit, or the harness's
+    definition of the queue differ from the occupancy."""
     form = DECISION_FAULTS[fault][0]
     harness = DecisionLimitHarness(form, fault=fault)
     r = run_formal(harness, depth=QUICK_DEC_DEPTH)
-    steps = _fails(r, *LIMIT_CHECKS, "forced_exactly_over_a_limit")
+    steps = _fails(r, *checks, "forced_exactly_over_a_limit")
     # a slot's occupancy shows DEC_PIPE clocks after its fields; the fault needs two slots
     assert DEC_PIPE < steps <= QUICK_DEC_DEPTH
 

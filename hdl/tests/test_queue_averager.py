@@ -2,23 +2,25 @@
 from 0 to the largest values of the queue and the average, with samples every 4 clocks (the
 least the pipeline allows) and sparser; the weight taken with each sample; a weight the
 build fixes; and the publication clock by the model's ``QueueAverager`` (``delay`` =
-``LATENCY``). ``avg`` is compared on every clock: between samples it must not move."""
+``LATENCY``). The bench is the Verilator bench's (``tb_lib.blocks.queue_averager``,
+cocotb-tests/queue_averager/), here in Amaranth's simulator: ``avg`` is compared on every
+clock with the model's ``read``; between samples it must not move."""
 import random
 
 import pytest
 
 from fpq import Build
 from fpq.queue_averager import ewma_time_constant
-from fpq.formats import QAVG, QPKTS_BITS, MIN_SAMPLE_PERIOD
-from fpq.queue_averager import ewma_step, QueueAverager as Model
+from fpq.formats import QAVG, MIN_SAMPLE_PERIOD
+from fpq.queue_averager import ewma_step
 from fpq_hdl.queue_averager import QueueAverager
 from fpq_hdl.layouts import fixed_registers
 
-from .hdl_harness import clock_through
+from tb_lib.blocks.queue_averager import QueueAveragerBench, OUTPUTS, Q_MAX, gaps_of
+from tb_lib.sim_amaranth import run_bench
 
 BUILD = Build(table_depth=16)
 LAT = QueueAverager.LATENCY
-Q_MAX = (1 << QPKTS_BITS) - 1
 A_MAX = QAVG.max_raw
 
 
@@ -26,19 +28,14 @@ def simulate(samples, build=BUILD, preset=None, noise=1):
     """``samples``: ``(clock, q, wq_shift)`` in clock order, at least ``MIN_SAMPLE_PERIOD``
     apart. In the other clocks ``q`` and ``wq_shift`` carry random values (they must not
     count). ``preset``: a value written into the average's register before the first clock.
-    Returns ``avg`` as seen in every clock."""
-    dut = QueueAverager(build)
-    rnd = random.Random(noise)
-    at = {c: (q, w) for c, q, w in samples}
-    program = []
-    for c in range(samples[-1][0] + LAT + 3):
-        q, w = at[c] if c in at else (rnd.randrange(Q_MAX + 1), rnd.randrange(32))
-        program.append(((dut.sample, c in at), (dut.q, q), (dut.wq_shift, w)))
-
-    def setup(ctx):
-        if preset is not None:
-            ctx.set(dut.avg, preset)
-    return clock_through(dut, program, dut.avg, setup)
+    The bench compares ``avg`` with the model's in every clock; returns the model's average
+    of every clock and the model."""
+    plan = {"build": build, "seed": noise, "noise": 1.0, "record": True,
+            "script": [*([("preset", preset)] if preset is not None else []),
+                       ("run", gaps_of(samples))]}
+    bench, _ = run_bench(QueueAverager(build), lambda sim: QueueAveragerBench(sim, plan),
+                         OUTPUTS)
+    return bench.rows, bench.model
 
 
 def expected(samples, start=0, fixed_shift=None):
@@ -60,8 +57,10 @@ def expected(samples, start=0, fixed_shift=None):
 
 
 def compare(got, want):
+    """The bench's model (``QueueAverager``, which the RTL matched) against the chain of
+    ``ewma_step``."""
     first = next((c for c, (g, w) in enumerate(zip(got, want)) if g != w), None)
-    assert first is None, f"clock {first}: avg {got[first]:#x}, model {want[first]:#x}"
+    assert first is None, f"clock {first}: avg {got[first]:#x}, ewma_step {want[first]:#x}"
     assert len(got) == len(want)
 
 
@@ -98,7 +97,7 @@ def test_sampled_update_matches_ewma_step(wq_shift):
     rnd = random.Random(wq_shift)
     q = queue_values(rnd)
     samples = [(c, q(), wq_shift) for c in schedule(rnd, 250)]
-    got = simulate(samples, preset=A_MAX, noise=wq_shift)
+    got, _ = simulate(samples, preset=A_MAX, noise=wq_shift)
     want = expected(samples, start=A_MAX)
     compare(got, want)
     assert len(set(want)) > 100 or wq_shift >= 14
@@ -114,7 +113,7 @@ def test_extreme_differences_at_every_weight():
             samples.append((c, q, w))
             c += MIN_SAMPLE_PERIOD
     for start in (0, A_MAX, A_MAX - (1 << 16) + 1):
-        got = simulate(samples, preset=start, noise=start & 0xFF)
+        got, _ = simulate(samples, preset=start, noise=start & 0xFF)
         compare(got, expected(samples, start=start))
 
 
@@ -125,7 +124,7 @@ def test_the_weight_is_taken_with_each_sample():
     rnd = random.Random(99)
     q = queue_values(rnd)
     samples = [(c, q(), rnd.randrange(32)) for c in schedule(rnd, 1500, gaps=(4, 4, 4, 5))]
-    got = simulate(samples, noise=7)
+    got, _ = simulate(samples, noise=7)
     want = expected(samples)
     compare(got, want)
     assert len({w for _, _, w in samples}) == 32
@@ -144,11 +143,12 @@ def test_a_weight_the_build_fixes(k):
     rnd = random.Random(k)
     q = queue_values(rnd)
     samples = [(c, q(), rnd.randrange(32)) for c in schedule(rnd, 300)]
-    got = simulate(samples, build=build, preset=rnd.randrange(A_MAX + 1), noise=k)
-    want = expected(samples, start=got[0], fixed_shift=k)
+    start = rnd.randrange(A_MAX + 1)
+    got, _ = simulate(samples, build=build, preset=start, noise=k)
+    want = expected(samples, start=start, fixed_shift=k)
     compare(got, want)
     # the port's values would have given another average
-    assert expected(samples, start=got[0]) != want
+    assert expected(samples, start=start) != want
 
 
 def test_publication_clock_is_the_model_s_with_delay_latency():
@@ -160,21 +160,13 @@ def test_publication_clock_is_the_model_s_with_delay_latency():
     gaps = [rnd.choice((4, 4, 5, 9, 17)) for _ in range(600)]
     shifts = [rnd.randrange(17) for _ in gaps]
     qs = [q() for _ in gaps]
-    model = Model(shifts[0], gaps[0], LAT)
     clocks, c = [], gaps[0]
     for g in gaps:
         clocks.append(c)
         c += g
     samples = list(zip(clocks, qs, shifts))
-    got = simulate(samples, noise=3)
-    want, i = [], 0
-    for c in range(len(got)):
-        if i < len(samples) and samples[i][0] == c:
-            # the weight in effect at this sample, and the period to the next one (a
-            # configuration of the clock before: the period a sample steps with is read then)
-            model.configure(shifts[i], gaps[i], c - 1)
-            model.sample_until(c + 1, qs[i])
-            i += 1
-        want.append(model.read(c))
+    # the bench configures its model before each sample (the weight, the period to the next
+    # one, in the clock before: the period a sample steps with is read then), takes the
+    # sample (``sample_until``) and compares ``read`` with ``avg`` in every clock
+    _, model = simulate(samples, noise=3)
     assert model.samples == len(samples)
-    compare(got, want)

@@ -13,12 +13,15 @@ from fpq.queue_manager import Arrival, Departure, QueueManager as Model
 
 from fpq_hdl.queue_manager import (QueueManager, FIFO_DEPTH, LATENCY, MIN_AVG_DELAY,
                                     MIN_COUNTER_BITS, VERDICT_FIFOS, OPTIMISE, _S_VERDICT)
-from .hdl_harness import traffic, run, compare, replay, check_bench, Bench, UnderReset
+from .hdl_harness import traffic, run, compare, replay, check_bench, Bench
+
+from tb_lib.sim_amaranth import UnderReset
+from tb_lib.stimulus import t_clear_s
 
 #: The bit-exact runs use a small r(N) table so that loading it takes few simulated clocks.
 BUILD = Build(table_depth=1024)
 #: Clears about every 1.25 clocks (a clear in most clocks), 1000 ticks... t_clear 5 ms.
-COMMON = dict(build=BUILD, tick_hz=1e6, t_clear_s=1.25 * 4000 / 1e6, v_max=4000, ecn=True,
+COMMON = dict(build=BUILD, tick_hz=1e6, t_clear_s=t_clear_s(1.25, 4000), v_max=4000, ecn=True,
               n_cap=1023)
 MODES = {
     "fpq": Config(mode="fpq", limit_pkts=300, lc_correction=True, **COMMON)
@@ -182,7 +185,7 @@ def test_throughput_one_verdict_per_clock(verdict_fifo):
     departure in every third, the same flow on every clock for the first half: 10k verdicts
     in 10k + latency clocks, every one the model's."""
     v_max = 4096
-    cfg = Config(build=BUILD, mode="fpq", v_max=v_max, tick_hz=1e6, t_clear_s=v_max / 1e6,
+    cfg = Config(build=BUILD, mode="fpq", v_max=v_max, tick_hz=1e6, t_clear_s=t_clear_s(1, v_max),
                  n_cap=1023, limit_pkts=100).override(wq_shift=3, avg_sample_period=4)
     assert cfg.clear_period_raw() == 1 << 16
     rnd = random.Random(1)

@@ -1,4 +1,6 @@
-"""RandomSource against fpq.random_source.XorShift128."""
+"""RandomSource against fpq.random_source.XorShift128, under the bench of
+``tb_lib.blocks.random_source`` (the number of every clock compared with the model's); the
+tests check the model's numbers the bench found equal against the sequences they expect."""
 import copy
 import random
 
@@ -6,16 +8,24 @@ from fpq import Config
 from fpq.random_source import XorShift128
 from fpq_hdl.random_source import RandomSource
 
-from .hdl_harness import clock_through
+from tb_lib.blocks.random_source import RandomSourceBench, OUTPUTS
+from tb_lib.sim_amaranth import run_bench
+
+
+def _run(seeds, program):
+    """Clock ``RandomSource`` through ``program``: per clock ``(load, step)``, with the seed
+    port at ``seeds[k]`` in clock k. Returns per clock the ``value`` seen in that clock."""
+    clocks = [(seeds[k], load, step) for k, (load, step) in enumerate(program)]
+    plan = {"script": [("clocks", clocks)], "record": True}
+    bench, _ = run_bench(RandomSource(), lambda sim: RandomSourceBench(sim, plan), OUTPUTS)
+    return bench.rows
 
 
 def draws(seed, n, step_pattern):
     """The numbers drawn in ``n`` clocks after a load of ``seed``, stepping where
     ``step_pattern(i)``."""
-    dut = RandomSource()
     steps = [step_pattern(i) for i in range(n)]
-    seen = clock_through(dut, [((dut.seed, seed), (dut.load, 1), (dut.step, 0))]
-                         + [((dut.load, 0), (dut.step, step)) for step in steps], dut.value)
+    seen = _run([seed] * (n + 1), [(1, 0)] + [(0, step) for step in steps])
     return [v for v, step in zip(seen[1:], steps) if step]
 
 
@@ -31,14 +41,6 @@ def test_all_zero_seed_is_replaced_like_the_model():
     got = draws(0, 50, lambda i: 1)
     model = XorShift128(0)
     assert got == [model.next() for _ in got]
-
-
-def _run(seeds, program):
-    """Clock ``RandomSource`` through ``program``: per clock ``(load, step)``, with the seed
-    port at ``seeds[k]`` in clock k. Returns per clock the ``value`` seen in that clock."""
-    dut = RandomSource()
-    return clock_through(dut, [((dut.seed, seeds[k]), (dut.load, load), (dut.step, step))
-                               for k, (load, step) in enumerate(program)], dut.value)
 
 
 def test_load_bypass_the_load_clock_shows_the_seed_s_first_number():

@@ -16,7 +16,9 @@ from amaranth import Module
 from amaranth.lib import wiring
 
 from fpq_hdl.layouts import config_layout
-from .hdl_harness import Bench, traffic, check_bench, UnderReset
+from .hdl_harness import Bench, traffic, check_bench
+
+from tb_lib.sim_amaranth import UnderReset
 
 BUILD = Build(table_depth=64)
 REGS = {r.name: r for r in registers(BUILD)}
