@@ -15,14 +15,21 @@ from fpq.regmap import (address_constants, ID_VALUE, CONTROL_COMMIT, CONTROL_CLE
 from .layouts import arrival_layout, DEPARTURE, VERDICT
 from .queue_manager import QueueManager, LATENCY, FIFO_DEPTH
 from .registers import RegisterFile, ADDR_BITS, WRITE_SETUPS
+from .block_ram import RAM_STYLES
 
-__all__ = ["BUSES", "FPQCore", "tdata_width", "export_verilog", "sv_package",
+__all__ = ["BUSES", "TARGETS", "FPQCore", "tdata_width", "export_verilog", "sv_package",
            "KEYWORDS", "check_names", "rename_bit_select_names", "core_verilog"]
 
 #: ``FPQCore(bus=...)`` choices: the register file behind AXI4-Lite (``s_axil_*``) or
 #: Wishbone B4 classic (``wb_*``), or no register file (the queue manager's own
 #: configuration port ``cfg`` and control ports).
 BUSES = ("axi-lite", "wishbone", "none")
+
+#: ``export_verilog(target=...)`` choices: "generic" (memories and multipliers for the
+#: vendor tool to infer) or a family whose primitives the export instantiates (a block RAM's
+#: output register, which Yosys's inference does not use, takes the RAM's clock-to-out off
+#: the fabric's paths).
+TARGETS = RAM_STYLES
 
 #: AXI response codes (``bresp``/``rresp``).
 _OKAY, _SLVERR = 0b00, 0b10
@@ -64,7 +71,7 @@ class FPQCore(wiring.Component):
     """The queue manager with AXI-Stream ports and its register file behind a standard bus.
 
     Streams (AXI-Stream: a transfer in each clock in which ``tvalid`` and ``tready`` are both
-    high; ``tready`` may depend on ``tvalid``): ``s_axis_arrival`` carries the build's
+    high; the core's ``tready`` never depends on ``tvalid`` in the same clock): ``s_axis_arrival`` carries the build's
     ``arrival_layout`` (``ARRIVAL``; 320 bits of ``tdata`` in an IPv6 build, whose flow key
     is 296 bits, ``Build.flow_key``) in the low bits of ``tdata``, ``s_axis_departure``
     ``DEPARTURE``, ``m_axis_verdict`` ``VERDICT``
@@ -76,15 +83,17 @@ class FPQCore(wiring.Component):
     data. One access at a time (reads and writes alternate when both wait); a write is taken
     when its address and data are both valid. The access is taken into registers and issued
     to the register file from them (its decode then starts at registers, not at the bus's
-    handshake): a write's response comes 5 clocks after its handshake, a read's data 5
-    clocks after its. A write with ``wstrb`` other than ``4'hf``
+    handshake): a write's response comes ``WRITE_RESPONSE_CLOCKS`` (5) clocks after its
+    handshake, a read's data ``READ_RESPONSE_CLOCKS`` (6) after its. A write with ``wstrb``
+    other than ``4'hf``
     writes nothing and answers SLVERR (every register is written as whole words); every other
     access answers OKAY (errors of the map itself are the sticky bits of ``STATUS``).
     ``bus="wishbone"``: a Wishbone B4 classic target, ``wb_*``, 32-bit port and granularity
-    (no ``sel``), ``wb_adr`` the word address (byte address bits 19..2); ``ack`` one clock
-    after the strobe, read data with it. ``bus="none"``: no register file: the queue
-    manager's configuration and control ports (``cfg`` for its ``config``; see its
-    docstring) are ports of the core.
+    (no ``sel``), ``wb_adr`` the word address (byte address bits 19..2); the access is taken
+    into registers as AXI4-Lite's is, and ``ack`` (read data with it) comes as many clocks
+    after the strobe's first clock as AXI4-Lite's response after its handshake.
+    ``bus="none"``: no register file: the queue manager's configuration and control ports
+    (``cfg`` for its ``config``; see its docstring) are ports of the core.
 
     Parameters
     ----------
@@ -97,18 +106,28 @@ class FPQCore(wiring.Component):
         project's own ECP5 synthesis, ``python -m fpq_hdl.synth --component axi_core``).
     """
 
+    #: Clocks from an access's handshake (or Wishbone strobe) to its response: the held
+    #: access waits ``write_setup`` clocks before a write, ``read_setup`` plus the read
+    #: latency for a read, and the response is a register. A read's address decode takes two
+    #: registered stages (``read_setup`` 2), so that no stage is more than two LUT levels.
+    WRITE_RESPONSE_CLOCKS = 5
+    READ_RESPONSE_CLOCKS = 6
+
     def __init__(self, build, bus="axi-lite", ram_style="generic"):
         if bus not in BUSES:
             raise ValueError(f"bus: {bus!r} is not one of {', '.join(BUSES)}")
         self.build = build
         self.bus = bus
         self.qm = QueueManager(build, ram_style=ram_style)
-        # behind AXI4-Lite the register file decodes from registers (the adapter holds each
-        # access's address and data and issues it clocks later: AXI4-Lite allows any
-        # latency); Wishbone's one-clock ack keeps the plain file
+        # the register file decodes from registers: the bus adapter holds each access's
+        # address and data and issues it clocks later (both buses allow any latency: AXI4-Lite
+        # by its handshakes, Wishbone by its ack)
         self.rf = (None if bus == "none" else
                    RegisterFile(build, read_latency=2, write_setup=max(WRITE_SETUPS),
-                                read_setup=1) if bus == "axi-lite" else RegisterFile(build))
+                                read_setup=2))
+        assert self.rf is None or (
+            self.rf.write_setup + 2 == self.WRITE_RESPONSE_CLOCKS and
+            self.rf.read_setup + self.rf.read_latency + 2 == self.READ_RESPONSE_CLOCKS)
         self._arrival = arrival_layout(build)
         members = {
             "s_axis_arrival_tdata": In(tdata_width(self._arrival)), "s_axis_arrival_tvalid": In(1),
@@ -150,6 +169,28 @@ class FPQCore(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         m.submodules.queue_manager = qm = self.qm
+        self._streams(m, qm)
+        controls = [(n, mb) for n, mb in qm.signature.members.items()
+                    if n not in ("arrivals", "departures", "verdicts")]
+        if self.rf is None:
+            for name, member in controls:
+                port = getattr(self, self.control_port(name))
+                sig = getattr(qm, name)
+                m.d.comb += sig.eq(port) if member.flow == In else port.eq(sig)
+            return m
+        m.submodules.registers = rf = self.rf
+        for name, member in controls:
+            a, b = getattr(rf, name), getattr(qm, name)
+            m.d.comb += b.eq(a) if member.flow == In else a.eq(b)
+        access = _HeldAccess(m, rf)
+        if self.bus == "wishbone":
+            self._wishbone(m, access)
+        else:
+            self._axi_lite(m, access)
+        return m
+
+    def _streams(self, m, qm):
+        """The AXI-Stream ports onto the queue manager's streams (wiring only)."""
         m.d.comb += [
             qm.arrivals.payload.eq(self.s_axis_arrival_tdata[:self._arrival.size]),
             qm.arrivals.valid.eq(self.s_axis_arrival_tvalid),
@@ -162,94 +203,111 @@ class FPQCore(wiring.Component):
             self.m_axis_verdict_tvalid.eq(qm.verdicts.valid),
             qm.verdicts.ready.eq(self.m_axis_verdict_tready),
         ]
-        controls = [(n, mb) for n, mb in qm.signature.members.items()
-                    if n not in ("arrivals", "departures", "verdicts")]
-        if self.rf is None:
-            for name, member in controls:
-                port = getattr(self, self.control_port(name))
-                sig = getattr(qm, name)
-                m.d.comb += sig.eq(port) if member.flow == In else port.eq(sig)
-            return m
 
-        m.submodules.registers = rf = self.rf
-        for name, member in controls:
-            a, b = getattr(rf, name), getattr(qm, name)
-            m.d.comb += b.eq(a) if member.flow == In else a.eq(b)
-        bus = rf.bus
-        if self.bus == "wishbone":
-            # a strobe starts the access in its clock; ``ack`` (registered) ends it in the
-            # next, when the register file's read data is valid. A strobe still high in the
-            # clock of its ack is that same cycle, not a new one.
-            ack = Signal()
-            start = self.wb_cyc & self.wb_stb & ~ack
-            m.d.comb += [bus.addr.eq(Cat(C(0, 2), self.wb_adr)),
-                         bus.w_en.eq(start & self.wb_we), bus.w_data.eq(self.wb_dat_w),
-                         bus.r_en.eq(start & ~self.wb_we),
-                         self.wb_dat_r.eq(bus.r_data), self.wb_ack.eq(ack)]
-            m.d.sync += ack.eq(start)
-            return m
-
-        # AXI4-Lite: an access is taken into registers (address, data, kind) in its
-        # handshake's clock and issued to the register file from them, ``write_setup``
-        # clocks later for a write, ``read_setup`` for a read (the register file's promise);
-        # one access at a time; the response channels are registers held until their ready.
+    def _axi_lite(self, m, access):
+        """AXI4-Lite onto the held access: a write is taken when its address and data are
+        both valid, a read when its address is; one at a time (a waiting read goes after a
+        write); the response channels are registers held until their ready."""
         bvalid, bresp = Signal(), Signal(2)
         rvalid, rdata = Signal(), Signal(32)
-        busy = Signal()               # an access taken and not yet answered
         prefer_read = Signal()        # the last access was a write: a waiting read goes next
-        is_write, whole = Signal(), Signal()
-        addr, data = Signal.like(bus.addr), Signal(32)
+        can_write = self.s_axil_awvalid & self.s_axil_wvalid & ~access.busy & ~bvalid
+        can_read = self.s_axil_arvalid & ~access.busy & ~rvalid
+        do_write, do_read = Signal(), Signal()
+        m.d.comb += [
+            do_write.eq(can_write & ~(can_read & prefer_read)),
+            do_read.eq(can_read & ~do_write),
+            self.s_axil_awready.eq(do_write), self.s_axil_wready.eq(do_write),
+            self.s_axil_arready.eq(do_read),
+            self.s_axil_bvalid.eq(bvalid), self.s_axil_bresp.eq(bresp),
+            self.s_axil_rvalid.eq(rvalid), self.s_axil_rdata.eq(rdata),
+            self.s_axil_rresp.eq(_OKAY),
+        ]
+        access.take(m, write=do_write, read=do_read,
+                    addr=Mux(do_write, self.s_axil_awaddr, self.s_axil_araddr),
+                    data=self.s_axil_wdata, whole=self.s_axil_wstrb == 0b1111)
+        with m.If(do_write | do_read):
+            m.d.sync += prefer_read.eq(do_write)
+        with m.If(self.s_axil_bready):
+            m.d.sync += bvalid.eq(0)
+        with m.If(self.s_axil_rready):
+            m.d.sync += rvalid.eq(0)
+        with m.If(access.write_done):
+            m.d.sync += [bvalid.eq(1), bresp.eq(Mux(access.whole, _OKAY, _SLVERR))]
+        with m.If(access.read_done):
+            m.d.sync += [rvalid.eq(1), rdata.eq(access.r_data)]
+
+    def _wishbone(self, m, access):
+        """Wishbone B4 classic onto the held access: a strobe is taken in its clock and
+        answered by ``ack`` (a register, with the read data) when the access is done; a
+        strobe still high in the clock of its ack is that same cycle, not a new one."""
+        ack, dat_r = Signal(), Signal(32)
+        start = self.wb_cyc & self.wb_stb & ~access.busy & ~ack
+        access.take(m, write=start & self.wb_we, read=start & ~self.wb_we,
+                    addr=Cat(C(0, 2), self.wb_adr), data=self.wb_dat_w, whole=C(1, 1))
+        m.d.sync += ack.eq(access.write_done | access.read_done)
+        with m.If(access.read_done):
+            m.d.sync += dat_r.eq(access.r_data)
+        m.d.comb += [self.wb_ack.eq(ack), self.wb_dat_r.eq(dat_r)]
+
+
+class _HeldAccess:
+    """One register access at a time, taken into registers (address, data, kind) in its
+    handshake's clock and issued to the register file from them ``write_setup`` clocks later
+    for a write, ``read_setup`` for a read (the register file's promise), so that its decode
+    starts at registers, not at the bus's handshake. ``write_done`` (the issue's clock) and
+    ``read_done`` (the read data's clock, ``r_data``) end it; ``busy`` is high from the clock
+    after the take to the clock of its end."""
+
+    def __init__(self, m, rf):
+        bus = rf.bus
         # clocks of the address on the bus before the access (at least 1: the address is
         # a register loaded in the handshake's clock)
         assert rf.write_setup >= 1 and rf.read_setup >= 1
         # a read taken after a write is issued at least 2 + read_setup clocks after its w_en:
         # the register file's write has applied by then (its write_latency)
         assert rf.write_latency <= 1 + rf.read_setup
-        wait = Signal(range(max(rf.write_setup, rf.read_setup) + 1))
-        issue = Signal()              # the access's clock: wait reached 0
+        self._rf = rf
+        self.busy = Signal(name="access_busy")
+        self.whole = Signal(name="access_whole")
+        self._take = Signal()         # an access taken in this clock (``take``)
+        self._is_write = Signal()
+        self._addr, self._data = Signal.like(bus.addr), Signal(32)
+        self._wait = Signal(range(max(rf.write_setup, rf.read_setup) + 1))
+        self._issue = Signal()        # the access's clock: wait reached 0
         # the register file's w_en, a register of its own (set with ``issue`` for a whole
         # write) rather than a gate after ``issue``: it fans out to every word's enable
         w_issue = Signal()
-        read_wait = Signal(rf.read_latency)   # a read issued: its data arrives at the top bit
-        can_write = self.s_axil_awvalid & self.s_axil_wvalid & ~busy & ~bvalid
-        can_read = self.s_axil_arvalid & ~busy & ~rvalid
-        do_write = Signal()
-        do_read = Signal()
-        m.d.comb += [
-            do_write.eq(can_write & ~(can_read & prefer_read)),
-            do_read.eq(can_read & ~do_write),
-            self.s_axil_awready.eq(do_write), self.s_axil_wready.eq(do_write),
-            self.s_axil_arready.eq(do_read),
-            bus.addr.eq(addr), bus.w_data.eq(data),
-            bus.w_en.eq(w_issue), bus.r_en.eq(issue & ~is_write),
-            self.s_axil_bvalid.eq(bvalid), self.s_axil_bresp.eq(bresp),
-            self.s_axil_rvalid.eq(rvalid), self.s_axil_rdata.eq(rdata),
-            self.s_axil_rresp.eq(_OKAY),
-        ]
-        with m.If(self.s_axil_bready):
-            m.d.sync += bvalid.eq(0)
-        with m.If(self.s_axil_rready):
-            m.d.sync += rvalid.eq(0)
-        m.d.sync += [issue.eq(0), w_issue.eq(0), read_wait.eq(read_wait << 1)]
-        with m.If(do_write):
-            m.d.sync += [busy.eq(1), is_write.eq(1), prefer_read.eq(1),
-                         whole.eq(self.s_axil_wstrb == 0b1111),
-                         addr.eq(self.s_axil_awaddr), data.eq(self.s_axil_wdata),
-                         wait.eq(rf.write_setup)]
-        with m.Elif(do_read):
-            m.d.sync += [busy.eq(1), is_write.eq(0), prefer_read.eq(0),
-                         addr.eq(self.s_axil_araddr),
-                         wait.eq(rf.read_setup)]
-        with m.Elif(wait != 0):                # (only while busy, and 0 in the issue's clock)
-            m.d.sync += [wait.eq(wait - 1), issue.eq(wait == 1),
-                         w_issue.eq((wait == 1) & is_write & whole)]
-        with m.If(issue & is_write):
-            m.d.sync += [busy.eq(0), bvalid.eq(1), bresp.eq(Mux(whole, _OKAY, _SLVERR))]
-        with m.If(issue & ~is_write):
-            m.d.sync += read_wait.eq(1)
-        with m.If(read_wait[-1]):
-            m.d.sync += [busy.eq(0), rvalid.eq(1), rdata.eq(bus.r_data)]
-        return m
+        self._w_issue = w_issue
+        self._read_wait = Signal(rf.read_latency)   # a read issued: data at the top bit
+        self.write_done = self._issue & self._is_write
+        self.read_done = self._read_wait[-1]
+        self.r_data = bus.r_data
+        m.d.comb += [bus.addr.eq(self._addr), bus.w_data.eq(self._data),
+                     bus.w_en.eq(w_issue), bus.r_en.eq(self._issue & ~self._is_write)]
+        wait = self._wait
+        m.d.sync += [self._issue.eq(0), w_issue.eq(0),
+                     self._read_wait.eq(self._read_wait << 1)]
+        with m.If((wait != 0) & ~self._take):          # 0 in the issue's clock
+            m.d.sync += [wait.eq(wait - 1), self._issue.eq(wait == 1),
+                         w_issue.eq((wait == 1) & self._is_write & self.whole)]
+        with m.If(self.write_done | self.read_done):
+            m.d.sync += self.busy.eq(0)
+        with m.If(self._issue & ~self._is_write):
+            m.d.sync += self._read_wait.eq(1)
+
+    def take(self, m, write, read, addr, data, whole):
+        """Take an access in this clock: ``write`` or ``read`` (never both, only while not
+        ``busy``), its byte address, write data and whether a write is of the whole word."""
+        rf = self._rf
+        m.d.comb += self._take.eq(write | read)
+        with m.If(write):
+            m.d.sync += [self.busy.eq(1), self._is_write.eq(1), self.whole.eq(whole),
+                         self._addr.eq(addr), self._data.eq(data),
+                         self._wait.eq(rf.write_setup)]
+        with m.Elif(read):
+            m.d.sync += [self.busy.eq(1), self._is_write.eq(0), self._addr.eq(addr),
+                         self._wait.eq(rf.read_setup)]
 
 
 # ---- export --------------------------------------------------------------------------------
@@ -282,7 +340,13 @@ def _yosys_script(rtlil_text):
         "-remove amaranth.decoding",
         "attrmap -modattr -remove generator -remove top -remove src "
         "-remove amaranth.hierarchy -remove amaranth.decoding",
-        "write_verilog -norename -noattr",
+        # the memories keep theirs: ``no_rw_check`` tells Yosys that a read in the clock of
+        # a write to its address may return either word (without it the vendor flow builds
+        # a bypass after each block RAM, on its output path), ``ram_style`` where a FIFO
+        # must be LUT RAM; ``init`` repeats the registers' initialisers, ``full_case`` and
+        # ``hdlname`` are Yosys's bookkeeping
+        "attrmap -remove hdlname -remove full_case -remove init",
+        "write_verilog -norename",
     ])
 
 
@@ -385,7 +449,8 @@ def export_verilog(path, build, bus="axi-lite", name="fpq_core", package=True, k
     bus_text = {"axi-lite": "AXI4-Lite target s_axil_* (20-bit byte addresses, 32-bit data; "
                             "a write with wstrb != 4'hf answers SLVERR and writes nothing)",
                 "wishbone": "Wishbone B4 classic target wb_* (32-bit granularity, wb_adr the "
-                            "word address; ack the clock after the strobe)",
+                            f"word address; ack {FPQCore.WRITE_RESPONSE_CLOCKS} clocks after a write's "
+                            f"strobe, {FPQCore.READ_RESPONSE_CLOCKS} after a read's)",
                 "none": "no register bus: the queue manager's configuration port cfg and its "
                         "control ports (fpq_hdl.queue_manager.QueueManager)"}[bus]
     header = [
@@ -397,7 +462,7 @@ def export_verilog(path, build, bus="axi-lite", name="fpq_core", package=True, k
         "// One flat module (no submodules). One clock `clk`, synchronous active-high reset "
         "`rst`.",
         f"// Register bus: {bus_text}.",
-        "// Streams are AXI-Stream (tdata/tvalid/tready; tready may depend on tvalid): the",
+        "// Streams are AXI-Stream (tdata/tvalid/tready; tready never depends on tvalid): the",
         "// payload fields from bit 0 of tdata, offsets in the package (<name>_pkg.sv) and",
         "// below; m_axis_verdict_tuser is the verdict's action.",
     ]

@@ -24,6 +24,7 @@ from .periodic_timer import PeriodicTimer
 from .random_source import RandomSource
 from .delay_line import DelayLine
 from .verdict_fifo import VerdictFIFO
+from .register_slice import RegisterSlice
 
 __all__ = ["QueueManager", "PARTS", "LATENCY", "MIN_AVG_DELAY", "MIN_COUNTER_BITS", "FIFO_DEPTH",
            "VERDICT_FIFOS", "OPTIMISE", "N_RAW_DELAY", "N_TELEMETRY_DELAY", "AVG_TELEMETRY_DELAY",
@@ -40,8 +41,9 @@ _S_FIELDS = _S_DECIDE - Decision.FIELDS_AHEAD  # 22: descriptor fields into the 
 _S_VERDICT = _S_DECIDE + Decision.LATENCY     # 26: action, occupancy after the slot
 _S_SAMPLE = _S_VERDICT                        # 26: a sample takes that occupancy
 #: Clocks from an arrival's accept to its verdict at the output (valid, with ready high): the
-#: verdict FIFO's read register makes it two after the decision.
-LATENCY = _S_VERDICT + 2
+#: verdict FIFO's read register and the output's register slice make it three after the
+#: decision.
+LATENCY = _S_VERDICT + 3
 #: Smallest ``Build.avg_delay`` this pipeline supports: a sample of the queue after the slot
 #: of clock s updates the averager's register by clock s + _S_SAMPLE + QueueAverager.LATENCY;
 #: the arrival of clock c reads it at c + _S_AVG.
@@ -57,9 +59,10 @@ AVG_TELEMETRY_DELAY = _S_AVG
 MIN_COUNTER_BITS = 40
 #: ``counters`` at clock v + COUNTER_DELAY count the verdict (or departure) of clock v.
 COUNTER_DELAY = 2
-#: Verdicts the credit lets be in flight or waiting (the FIFO holds at least as many); more
-#: than LATENCY + 2 so that the credit never throttles a ready sink.
-FIFO_DEPTH = 32
+#: Verdicts the credit lets be in flight or waiting (the FIFO holds at least as many, and
+#: the output's register slice two more); more than LATENCY + 3 so that the credit never
+#: throttles a ready sink. (33 words take the RAM of 32 beside the read register.)
+FIFO_DEPTH = 33
 assert FIFO_DEPTH > LATENCY + 3
 #: The sub-blocks ``QueueManager`` builds, by name (its ``parts`` seam replaces them).
 PARTS = {"VerdictFIFO": VerdictFIFO, "FlowHash": FlowHash, "FlowCounter": FlowCounter,
@@ -155,7 +158,7 @@ class QueueManager(wiring.Component):
             which arrivals accepted ``MIN_AVG_DELAY`` = 14 clocks later read at stage 16
     ======  ===========================================================================
 
-    Latency: ``LATENCY`` = 28 clocks from accept to verdict when the sink is ready (the
+    Latency: ``LATENCY`` = 29 clocks from accept to verdict when the sink is ready (the
     instance's ``latency``).
     Reset: the documented reset state (sw/README.md) includes an empty flow vector, a memory
     that keeps its contents across a reset; so out of reset the flow counter wipes the vector
@@ -306,7 +309,7 @@ class QueueManager(wiring.Component):
 
         p = self.parts
         m.submodules.fifo = fifo = p["VerdictFIFO"](width=VERDICT.size, depth=FIFO_DEPTH,
-                                                    memory=self.verdict_fifo)
+                                                    memory=self.verdict_fifo, credited=True)
         m.submodules.hash = fh = p["FlowHash"](b, self.ram_style)
         m.submodules.flow_counter = fc = p["FlowCounter"](b, _S_SET, self.ram_style)
         m.submodules.probability = dp = p["DropProbability"](b, self.ram_style, self.optimise)
@@ -505,9 +508,13 @@ class QueueManager(wiring.Component):
             verdict.avg.eq(tele[len(dp.n):]),
             verdict.prob.eq(prob_d),
             fifo.w_data.eq(verdict), fifo.w_en.eq(dc.out_valid),
-            self.verdicts.payload.eq(fifo.r_data), self.verdicts.valid.eq(fifo.r_rdy),
-            fifo.r_en.eq(self.verdicts.ready),
         ]
+        # the port's ready reaches one LUT level before the slice's registers: behind the
+        # FIFO it would decide the read and the fill level (three LUT levels into the level)
+        m.submodules.verdict_slice = out = RegisterSlice(VERDICT)
+        m.d.comb += [out.i.payload.eq(fifo.r_data), out.i.valid.eq(fifo.r_rdy),
+                     fifo.r_en.eq(out.i.ready)]
+        wiring.connect(m, wiring.flipped(self.verdicts), out.o)
         av_v, act = dc.out_valid, dc.action
         events = [av_v, av_v & ((act == ENQUEUE) | (act == MARK)), av_v & (act == MARK),
                   av_v & (act == DROP_EARLY), av_v & (act == DROP_FORCED), dc.out_dep_valid,

@@ -31,6 +31,13 @@ class VerdictFIFO(Elaboratable):
         At least 2.
     memory : str
         One of ``MEMORIES``.
+    credited : bool
+        The writer never writes when the FIFO is full (it counts its own credit, as the queue
+        manager does): ``w_en`` is then the RAM's write enable as it comes, with no gate by
+        the fill level in front of it. A LUT RAM's write enable fans out to every cell of
+        the word; from a register it is a route alone, where the gate put two LUT levels and
+        the read side's ``r_en`` in front of it. A write when full (a broken promise)
+        overwrites the oldest word.
 
     Attributes
     ----------
@@ -41,12 +48,13 @@ class VerdictFIFO(Elaboratable):
         telemetry and tests.
     """
 
-    def __init__(self, *, width, depth, memory="distributed"):
+    def __init__(self, *, width, depth, memory="distributed", credited=False):
         if depth < 2:
             raise ValueError(f"depth: {depth} is out of the allowed range [2, ...)")
         if memory not in MEMORIES:
             raise ValueError(f"memory: {memory!r} is not one of {', '.join(MEMORIES)}")
         self.width, self.depth, self.memory = width, depth, memory
+        self.credited = credited
         self.abits = max(1, (depth - 2).bit_length())
         self.capacity = (1 << self.abits) + 1
         self.w_data, self.w_en, self.w_rdy = Signal(width), Signal(), Signal()
@@ -58,7 +66,7 @@ class VerdictFIFO(Elaboratable):
         size = 1 << self.abits
         # thermo[i]: the RAM holds more than i words
         thermo = Signal(size)
-        do_write = self.w_en & ~thermo[-1]
+        do_write = self.w_en if self.credited else self.w_en & ~thermo[-1]
         # the RAM's head moves into the read register when that is empty or being read
         do_read = thermo[0] & (~self.r_rdy | self.r_en)
         m.d.comb += self.w_rdy.eq(~thermo[-1])

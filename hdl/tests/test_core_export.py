@@ -140,8 +140,8 @@ async def wishbone_access(ctx, dut, addr, data=None, acks=None):
 
 def test_wishbone_bridge_reads_writes_and_flags(tmp_path):
     """Over Wishbone: ID reads back, a configuration shadow takes a write and reads it back,
-    a write to the read-only ID sets STATUS.BAD_WRITE; each access acked one clock after its
-    strobe, once."""
+    a write to the read-only ID sets STATUS.BAD_WRITE; each write acked 5 clocks after its
+    strobe and each read 6 (the documented WRITE_ and READ_RESPONSE_CLOCKS), once."""
     build = Build(vec_bits=64, table_depth=16)
     dut = FPQCore(build, bus="wishbone")
     regs = {r.name: r for r in registers(build)}
@@ -168,8 +168,10 @@ def test_wishbone_bridge_reads_writes_and_flags(tmp_path):
     assert got["id"] == ID_VALUE and got["v_max"] == 37
     assert not got["status0"] & (1 << STATUS_BITS["BAD_WRITE"])
     assert got["status1"] & (1 << STATUS_BITS["BAD_WRITE"])
-    # ack the clock after the strobe, and not again for the same strobe
-    assert acks == [(1, 0)] * 6
+    # ack 5 clocks after a write's strobe and 6 after a read's, and not again for the same
+    # strobe
+    assert (FPQCore.WRITE_RESPONSE_CLOCKS, FPQCore.READ_RESPONSE_CLOCKS) == (5, 6)
+    assert acks == [(6, 0), (5, 0), (6, 0), (6, 0), (5, 0), (6, 0)]
 
 
 async def axil_write_then_read(ctx, dut, addr, value, strobe=0xF, read_addr=None):
@@ -235,7 +237,8 @@ def test_a_read_right_after_a_write_over_axi_lite_returns_the_new_value():
     sim.run()
     okay, slverr = 0b00, 0b10
     for at, _, _ in got:
-        assert at["aw"] == 0 and at["b"] - at["aw"] == 5 and at["r"] - at["ar"] == 5, at
+        assert (FPQCore.WRITE_RESPONSE_CLOCKS, FPQCore.READ_RESPONSE_CLOCKS) == (5, 6)
+        assert at["aw"] == 0 and at["b"] - at["aw"] == 5 and at["r"] - at["ar"] == 6, at
         assert at["ar"] == at["b"], at                 # the read issued as early as it can be
     assert [(bresp, rdata) for _, bresp, rdata in got[:-1]] == [
         (okay, 37), (okay, 38), (okay, 1000), (okay, 37), (okay, 0x89ABCDEF),
