@@ -93,9 +93,10 @@ def admission(m, cand, forced_if, short_bytes_if, short_pkts, dv, length, dep, g
     forced flag and of "the departure takes more bytes than queued"; ``short_pkts``: the
     departure finds no packet (when slot t - 1 was not admitted). ``cand``: admitted unless
     forced. The admission ``a(t) = cand & ~forced`` is a one-bit loop through one LUT
-    (``a(t - 1)`` selects the flags); each occupancy register takes ``O - d`` or ``O - d +
-    length`` (two carry chains side by side) under the selected flags: one carry chain and
-    one LUT. Returns the forced flag and whether the departure was short (an error)."""
+    (``a(t - 1)`` selects the flags; ``cand`` is a register); each occupancy
+    register takes ``O - d`` or ``O - d + length`` (two carry chains side by side) under the
+    selected flags: one carry chain and one LUT, then one LUT of ``cand``. Returns the forced
+    flag and whether the departure was short (an error)."""
     (f0, f1), (sb0, sb1), sp0, dv1, len1, dep1 = forced_if, short_bytes_if, short_pkts, \
         dv, length, dep
     a_prev = Signal()
@@ -104,13 +105,24 @@ def admission(m, cand, forced_if, short_bytes_if, short_pkts, dv, length, dep, g
     m.d.sync += a_prev.eq(a)
     s_b = Mux(a_prev, sb1, sb0)
     s_p = ~a_prev & sp0
+    # each register takes ``Mux(a, admitted, refused)``, written as ``Mux(cand, kept,
+    # refused)`` with ``kept = Mux(forced, refused, admitted)``: the same value, but ``cand``
+    # (a register the early decision's chains feed) is then one LUT from each register, not
+    # two
     ob_sub, ob_add = Signal(QBYTES_BITS), Signal(QBYTES_BITS)
     m.d.comb += [ob_sub.eq(occ_b - dep1), ob_add.eq(occ_b + grow)]
-    m.d.sync += occ_b.eq(Mux(a, Mux(s_b, len1, ob_add), Mux(s_b, 0, ob_sub)))
+    _admit(m, occ_b, cand, forced, Mux(s_b, len1, ob_add), Mux(s_b, 0, ob_sub))
     op_sub, op_add = Signal(QPKTS_BITS), Signal(QPKTS_BITS)
     m.d.comb += [op_sub.eq(occ_p - dv1), op_add.eq(occ_p + ~dv1)]
-    m.d.sync += occ_p.eq(Mux(a, Mux(s_p, 1, op_add), Mux(s_p, 0, op_sub)))
+    _admit(m, occ_p, cand, forced, Mux(s_p, 1, op_add), Mux(s_p, 0, op_sub))
     return forced, s_b | s_p
+
+
+def _admit(m, register, cand, forced, admitted, refused):
+    """``register`` takes ``admitted`` if ``cand & ~forced``, else ``refused``."""
+    kept = Signal.like(register, name=f"{register.name}_kept")
+    m.d.comb += kept.eq(Mux(forced, refused, admitted))
+    m.d.sync += register.eq(Mux(cand, kept, refused))
 
 
 def track_max(m, value, clear, largest):
@@ -132,9 +144,10 @@ class Decision(wiring.Component):
     0)``: ``acc + p >= thresh`` with ``p > 0`` is ``p > E``, the borrow of ``E - p``, whose
     difference is also the next ``E`` when there is no drop; a drop or ``p == 0`` loads
     ``max(u - 1, 0)`` (formed a clock earlier). So the one-clock loop is one carry chain and
-    one select, and each of the slot's early outputs one LUT after two carry chains side by
-    side (FPQ's ``u < p``, RED's ``E - p``), both of registers (bit-exact: the same
-    integers).
+    one select. The two compares (FPQ's ``u < p``, RED's ``E - p``, carry chains side by
+    side, of registers) end in registers, and cycle 1 forms the slot's early outputs from
+    them, one LUT each; the admission candidate is one LUT after the chains (bit-exact: the
+    same integers).
 
     **Cycle 1, occupancy.** A departure in the slot applies first (saturating at zero, errors
     counted), then the arrival: early and not (ECN enabled and ECN-capable) is an early drop;
@@ -273,9 +286,14 @@ class Decision(wiring.Component):
         s.u, s.u_load, s.cand_code = u, u_load, cand_code
 
     def _early(self, m, s):
-        """Cycle 0: the early decision (FPQ's ``u < p``, RED's spacing), registered for cycle
-        1 as ``early`` (dropped or marked), ``drop_early`` and the admission candidate
-        ``cand``."""
+        """Cycle 0: the early decision's two compares (FPQ's ``u < p``, RED's spacing) and
+        the admission candidate ``cand`` (one LUT after them), registered; cycle 1: from the
+        compares' registers ``early`` (dropped or marked) and ``drop_early``, one LUT each.
+
+        ``p`` comes from the drop-probability block across the die: a compare's carry chain
+        with more than one LUT and their routing after it was the core's longest path, and
+        ``cand``, which the occupancy's forty registers read, is the one output that cannot
+        wait a clock."""
         # RED: E = max(thresh - acc - 1, 0). ``acc + p >= thresh`` is ``p > thresh - acc - 1``,
         # and, as p == 0 is never a hit, ``p > E``: the borrow of ``E - p``, whose
         # difference is also the next E when there is no drop; a drop or ``p == 0`` loads
@@ -283,16 +301,22 @@ class Decision(wiring.Component):
         # hit would need ``p > 0`` beside the compare.)
         red_hit = red_spacing(m, self.p, self.p_zero, s.u_load, s.early_red,
                               separate_hit=self.optimise == "speed")
-        # FPQ's hit, a compare of two registers beside RED's: each output is one LUT after
-        # the two carry chains
         below = Signal(name="fpq_hit")
         m.d.comb += below.eq(s.u < self.p)
-        cand_code = s.cand_code
-        early, drop_early, cand = (Signal(name=n) for n in ("early", "drop_early", "cand"))
-        m.d.sync += [early.eq((s.early_fpq & below) | (s.early_red & red_hit)),
-                     drop_early.eq((s.drop_fpq & below) | (s.drop_red & red_hit)),
-                     cand.eq(Mux(cand_code[1], Mux(cand_code[0], ~red_hit, ~below),
-                                 cand_code[0]))]
+        # the admission candidate, ``keep | (drop_fpq & ~below) | (drop_red & ~red_hit)``
+        cand_code, cand = s.cand_code, Signal(name="cand")
+        m.d.sync += cand.eq(Mux(cand_code[1], Mux(cand_code[0], ~red_hit, ~below),
+                                cand_code[0]))
+        # the hits and the slot's gates, registered together for cycle 1
+        hits = Signal(2, name="early_hits")
+        gates = Cat(s.early_fpq, s.early_red, s.drop_fpq, s.drop_red)
+        gates_1 = Signal.like(gates, name="early_gates_1")
+        m.d.sync += [hits.eq(Cat(below, red_hit)), gates_1.eq(gates)]
+        fpq_hit, red = hits[0], hits[1]
+        early_fpq, early_red, drop_fpq, drop_red = gates_1[0], gates_1[1], gates_1[2], gates_1[3]
+        early, drop_early = Signal(name="early"), Signal(name="drop_early")
+        m.d.comb += [early.eq((early_fpq & fpq_hit) | (early_red & red)),
+                     drop_early.eq((drop_fpq & fpq_hit) | (drop_red & red))]
         s.early, s.drop_early, s.cand = early, drop_early, cand
 
     def _outputs(self, m, s, forced, dep_error):
