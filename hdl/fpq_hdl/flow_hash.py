@@ -19,6 +19,19 @@ __all__ = ["FlowHash", "reduce_index"]
 GROUP = 8
 
 
+def xor_tree(terms):
+    """The XOR of ``terms`` as a balanced tree of two-input XORs.
+
+    Written as a running ``acc ^ t``, the XOR is a chain as deep as it is long, and Yosys's
+    LUT mapping keeps that structure: 14 terms came out four LUTs and a mux deep where two LUT4
+    levels suffice. The tree hands the mapper the shallow form."""
+    terms = list(terms)
+    while len(terms) > 1:
+        terms = [terms[i] ^ terms[i + 1] if i + 1 < len(terms) else terms[i]
+                 for i in range(0, len(terms), 2)]
+    return terms[0]
+
+
 def reduce_index(m, value, v_max, index_bits, style="generic", name="index"):
     """``(value * v_max) >> 32`` (``fpq.flow_hash.reduce_index``), three clocks after
     ``value``.
@@ -129,12 +142,12 @@ class FlowHash(wiring.Component):
             lo, hi = key_bits - HASH_BITS - (last - 1), key_bits - g
             key_g = Signal(hi - lo, name=f"key{g // GROUP}")
             m.d.sync += key_g.eq(key[lo:hi])
-            acc = 0
+            windows = []
             for i in range(g, last):
                 lsb = key_bits - HASH_BITS - i - lo
-                acc = acc ^ Mux(self.flow[n - 1 - i], key_g[lsb:lsb + HASH_BITS], 0)
+                windows.append(Mux(self.flow[n - 1 - i], key_g[lsb:lsb + HASH_BITS], 0))
             p = Signal(HASH_BITS, name=f"partial{g // GROUP}")
-            m.d.sync += p.eq(acc)
+            m.d.sync += p.eq(xor_tree(windows))
             partials.append(p)
         return partials
 
@@ -184,11 +197,8 @@ class FlowHash(wiring.Component):
         # ---- clock 2: the XOR of the terms and k0 -----------------------------------------
         if k0 is not None:
             terms.append(k0)
-        acc = 0
-        for t in terms:
-            acc = acc ^ t
         x = Signal(HASH_BITS, name="toeplitz_k0")
-        m.d.sync += x.eq(acc)
+        m.d.sync += x.eq(xor_tree(terms))
         # ---- clocks 3, 4, 5 (the multipliers' input registers): the non-linear stage --------
         self._rounds = []
         if self.hash_mix:
