@@ -12,6 +12,8 @@ JOBS ?= 2
 # pytest-xdist workers for the test targets; a test file stays on one worker (--dist loadfile),
 # so a module's shared fixture (a Verilated model, a synthesis) is built once.
 TEST_JOBS ?= 2
+# `make verilog`'s export target: generic (inferred memories) or ecp5 (Lattice primitives)
+TARGET ?= generic
 PYTEST_PAR := $(if $(filter-out 1,$(TEST_JOBS)),-n $(TEST_JOBS) --dist loadfile,)
 
 .PHONY: all venv demo test test-long verilog regmap bench figures crosscheck clean help bitstream \
@@ -23,7 +25,7 @@ help:
 	@echo "make test-long  - slow tests (long bit-exact runs, syntheses)"
 	@echo "make regmap     - regenerate docs/REGISTERS.md, sw/generated/regmap.json and fpq_regs.h"
 	@echo "make bench      - golden-model benchmarks (results go to docs/BENCHMARKS.md by hand)"
-	@echo "make verilog    - the queue manager as a Verilog core (AXI-Stream, AXI4-Lite): build/fpq_core.v + build/fpq_core_pkg.sv"
+	@echo "make verilog [TARGET=ecp5] - the queue manager as a Verilog core (AXI-Stream, AXI4-Lite): build/fpq_core.v + build/fpq_core_pkg.sv"
 	@echo "make bitstream BOARD=ulx3s|icebreaker [CLK_MHZ=150] [SEED=N] - self-test bitstream + timing/utilisation in build/<board>/"
 	@echo "make figures    - TCP simulator: the papers' figures, docs/figures/ + docs/RESULTS.md"
 	@echo "make reliability - the fuzz tests, recording every bad input: the table in docs/RELIABILITY.md"
@@ -55,7 +57,7 @@ reliability: $(STAMP)
 	$(VBIN)/python sw/tests/bad_inputs.py --jobs $(TEST_JOBS)
 
 verilog: $(STAMP)
-	$(VBIN)/fpq verilog -o build/fpq_core.v
+	$(VBIN)/fpq verilog -o build/fpq_core.v --target $(TARGET)
 
 regmap: $(STAMP)
 	$(VBIN)/fpq regmap

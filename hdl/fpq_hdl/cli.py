@@ -47,7 +47,7 @@ def _verilog(args):
               f"({option} HEX gives one)", file=sys.stderr)
     keys = keys_path(args.out, args.name)
     for path in export_verilog(args.out, build, bus=args.bus, name=args.name,
-                               package=not args.no_package, keys=keys):
+                               package=not args.no_package, keys=keys, target=args.target):
         print(f"wrote {path}")
     if build.secret_values():
         print(f"the core's keys are recorded in {keys} (mode 0600): keep it secret",
@@ -58,6 +58,8 @@ def _verilog(args):
 #: ``--bus`` choices (``axi_core.BUSES``, which a test holds equal), here so that the command
 #: registers without Amaranth and can say that it needs it.
 BUSES = ("axi-lite", "wishbone", "none")
+#: ``--target`` choices (``axi_core.TARGETS``, held equal by the same test).
+TARGETS = ("generic", "ecp5")
 
 
 def register(subparsers):
@@ -77,6 +79,12 @@ def register(subparsers):
                         "design")
     p.add_argument("--no-package", action="store_true",
                    help="do not write the SystemVerilog package")
+    p.add_argument("--target", choices=TARGETS, default="generic",
+                   help="generic (default: memories and multipliers for your tool to infer; "
+                        "Vivado and Quartus use the block RAMs' output registers) or ecp5 "
+                        "(Lattice DP16KD and MULT18X18D instantiated, the block RAMs' output "
+                        "registers used: Yosys's inference leaves them out, and the RAMs' "
+                        "clock-to-out then limits the clock; docs/DATASHEET.md, Resources)")
     add_build_arguments(p)
     p.add_argument("--key", default=None, metavar="HEX",
                    help="power-on value of the hash_key register (what the core holds out "

@@ -85,9 +85,10 @@ def test_bad_fixed_field_is_named_and_nothing_is_written(tmp_path, capsys, fix, 
     assert not (tmp_path / "x.v").exists()
 
 
-def test_the_command_s_bus_choices_are_the_core_s():
+def test_the_command_s_bus_and_target_choices_are_the_core_s():
     from fpq_hdl import cli, axi_core
     assert cli.BUSES == axi_core.BUSES
+    assert cli.TARGETS == axi_core.TARGETS
 
 
 # ---- power-on keys (Build.power_on_keys) ------------------------------------------------------
