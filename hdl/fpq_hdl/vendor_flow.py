@@ -37,7 +37,7 @@ __all__ = ["Family", "FAMILIES", "MEASURE_KEY", "MEASURE_MIX_KEY", "FAMILY_TOOLS
            "ToolMissing", "ToolFailed", "export_core", "rtl_digest", "yosys_command",
            "synthesise", "place_and_route", "resources", "counted_resources",
            "log_utilisation", "io_wrapper", "verilog_ports", "family_build", "check_tools",
-           "measure", "main"]
+           "measure", "main", "NETLIST_FIXES", "disconnect_constant_carry_in"]
 
 #: The power-on keys of the measured exports: any fixed keys make the export reproducible
 #: (``fpq verilog`` draws them from the operating system otherwise); their values do not move
@@ -89,6 +89,10 @@ class Family:
     constraints : dict
         ``{file name: text}``: the constraint files the ``nextpnr`` options name, written
         beside the design (the I/O wrapper's three pins where nextpnr places no pin itself).
+    netlist_fix : str or None
+        A key of ``NETLIST_FIXES``: a change to Yosys's netlist without which this pair of
+        tools fails on any design (the record names it and keeps the unchanged netlist's
+        error from nextpnr's packer, so a release that no longer needs it shows).
     """
 
     name: str
@@ -103,6 +107,7 @@ class Family:
     fixed_clock_hz: float = None
     runtime_fields: tuple = ()
     constraints: dict = dataclasses.field(default_factory=dict)
+    netlist_fix: str = None
 
     def nextpnr_command(self, speed, json_path, report, seed, freq):
         """The nextpnr command line for one seed."""
@@ -128,7 +133,8 @@ FAMILIES = {f.name: f for f in (
                     "DSP": ("MULT18_CORE",)},
            constraints={"fpq_core_io.pdc": "".join(
                f"ldc_set_location -site {{{pin}}} [get_ports {port}]\n"
-               for port, pin in (("clk", "L13"), ("sin", "E17"), ("sout", "F13")))}),
+               for port, pin in (("clk", "L13"), ("sin", "E17"), ("sout", "F13")))},
+           netlist_fix="carry-in"),
     Family("gatemate", "CCGM1A1", "synth_gatemate -luttree -top {top} -json {json}",
            ("yowasp-nextpnr-himbaechel-gatemate", "--device", "CCGM1A1", "--vopt",
             "allow-unconstrained"),
@@ -158,6 +164,31 @@ FAMILIES = {f.name: f for f in (
            counted={"LC": ("ICESTORM_LC",), "BRAM": ("ICESTORM_RAM",),
                     "DSP": ("ICESTORM_DSP",)}),
 )}
+
+
+def disconnect_constant_carry_in(netlist):
+    """Disconnect the carry-in (``CIN``) of every ``CCU2`` driven by a ``VLO`` (constant 0)
+    in a Yosys JSON ``netlist`` (a dict, changed in place); returns how many.
+
+    ``synth_nexus`` (abc9) ties the unused carry-in of each chain's feed-in ``CCU2`` (its
+    ``COUT`` is its ``A1``, the chain's carry-in, whatever ``CIN`` is) to a ``VLO``, and
+    nextpnr-nexus's packer refuses a ``CIN`` driven by anything but a ``CCU2``: "CCU2 ...
+    CIN net ... driven by non-CCU2 cell" on any design with an adder (a 16-bit counter
+    too; Yosys issue 4081, nextpnr issue 1261). Unconnected, the cell starts its chain."""
+    fixed = 0
+    for module in netlist["modules"].values():
+        cells = module.get("cells", {})
+        low = {bit for c in cells.values() if c["type"] == "VLO"
+               for bit in c["connections"].get("Z", [])}
+        for cell in cells.values():
+            if cell["type"] == "CCU2" and cell["connections"].get("CIN", [None])[0] in low:
+                cell["connections"]["CIN"] = ["x"]
+                fixed += 1
+    return fixed
+
+
+#: ``Family.netlist_fix`` names: (function of the netlist, returning the cells changed).
+NETLIST_FIXES = {"carry-in": disconnect_constant_carry_in}
 
 
 def rtl_digest(text):
@@ -402,7 +433,7 @@ def _build_fields(build):
 
 
 def measure(family, bus, out, seeds, speed=None, target=None, build=None, freq=150.0,
-            time_limit=None, log=print, run=_run):
+            time_limit=None, log=print, run=_run, export=export_core):
     """The core exported for ``bus`` (``target``: default the family's) in ``family``'s
     plain flow, in folder ``out``: Yosys once, nextpnr once per seed (``speed``: default the
     family's first; each run stopped after ``time_limit`` seconds). Returns the results of a
@@ -412,14 +443,16 @@ def measure(family, bus, out, seeds, speed=None, target=None, build=None, freq=1
     (``counted``: which cell types); each seed's critical path; ``rtl_digest``; the Yosys and
     nextpnr command lines; ``errors`` by tool or seed; ``fits``. ``run(cmd, cwd, log,
     timeout)`` runs a tool: True when it ends, False when stopped at ``timeout``; it raises
-    ``ToolFailed`` when the tool fails."""
+    ``ToolFailed`` when the tool fails. ``export`` is :func:`export_core`. A family with a
+    ``netlist_fix`` has it applied between Yosys and nextpnr (``netlist_fix`` in the
+    results)."""
     from .synth import _summary
     check_tools(family)
     build = family_build(family) if build is None else build
     target = family.target if target is None else target
     speed = family.speeds[0] if speed is None and family.speeds else speed
     os.makedirs(out, exist_ok=True)
-    verilog, digest = export_core(out, build, bus, target)
+    verilog, digest = export(out, build, bus, target)
     files, top = _design_files(family, out, verilog)
     results = {"family": family.name, "device": family.device, "speed": speed, "bus": bus,
                "target": target, "build": _build_fields(build), "freq": freq,
@@ -433,6 +466,8 @@ def measure(family, bus, out, seeds, speed=None, target=None, build=None, freq=1
     except ToolFailed as exc:
         results["errors"]["yosys"] = str(exc)
         return dict(results, seeds={}, fmax_mhz=None, fits=None)
+    if family.netlist_fix:
+        results["netlist_fix"] = _fix_netlist(run, family, out, speed, freq)
     runs = {}
     for seed in seeds:
         log(f"{family.name}: nextpnr seed {seed}")
@@ -442,6 +477,26 @@ def measure(family, bus, out, seeds, speed=None, target=None, build=None, freq=1
         if done["over_capacity"]:
             break                   # the design does not fit: every seed fails alike
     return _seed_results(results, family, runs, _summary)
+
+
+def _fix_netlist(run, family, out, speed, freq):
+    """Apply ``family.netlist_fix`` to ``out/top.json`` (Yosys's netlist kept as
+    ``top.plain.json``), after nextpnr's packer has tried the netlist as Yosys wrote it.
+    Returns ``{"name", "cells" changed, "plain_error": the packer's error, or None}``."""
+    plain = os.path.join(out, "top.plain.json")
+    os.replace(os.path.join(out, "top.json"), plain)
+    cmd = family.nextpnr_command(speed, "top.plain.json", "pack.json", 1, freq)
+    try:
+        run(cmd + ["--pack-only"], out, "nextpnr.plain.log")
+        error = None
+    except ToolFailed as exc:
+        error = str(exc)
+    with open(plain) as f:
+        netlist = json.load(f)
+    cells = NETLIST_FIXES[family.netlist_fix](netlist)
+    with open(os.path.join(out, "top.json"), "w") as f:
+        json.dump(netlist, f)
+    return {"name": family.netlist_fix, "cells": cells, "plain_error": error}
 
 
 def _seed_results(results, family, runs, summary):

