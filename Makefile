@@ -25,7 +25,7 @@ help:
 	@echo "make bench      - golden-model benchmarks (results go to docs/BENCHMARKS.md by hand)"
 	@echo "make verilog    - the queue manager as a Verilog core (AXI-Stream, AXI4-Lite): build/fpq_core.v + build/fpq_core_pkg.sv"
 	@echo "make bitstream BOARD=ulx3s|icebreaker [CLK_MHZ=150] [SEED=N] - self-test bitstream + timing/utilisation in build/<board>/"
-	@echo "make family FAMILY=ecp5|nexus|gatemate|gowin|machxo2|ice40 [BUS=wishbone] [SEEDS=1,2,3] - the exported core in"
+	@echo "make family FAMILY=ecp5|nexus|gatemate|gowin|machxo2|machxo3|ice40 [BUS=wishbone] [SEEDS=1,2,3] - the core in"
 	@echo "                 the family's plain Yosys + nextpnr flow: docs/benchmarks/core-<family>-<bus>.json"
 	@echo "make family-tools - the nextpnr of those families (requirements-families.lock; 30-170 MB each)"
 	@echo "make figures    - TCP simulator: the papers' figures, docs/figures/ + docs/RESULTS.md"

