@@ -25,8 +25,8 @@ help:
 	@echo "make bench      - golden-model benchmarks (results go to docs/BENCHMARKS.md by hand)"
 	@echo "make verilog    - the queue manager as a Verilog core (AXI-Stream, AXI4-Lite): build/fpq_core.v + build/fpq_core_pkg.sv"
 	@echo "make bitstream BOARD=ulx3s|icebreaker [CLK_MHZ=150] [SEED=N] - self-test bitstream + timing/utilisation in build/<board>/"
-	@echo "make family FAMILY=ecp5|nexus|gatemate|gowin|machxo2|machxo3|ice40 [BUS=wishbone] [SEEDS=1,2,3] - the core in"
-	@echo "                 the family's plain Yosys + nextpnr flow: docs/benchmarks/core-<family>-<bus>.json"
+	@echo "make family FAMILY=ecp5|nexus|gatemate|gowin|machxo2|machxo3|ice40 [BUS=wishbone] [SEEDS=1,2,3] [SPEED=8] - the core"
+	@echo "                 in the family's plain Yosys + nextpnr flow: docs/benchmarks/core-<family>-<bus>[-speed-<speed>].json"
 	@echo "make family-tools - the nextpnr of those families (requirements-families.lock; 30-170 MB each)"
 	@echo "make figures    - TCP simulator: the papers' figures, docs/figures/ + docs/RESULTS.md"
 	@echo "make reliability - the fuzz tests, recording every bad input: the table in docs/RELIABILITY.md"
@@ -90,9 +90,12 @@ $(FAMILY_STAMP): requirements-families.lock $(STAMP)
 FAMILY ?= nexus
 BUS ?= axi-lite
 SEEDS ?= 1,2,3
+# a speed grade other than the family's first gets a record of its own
+SPEED ?=
 family: $(FAMILY_STAMP)
 	$(VBIN)/python -m fpq_hdl.vendor_flow --family $(FAMILY) --bus $(BUS) --seeds $(SEEDS) \
-		--record docs/benchmarks/core-$(FAMILY)-$(BUS).json
+		$(if $(SPEED),--speed $(SPEED)) \
+		--record docs/benchmarks/core-$(FAMILY)-$(BUS)$(if $(SPEED),-speed-$(subst /,-,$(SPEED))).json
 
 BOARD ?= icebreaker
 # the queue manager's clock (default: the board's) and the placement seed (default 1)
