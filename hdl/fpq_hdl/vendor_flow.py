@@ -77,8 +77,9 @@ class Family:
         ``fpq.Build`` fields of the largest build that fits the device (empty: the default).
     counted : dict
         The nextpnr utilisation's cell types counted as each of "LUT", "FF", "BRAM" and
-        "DSP" (:func:`counted_resources`); a kind nextpnr does not count apart is left out
-        (the iCE40's logic cell is a LUT and a flip-flop: "LC").
+        "DSP" (:func:`counted_resources`), and "LUTRAM" where distributed RAM has cells of
+        its own; a kind nextpnr does not count apart is left out (the iCE40's logic cell is
+        a LUT and a flip-flop: "LC").
     fixed_clock_hz : float or None
         Fix every configuration register the build computes (``fpq.config.register_fields``)
         at build time, for a queue manager clocked at this frequency, but ``runtime_fields``
