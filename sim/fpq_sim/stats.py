@@ -166,13 +166,16 @@ def est_counts(values, trials, rate=False):
     """The estimate of a per-run fraction (or rate, ``rate=True``) ``values`` whose runs had
     ``trials`` trials (or exposures) each: :func:`est` of the values, unless every run
     counted zero events; then ``0 [0, bound]`` with the bound of the pooled trials
-    (:func:`zero_fraction`, :func:`zero_rate`)."""
+    (:func:`zero_fraction`, :func:`zero_rate`). A fraction that is 1 in every run (zero
+    events of the complement) gets ``1 [1 - bound, 1]``."""
     xs, ns = [float(v) for v in values], [float(n) for n in trials]
     if len(xs) != len(ns):
         raise ValueError(f"est_counts: {len(xs)} values but {len(ns)} trial counts")
+    total = sum(ns)
     if xs and all(x == 0 for x in xs):
-        total = sum(ns)
         return Est(0.0, 0.0, zero_rate(total) if rate else zero_fraction(total), len(xs), xs)
+    if xs and not rate and all(x == 1 for x in xs):
+        return Est(1.0, 1.0 - zero_fraction(total), 1.0, len(xs), xs)
     return est(xs)
 
 

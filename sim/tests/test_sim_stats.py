@@ -125,6 +125,8 @@ def test_est_counts_uses_the_bound_only_when_every_run_saw_nothing():
     assert f"{e:.4f}" == "0.0000 [0.0000, 0.0362]"
     r = est_counts([0.0, 0.0], [50, 50], rate=True)
     assert r.hi == pytest.approx(zero_rate(100))
+    one = est_counts([1.0, 1.0], [60, 40])                # no transfer over the limit
+    assert (one.mean, one.hi) == (1.0, 1.0) and one.lo == pytest.approx(1 - 0.0362, abs=5e-5)
     some = est_counts([0.0, 0.1], [10, 10])
     assert (some.mean, some.lo, some.hi) == (est([0.0, 0.1]).mean, est([0.0, 0.1]).lo,
                                              est([0.0, 0.1]).hi)
