@@ -36,7 +36,7 @@ import os
 import subprocess
 
 __all__ = ["code_state", "git_state", "json_digest", "scenario_digest", "code_digest",
-           "run_digest", "figures_digest", "model_modules", "normalised_source", "seeds_text",
+           "run_digest", "run_provenance", "figures_digest", "model_modules", "normalised_source", "seeds_text",
            "SIMULATION_ROOTS", "TABLE_ROOTS", "NOT_MODEL"]
 
 #: The modules a run's numbers come from: the dumbbell and the parking lot (with all they
@@ -180,6 +180,14 @@ def code_state():
     in_git = root is not None and os.path.exists(os.path.join(root, ".git"))
     state = git_state(root) if in_git else {"commit": None, "dirty": None}
     return {"version": version(), **state}
+
+
+def run_provenance(sc, times=False):
+    """What a run's summary records of where it comes from: the code's version, commit and
+    whether its tree had changes (:func:`code_state`), the seed, the digest of the scenario
+    and the run's digest (:func:`run_digest`, which ``fpq figures --resume`` compares)."""
+    return dict(code_state(), seed=sc["run"]["seed"], scenario_digest=scenario_digest(sc),
+                run_digest=run_digest(sc, times))
 
 
 def seeds_text(seeds):

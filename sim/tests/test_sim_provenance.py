@@ -65,6 +65,17 @@ def test_git_state_of_a_checkout_clean_and_changed(tmp_path):
     assert provenance.git_state(str(tmp_path / "missing")) == {"commit": None, "dirty": None}
 
 
+def test_fpq_sim_records_where_its_summary_comes_from(tmp_path):
+    out = tmp_path / "s.json"
+    sets = ["run.duration_s=5", "run.warmup_s=1", "run.seed=3"]
+    assert main(["sim", "fpq-fpq", *sum((["--set", x] for x in sets), []),
+                 "--json", str(out)]) == 0
+    p = json.loads(out.read_text())["provenance"]
+    sc = load(os.path.join(SCEN, "fpq-fpq.toml"), sets)
+    assert p["seed"] == 3 and p["scenario_digest"] == provenance.scenario_digest(sc)
+    assert p["version"] == provenance.code_state()["version"]
+
+
 def _figures(tmp_path, *extra):
     return main(["figures", "--quick", "--only", "loss", "--jobs", "1", "--no-progress",
                  "--out", str(tmp_path / "f"), "--raw", str(tmp_path / "raw"),

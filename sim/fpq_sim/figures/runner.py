@@ -11,8 +11,10 @@ from contextlib import contextmanager
 from fpq.atomic import write_text
 from fpq.messages import brief
 
+from ..provenance import run_provenance
+
 __all__ = ["run_jobs", "group", "save_raw", "load_raw", "load_meta", "raw_name",
-           "using_saved_runs", "RawFolderError", "run_provenance", "progress_folder",
+           "using_saved_runs", "RawFolderError", "progress_folder",
            "resumable"]
 
 
@@ -26,16 +28,6 @@ def _work(job):
         s = run_scenario(sc, transfer_times=times)
     s["provenance"] = run_provenance(sc, times)
     return key, s
-
-
-def run_provenance(sc, times=False):
-    """What a run's summary records of where it comes from: the code's version, commit and
-    whether its tree had changes (``fpq_sim.provenance.code_state``), the seed, the digest
-    of the scenario and the run's digest (scenario and simulation code:
-    ``fpq_sim.provenance.run_digest``, which ``--resume`` compares)."""
-    from ..provenance import code_state, scenario_digest, run_digest
-    return dict(code_state(), seed=sc["run"]["seed"], scenario_digest=scenario_digest(sc),
-                run_digest=run_digest(sc, times))
 
 
 def _cost(sc):
