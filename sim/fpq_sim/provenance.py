@@ -36,7 +36,8 @@ import os
 import subprocess
 
 __all__ = ["code_state", "git_state", "json_digest", "scenario_digest", "code_digest",
-           "run_digest", "run_provenance", "figures_digest", "model_modules", "normalised_source", "seeds_text",
+           "run_digest", "run_provenance", "runs_provenance", "provenance_line", "plot_metadata",
+           "figures_digest", "model_modules", "normalised_source", "seeds_text",
            "SIMULATION_ROOTS", "TABLE_ROOTS", "NOT_MODEL"]
 
 #: The modules a run's numbers come from: the dumbbell and the parking lot (with all they
@@ -188,6 +189,42 @@ def run_provenance(sc, times=False):
     and the run's digest (:func:`run_digest`, which ``fpq figures --resume`` compares)."""
     return dict(code_state(), seed=sc["run"]["seed"], scenario_digest=scenario_digest(sc),
                 run_digest=run_digest(sc, times))
+
+
+def runs_provenance(runs):
+    """``{field: text}`` of outputs made from the run summaries ``runs``: ``fpq_version``,
+    ``commit`` and ``tree_dirty`` the runs were made with (several, space separated, if
+    they differ; ``None`` where unknown), ``scenario_digest`` (the digest of the runs'
+    scenario digests) and ``seed_list`` (:func:`seeds_text`)."""
+    provs = [s.get("provenance") or {} for s in runs]
+
+    def each(field):
+        return " ".join(sorted({str(p.get(field)) for p in provs}))
+    return {"fpq_version": each("version"), "commit": each("commit"),
+            "tree_dirty": each("dirty"),
+            "scenario_digest": json_digest(sorted(str(p.get("scenario_digest"))
+                                                  for p in provs)),
+            "seed_list": seeds_text(s["seed"] for s in runs)}
+
+
+def provenance_line(prov):
+    """A Markdown line (italic) that gives :func:`runs_provenance`'s ``prov``."""
+    dirty = {"True": ", with uncommitted changes", "False": ""}.get(prov["tree_dirty"], "")
+    return (f"_Made by fpq-aqm {prov['fpq_version']}, commit {prov['commit']}{dirty}; "
+            f"scenarios' digest {prov['scenario_digest']}; seeds {prov['seed_list']}._")
+
+
+def plot_metadata(prov, fmt, creator):
+    """The metadata ``matplotlib``'s ``savefig`` writes into a plot of format ``fmt`` (png,
+    pdf, svg) made by ``creator``: the provenance ``prov`` as JSON, in the PNG's
+    Description text, the PDF's Subject, the SVG's Description."""
+    text = json.dumps(prov, sort_keys=True)
+    if fmt == "pdf":
+        return {"Creator": creator, "Subject": text,
+                "Keywords": f"fpq-aqm {prov.get('fpq_version', '')}"}
+    if fmt == "svg":
+        return {"Creator": creator, "Description": text}
+    return {"Software": creator, "Description": text}
 
 
 def seeds_text(seeds):

@@ -34,8 +34,12 @@ def write_outputs(res, out, raw, quick):
 
 
 def experiment_runs(res, experiment):
-    """The summaries of ``res`` (``{key: summary}``) that are runs of ``experiment``."""
-    return [s for key, s in res.items() if key[0] in experiment.durations]
+    """The summaries of ``res`` (``{key: summary}``) that are runs of ``experiment``: their
+    key starts with one of its kinds of run, its name, or its name and an underscore
+    (``many_fpq``)."""
+    name = experiment.name
+    return [s for key, s in res.items() if key[0] in experiment.durations or key[0] == name
+            or key[0].startswith(name + "_")]
 
 
 def digest_line(res, quick):

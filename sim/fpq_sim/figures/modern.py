@@ -155,7 +155,7 @@ def _row(n, d, m):
             f"{m['delay_p50_s'] * 1e3:.0f} | {m['delay_p99_s'] * 1e3:.0f} | "
             f"{pct(m['utilisation'])} | {m['jain']:.3f} | {_seconds(m['short_p50_s'])} | "
             f"{_seconds(m['short_km_median_s'])} | {_seconds(m['short_p95_s'])} | "
-            f"{m['short_count']:.0f} | {m['short_unfinished']:.1f} |")
+            f"{m['short_count']:.0f} | {m['short_unfinished'].clip(0.0):.1f} |")
 
 
 EXPERIMENT = register(Experiment(

@@ -6,10 +6,11 @@ set for each experiment): the CSV tables in columns of their own at the end of e
 metadata (PNG text chunks; the PDF's Subject and Keywords)."""
 
 import csv
-import json
 import os
 
 from fpq.atomic import atomic_path
+
+from ..provenance import runs_provenance as experiment_provenance, plot_metadata
 
 __all__ = ["Outputs", "write_csv", "ci_cols", "ci_header", "DPI", "PROVENANCE_COLUMNS",
            "experiment_provenance"]
@@ -18,7 +19,8 @@ __all__ = ["Outputs", "write_csv", "ci_cols", "ci_header", "DPI", "PROVENANCE_CO
 DPI = 200
 #: The columns of one estimate in a CSV table, suffixes of the quantity's name.
 CI_SUFFIXES = ("mean", "lo", "hi")
-#: The provenance columns of every CSV table (``experiment_provenance``), in order.
+#: The provenance columns of every CSV table (``fpq_sim.provenance.runs_provenance``), in
+#: order.
 PROVENANCE_COLUMNS = ("fpq_version", "commit", "tree_dirty", "scenario_digest", "seed_list")
 
 
@@ -42,26 +44,10 @@ def write_csv(path, header, rows):
                 w.writerow([f"{x:.6g}" if isinstance(x, float) else x for x in r])
 
 
-def experiment_provenance(runs):
-    """``{column: text}`` (:data:`PROVENANCE_COLUMNS`) of files made from the summaries
-    ``runs``: the version, commit and tree state the runs were made with (several, space
-    separated, if they differ; ``None`` where unknown), the digest of their scenarios'
-    digests (``fpq_sim.provenance``) and their seeds."""
-    from ..provenance import seeds_text, json_digest
-    provs = [s.get("provenance") or {} for s in runs]
-
-    def each(field):
-        return " ".join(sorted({str(p.get(field)) for p in provs}))
-    return {"fpq_version": each("version"), "commit": each("commit"),
-            "tree_dirty": each("dirty"),
-            "scenario_digest": json_digest(sorted(str(p.get("scenario_digest")) for p in provs)),
-            "seed_list": seeds_text(s["seed"] for s in runs)}
-
-
 class Outputs:
     """The output folder of one ``fpq figures`` run (created if missing) and the paths of the
     files written into it, in order; ``provenance`` (``{column: text}``, see
-    :func:`experiment_provenance`) goes into each file written."""
+    ``fpq_sim.provenance.runs_provenance``) goes into each file written."""
 
     def __init__(self, folder):
         self.folder = folder
@@ -78,13 +64,6 @@ class Outputs:
                   [list(r) + extra for r in rows])
         self.files.append(path)
 
-    def _metadata(self, ext):
-        """The plot file's metadata: the provenance as JSON."""
-        text = json.dumps(self.provenance, sort_keys=True)
-        if ext == "pdf":
-            return {"Creator": "fpq figures", "Subject": text,
-                    "Keywords": f"fpq-aqm {self.provenance.get('fpq_version', '')}"}
-        return {"Software": "fpq figures", "Description": text}
 
     def subplots(self, *args, **kwargs):
         """A new figure and its axes: ``matplotlib.pyplot.subplots``."""
@@ -98,6 +77,7 @@ class Outputs:
         for ext in ("png", "pdf"):
             path = os.path.join(self.folder, f"{name}.{ext}")
             with atomic_path(path) as tmp:
-                fig.savefig(tmp, dpi=DPI, format=ext, metadata=self._metadata(ext))
+                fig.savefig(tmp, dpi=DPI, format=ext,
+                            metadata=plot_metadata(self.provenance, ext, "fpq figures"))
             self.files.append(path)
         pyplot().close(fig)
