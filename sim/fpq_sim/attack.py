@@ -21,6 +21,8 @@ import os
 import platform
 import time
 
+from .provenance import runs_provenance, provenance_line, plot_metadata
+
 __all__ = ["add_arguments", "main", "plan", "summarise", "markdown"]
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -220,7 +222,9 @@ def markdown(summary, sc, attack_points, n_cap, seeds, command, wall, cpu):
     return "\n".join(lines) + "\n"
 
 
-def plot(path, summary, rate, tuples, rates, pool, n_cap):
+def plot(path, summary, rate, tuples, rates, pool, n_cap, prov=None):
+    """The figure of the sweeps, with the runs' provenance ``prov``
+    (``fpq_sim.provenance.runs_provenance``) in its metadata."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -250,8 +254,9 @@ def plot(path, summary, rate, tuples, rates, pool, n_cap):
             ax.grid(alpha=.3)
     axes[1][0].legend(title="dotted: no attack", loc="lower left")
     fig.tight_layout()
+    fmt = os.path.splitext(path)[1][1:].lower()
     with atomic_path(path) as tmp:
-        fig.savefig(tmp, dpi=150, format=os.path.splitext(path)[1][1:].lower())
+        fig.savefig(tmp, dpi=150, format=fmt, metadata=plot_metadata(prov or {}, fmt, "fpq attack"))
     plt.close(fig)
 
 
@@ -282,9 +287,11 @@ def main(args):
     summary = summarise(results, sc)
     command = {"argv": command_line(args, rate), "scenario": args.scenario, "runs": len(jobs)}
     cpu = sum(s["wall_seconds"] for s in results.values())
+    prov = runs_provenance(results.values())
     text = markdown(summary, sc, attack_points, args.n_cap, args.seeds, command, wall, cpu)
+    text += "\n" + provenance_line(prov) + "\n"
     if args.plot:
-        plot(args.plot, summary, rate, tuples, rates, args.pool, args.n_cap)
+        plot(args.plot, summary, rate, tuples, rates, args.pool, args.n_cap, prov)
     write_text(args.out, text)
     print(text)
     print(f"wrote {args.out}" + (f" and {args.plot}" if args.plot else ""), file=sys.stderr)

@@ -60,7 +60,9 @@ def _sim_parking_lot(args, sc):
     """``fpq sim`` of a parking-lot scenario: its summary (``ParkingLot.summary``) and a
     report per flow class and per router."""
     from .parkinglot import run_parking_lot, class_stats
+    from .provenance import run_provenance
     s = run_parking_lot(sc)
+    s["provenance"] = run_provenance(sc)
     report = _write_summary(args, s)
     classes = class_stats(s)
     flows = "; ".join(f"{cls} ({m['flows']} flows): {m['throughput_pkts_per_s']:.1f} pkt/s "
@@ -90,6 +92,8 @@ def _sim(args):
     net = Network(sc)
     net.run()
     s = net.summary(transfer_times=args.transfer_times)
+    from .provenance import run_provenance
+    s["provenance"] = run_provenance(sc, args.transfer_times)
     # with the summary on standard output, the report goes to standard error
     report = _write_summary(args, s)
     t = s["transfers"]
@@ -99,7 +103,7 @@ def _sim(args):
             f"goodput {s['goodput_pkts_per_s']:.1f} pkt/s")
     if t["count"]:
         line += (f", {t['count']} transfers: p5 {t['p5']:.2f} s, median {t['p50']:.2f} s, "
-                 f"p95 {t['p95']:.2f} s")
+                 f"p95 {t['p95']:.2f} s ({t['unfinished']} unfinished at the end)")
     print(line, file=report)
     _report_events(args, s, report)
     return 0

@@ -15,7 +15,16 @@ receive window, 1 ms timer granularity, 1 s minimum RTO (ns-3's defaults for tho
 still differs: ns-3 opens connections with a SYN handshake and its RTO follows RFC 6298
 (ours counts ticks as ns-2 does); its point-to-point links add a 2-byte PPP header; our RED is
 the float model with ns-2's idle rule (``fpq_sim.ns2idle``), ns-3's is its own RED
-implementation. Agreement is judged on the intervals.
+implementation.
+
+Agreement is an equivalence test, not overlapping intervals (few seeds give wide intervals that
+overlap anything): the two drop rates agree when the 90 % interval of the difference of their
+means (ours - ns-3, Welch's t over ``SEEDS`` seeds a side) lies within ``+- loss_margin``, 15 %
+of ns-3's mean drop rate and at least 0.1 percentage point (two one-sided tests at 5 %,
+``fpq_sim.stats.equivalence``). The margin is a judgement: the simulators differ in the
+details listed above, and a drop rate 15 % off changes none of the comparisons the tables
+make. Fewer than ``MIN_SEEDS`` seeds a side (a section rebuilt from older saved runs) are not
+judged.
 
 Usage: ``python -m fpq_sim.crosscheck --ns3-python .venv-ns3/bin/python`` (writes the
 ``fpq crosscheck`` section of docs/RESULTS.md).
@@ -34,7 +43,7 @@ from fpq.marked_section import markers, write_section
 
 from .network import Network
 from .scenario import validate
-from .stats import est
+from .stats import est, equivalence
 
 __all__ = ["main", "params", "our_run"]
 
@@ -53,7 +62,13 @@ NS3_SCRIPT = _ns3_script()
 BEGIN, END = markers("crosscheck")
 FLOWS = (10, 30, 100)
 DISCIPLINES = ("droptail", "red")
-SEEDS = (1, 2, 3)
+SEEDS = tuple(range(1, 11))
+#: The fewest seeds a side that the agreement is judged on
+MIN_SEEDS = 10
+#: The equivalence margin of the drop rates: this share of ns-3's mean drop rate ...
+LOSS_MARGIN_REL = 0.15
+#: ... and at least this much (a drop rate, 0.1 percentage point)
+LOSS_MARGIN_MIN = 0.001
 DURATION, WARMUP = 60.0, 10.0
 
 
@@ -134,33 +149,58 @@ def _pct(e):
     return f"{100 * e.mean:.2f} % [{100 * max(0, e.lo):.2f}, {100 * min(1, e.hi):.2f}]"
 
 
+def loss_margin(ns3_mean):
+    """The equivalence margin of the drop rates where ns-3's mean drop rate is
+    ``ns3_mean``."""
+    return max(LOSS_MARGIN_REL * ns3_mean, LOSS_MARGIN_MIN)
+
+
+def agreement(ours, theirs):
+    """Whether the drop rates of our runs and ns-3's (``fpq_sim.stats.Est`` over seeds)
+    agree within :func:`loss_margin`: ``yes``, ``no``, or a dash and the seed count where
+    there are fewer than ``MIN_SEEDS`` a side."""
+    n = min(len(ours.values), len(theirs.values))
+    if n < MIN_SEEDS:
+        return f"- ({n} seeds)"
+    e = equivalence(ours.values, theirs.values, loss_margin(theirs.mean), MIN_SEEDS)
+    return "yes" if e.equivalent else "no"
+
+
+def _seed_count(rows):
+    """The fewest seeds of the ``rows`` of the table."""
+    return min((len(r["ours_loss"].values) for _, r in rows), default=len(SEEDS))
+
+
 def markdown(rows, wall, where, speed=()):
     L = ["## Cross-check with ns-3 (`make crosscheck`)", "",
          "Regenerate with `make crosscheck` (installs ns-3 from PyPI into `.venv-ns3`, then "
          "`python -m fpq_sim.crosscheck`; not part of `make test`). The same dumbbell in "
          "ns-3 and in our simulator: the FPQ paper's Fig. 8 network with N bulk NewReno "
          "senders, drop-tail (45 packets) or RED (5/45/0.02, w_q 2^-9, no hard limit), "
-         f"{len(SEEDS)} seeds of {DURATION:.0f} s each, statistics after {WARMUP:.0f} s; "
+         f"{_seed_count(rows)} seeds of {DURATION:.0f} s each, statistics after "
+         f"{WARMUP:.0f} s; "
          "what is matched and what still differs is listed in fpq_sim/crosscheck.py. Speed: "
          "packets arriving at the bottleneck per wall-clock second of each simulator's event "
-         "loop, in the same runs (ours with the float queue manager). `agree` means the two "
-         "95 % intervals of the drop rate overlap.", "",
+         "loop, in the same runs (ours with the float queue manager). `agree`: the 90 % "
+         "interval of the difference of the mean drop rates (ours - ns-3, Welch) lies within "
+         f"+-{100 * LOSS_MARGIN_REL:.0f} % of ns-3's mean drop rate (at least "
+         f"{100 * LOSS_MARGIN_MIN:.1f} percentage point): equivalent at 5 % by two one-sided "
+         f"tests, judged with {MIN_SEEDS} or more seeds a side.", "",
          "| N | queue | drop rate, ours | drop rate, ns-3 | agree | utilisation, ours | "
          "utilisation, ns-3 | ours (pkt/s) | ns-3 (pkt/s) | speed ratio ours / ns-3 |",
          "|---|---|---|---|---|---|---|---|---|---|"]
     for (disc, n), r in rows:
         lo, l3 = r["ours_loss"], r["ns3_loss"]
-        agree = "yes" if lo.lo <= l3.hi and l3.lo <= lo.hi else "no"
+        agree = agreement(lo, l3)
         L.append(f"| {n} | {disc} | {_pct(lo)} | {_pct(l3)} | {agree} | "
                  f"{_pct(r['ours_util'])} | {_pct(r['ns3_util'])} | "
                  f"{r['ours_speed']:,.0f} | {r['ns3_speed']:,.0f} | "
                  f"{r['ours_speed'] / r['ns3_speed']:.2f} |")
-    odd = [(k, r) for k, r in rows if not (r["ours_loss"].lo <= r["ns3_loss"].hi
-                                           and r["ns3_loss"].lo <= r["ours_loss"].hi)
+    odd = [(k, r) for k, r in rows if agreement(r["ours_loss"], r["ns3_loss"]) == "no"
            or r["ours_loss"].half > 3 * max(1e-9, r["ns3_loss"].half)]
     if odd:
-        L += ["", "Per seed where the intervals disagree or ours is far wider (drop rate, ours / "
-              "ns-3): " + "; ".join(
+        L += ["", "Per seed where the drop rates do not agree or ours is far wider (drop rate, "
+              "ours / ns-3): " + "; ".join(
                   f"{d} N = {n}: " + ", ".join(f"{100 * a:.1f} / {100 * b:.1f} %"
                                                for a, b in r["per_seed"])
                   for (d, n), r in odd) + "."]
@@ -195,6 +235,42 @@ def _summary(ours, theirs):
             / sum(x["wall_seconds"] for x in theirs)}
 
 
+def _provenance():
+    """What the raw folder's ``_meta.json`` records of the code and the runs."""
+    from .provenance import code_state
+    return dict(code_state(), seeds=list(SEEDS))
+
+
+def _saved_runs(raw):
+    """``(meta, {tag: run})`` of the raw folder ``raw`` of an earlier run."""
+    with open(os.path.join(raw, "_meta.json")) as f:
+        meta = json.load(f)
+    saved = {}
+    for name in os.listdir(raw):
+        if name.endswith(".json") and not name.startswith("_"):
+            with open(os.path.join(raw, name)) as f:
+                saved[name[:-5]] = json.load(f)
+    return meta, saved
+
+
+def _pairs(pair, runs):
+    """The summary (``_summary``) of the pairs of runs ``pair(tag, params)`` gives for
+    ``runs``, ``[(tag, params)]``, leaving out those it has none for; each pair logged."""
+    ours, theirs = [], []
+    for tag, p in runs:
+        got = pair(tag, p)
+        if got is None:
+            continue
+        a, b = got
+        ours.append(a)
+        theirs.append(b)
+        sa = a["bottleneck_packets"] / a["wall_seconds"]
+        sb = b["bottleneck_packets"] / b["wall_seconds"]
+        print(f"{tag}: loss {a['loss_rate']:.4f} / {b['loss_rate']:.4f}, speed {sa:.0f} / "
+              f"{sb:.0f} pkt/s", file=sys.stderr)
+    return _summary(ours, theirs)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m fpq_sim.crosscheck")
     ap.add_argument("--ns3-python", required=True, help="the Python of the ns-3 venv")
@@ -213,48 +289,26 @@ def main(argv=None):
     os.makedirs(args.raw, exist_ok=True)
     meta_path = os.path.join(args.raw, "_meta.json")
     t0 = time.perf_counter()
-    saved = None
+    saved = meta = None
     if args.from_raw:
-        with open(meta_path) as f:
-            meta = json.load(f)
-        saved = {}
-        for name in os.listdir(args.raw):
-            if name.endswith(".json") and not name.startswith("_"):
-                with open(os.path.join(args.raw, name)) as f:
-                    saved[name[:-5]] = json.load(f)
+        meta, saved = _saved_runs(args.raw)
 
     def pair(tag, p):
         if saved is not None:
-            d = saved[tag]
-            return d["ours"], d["ns3"]
+            d = saved.get(tag)      # an older run may have fewer seeds
+            return (d["ours"], d["ns3"]) if d else None
         a, b = our_run(p), ns3_run(args.ns3_python, p)
+        from .provenance import code_state
         with open(os.path.join(args.raw, tag + ".json"), "w") as f:
-            json.dump({"params": p, "ours": a, "ns3": b}, f)
+            json.dump({"params": p, "ours": a, "ns3": b, "provenance": code_state()}, f)
         return a, b
 
-    rows = []
-    for disc in DISCIPLINES:
-        for n in FLOWS:
-            ours, theirs = [], []
-            for seed in SEEDS:
-                p = params(disc, n, seed)
-                a, b = pair(f"{disc}-{n}-{seed}", p)
-                ours.append(a)
-                theirs.append(b)
-                sa = a["bottleneck_packets"] / a["wall_seconds"]
-                sb = b["bottleneck_packets"] / b["wall_seconds"]
-                print(f"{disc} N={n} seed {seed}: loss {a['loss_rate']:.4f} / "
-                      f"{b['loss_rate']:.4f}, speed {sa:.0f} / {sb:.0f} pkt/s", file=sys.stderr)
-            rows.append(((disc, n), _summary(ours, theirs)))
-    speed = []
-    for tcp in SPEED_TCP:
-        ours, theirs = [], []
-        for seed in SEEDS:
-            p = params("droptail", SPEED_FLOWS, seed, tcp=tcp)
-            a, b = pair(f"speed-{tcp}-{seed}", p)
-            ours.append(a)
-            theirs.append(b)
-        speed.append((tcp, _summary(ours, theirs)))
+    rows = [((disc, n), _pairs(pair, [(f"{disc}-{n}-{seed}", params(disc, n, seed))
+                                      for seed in SEEDS]))
+            for disc in DISCIPLINES for n in FLOWS]
+    speed = [(tcp, _pairs(pair, [(f"speed-{tcp}-{seed}",
+                                  params("droptail", SPEED_FLOWS, seed, tcp=tcp))
+                                 for seed in SEEDS])) for tcp in SPEED_TCP]
     if saved is not None:
         where = meta["where"][:-2] + (f"; rebuilt from its saved runs on "
                                       f"{datetime.date.today().isoformat()}._")
@@ -271,7 +325,7 @@ def main(argv=None):
                  f"wall in all ({platform.machine()}, {os.cpu_count()} cores, one run at a "
                  f"time; load average {load:.1f} from other jobs on the machine)._")
         with open(meta_path, "w") as f:
-            json.dump({"where": where, "wall": wall}, f)
+            json.dump({"where": where, "wall": wall, "provenance": _provenance()}, f)
     update_results_md(args.results_md, markdown(rows, wall, where, speed))
     print(f"crosscheck: wrote the section of {args.results_md}", file=sys.stderr)
     return 0

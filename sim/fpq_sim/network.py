@@ -24,11 +24,12 @@ from .ns2idle import Ns2IdleRule
 from .pie import PIE
 from .router import OutputPort
 from .scenario import queue_config
+from .stats import km_median, mean_lower_bound
 from .tcp import TcpParams, Receiver, Counters
 from .tcp_sack import sender_class
 
 __all__ = ["Network", "TcpHosts", "run_scenario", "summarise", "tcp_params", "queue_manager",
-           "attach_queue_manager"]
+           "attach_queue_manager", "unfinished_transfers"]
 
 
 def _draw(rng, value):
@@ -120,9 +121,10 @@ class TcpHosts:
     the hosts themselves (a TCP sender and receiver per flow, each behind an access link of
     its own), running, and packet accounting over the router ports in ``self.ports``.
 
-    Three random streams, so that the draws of one never shift those of another: ``rng`` the
+    Four random streams, so that the draws of one never shift those of another: ``rng`` the
     access links and start times, ``clock_rng`` the phases of the hosts' tick clocks,
-    ``send_rng`` the senders' overhead and telnet delays.
+    ``send_rng`` the senders' overhead and telnet delays, ``address_rng`` the flows'
+    5-tuples (:meth:`_flow_key`).
     """
 
     def __init__(self, sc):
@@ -131,6 +133,8 @@ class TcpHosts:
         self.rng = random.Random(seed)
         self.clock_rng = random.Random(seed ^ 0xB0071)
         self.send_rng = random.Random(seed ^ 0x5E4D)
+        self.address_rng = random.Random(f"addresses-{seed}")
+        self._senders_used = set()
         self.sim = Simulator()
         self.senders, self.receivers = [], []
         self.ports = []
@@ -153,9 +157,7 @@ class TcpHosts:
         app = group["telnet_interval_s"] if group["workload"] == "telnet" else None
         fwd, back = Link(bw, delay), Link(bw, delay)
         port_arrive = port.arrive
-        # 10.0.0.0/16 senders, 10.1.0.0/16 receivers, one port pair per flow
-        key = fpq.pack_flow(0x0A000000 + index + 1, 0x0A010000 + index + 1,
-                            1024 + index % 60000, 80, 6)
+        key = self._flow_key()
 
         def send_data(pkt):
             at(fwd.pass_through(sim.now, pkt.size), port_arrive, pkt)
@@ -175,6 +177,18 @@ class TcpHosts:
         start = group["start_s"] + rng.uniform(0.0, group["start_jitter_s"])
         at(start, sender.start, None)
         return sender
+
+    def _flow_key(self):
+        """The 5-tuple of a new flow, drawn from the seed's ``address_rng``: a sender address
+        in 10.0.0.0/9 that no other flow of the run has, a receiver in 10.128.0.0/9, an
+        ephemeral source port, TCP to port 80. Each seed's flows hash to other buckets, as
+        real flows do, so that one set of collisions does not repeat in every run."""
+        draw = self.address_rng.randrange
+        src = 0x0A000000 | draw(1, 1 << 23)
+        while src in self._senders_used:
+            src = 0x0A000000 | draw(1, 1 << 23)
+        self._senders_used.add(src)
+        return fpq.pack_flow(src, 0x0A800000 | draw(1, 1 << 23), draw(1024, 65536), 80, 6)
 
     def run(self, until=None):
         """Run to ``until`` seconds (default: the scenario's ``run.duration_s``)."""
@@ -277,6 +291,7 @@ def summarise(net, transfer_times=False):
     good = sum(delivered)
     lost = port.drops + port.wire_losses
     times = np.array([e - s for _, s, e in net.transfers if s >= net.warmup], dtype=float)
+    running = unfinished_transfers(net)
     cap_pps = b["bandwidth_bps"] / (8.0 * b["packet_bytes"])
     out = {
         "scenario": sc["name"],
@@ -303,9 +318,7 @@ def summarise(net, transfer_times=False):
         "utilisation": port.busy_time / span if span > 0 else 0.0,
         "goodput_pkts_per_s": good / span if span > 0 else 0.0,
         "goodput_fraction": good / span / cap_pps if span > 0 else 0.0,
-        "transfers": {"count": int(times.size),
-                      "mean": float(times.mean()) if times.size else None,
-                      "p5": _pct(times, 5), "p50": _pct(times, 50), "p95": _pct(times, 95)},
+        "transfers": _transfers(times, running),
         "flows": delivered,
         "tcp": {k: v - net.warm_counters[k] for k, v in net.counters.as_dict().items()},
         "queue_config": net.config.to_dict(),
@@ -319,7 +332,29 @@ def summarise(net, transfer_times=False):
         out["tcp_at_bottleneck"], out["floods"] = net.flood_accounting.summary()
     if transfer_times:
         out["transfer_times"] = times.tolist()
+        out["unfinished_times"] = running
     return out
+
+
+def unfinished_transfers(net):
+    """The elapsed times, at the end of the run, of the transfers still running then that
+    began after the warm-up (as the finished ones counted): censored transfer times."""
+    now, warmup = net.sim.now, net.warmup
+    return [now - s.transfer_start for s in net.senders
+            if s.active and s.p.transfer_pkts is not None and s.app_interval is None
+            and s.transfer_start >= warmup]
+
+
+def _transfers(times, running):
+    """The summary of the finished transfers' ``times`` (count, mean, p5, p50, p95) and of
+    the ``running`` ones (``unfinished``: their count; ``mean_lower_bound``: the mean with
+    them counted at their elapsed time; ``km_median``: the Kaplan-Meier median,
+    ``fpq_sim.stats``)."""
+    both = list(times) + list(running)
+    return {"count": int(times.size), "mean": float(times.mean()) if times.size else None,
+            "p5": _pct(times, 5), "p50": _pct(times, 50), "p95": _pct(times, 95),
+            "unfinished": len(running), "mean_lower_bound": mean_lower_bound(times, running),
+            "km_median": km_median(both, [True] * times.size + [False] * len(running))}
 
 
 def run_scenario(sc, transfer_times=False):

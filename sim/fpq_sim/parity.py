@@ -5,19 +5,22 @@ the clock); the float model is the paper's (RED's per-arrival average with its i
 rule). They should give the same network behaviour at every packet rate: this runs the
 ``red-dumbbell-newreno`` scenario (N NewReno bulk flows, RED 5/45/0.02, a 100-packet buffer)
 with each model, for several N, link rates and disciplines, over seeds, and reports the mean
-and the 95 % confidence interval (Student's t over the seeds) of utilisation, loss rate and
-average queue. With ``--write`` the table replaces the part of ``docs/RESULTS.md`` between
-``<!-- BEGIN fpq parity -->`` and ``<!-- END fpq parity -->``.
+and the 95 % confidence interval (Student's t over the seeds, ``fpq_sim.stats``) of
+utilisation, loss rate and average queue, and whether the two models agree within
+:data:`MARGINS` (equivalence: the 90 % interval of the difference of the means, Welch, inside
+the margin; two one-sided tests at 5 %, judged with 10 or more seeds). With ``--write`` the
+table replaces the part of ``docs/RESULTS.md`` between ``<!-- BEGIN fpq parity -->`` and
+``<!-- END fpq parity -->``.
 """
 
-import math
 import os
-import statistics
 import time
 
 from fpq.marked_section import markers, write_section
 
-__all__ = ["main", "add_arguments", "cases", "summarise", "markdown"]
+from .stats import est, equivalence
+
+__all__ = ["main", "add_arguments", "cases", "summarise", "markdown", "agree", "MARGINS"]
 
 BEGIN, END = markers("parity")
 SCENARIO = "red-dumbbell-newreno.toml"
@@ -26,25 +29,14 @@ RATES = ((1e6, 100.0), (10e6, 30.0))
 FLOWS = (10, 30, 100)
 DISCIPLINES = ("red", "fpq")
 MODELS = ("exact", "float")
-#: Student's t, two-sided 95 %, by degrees of freedom (seeds - 1)
-_T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306,
-        9: 2.262, 10: 2.228, 14: 2.145, 19: 2.093, 29: 2.045}
-
-
-def t95(dof):
-    """The two-sided 95 % quantile of Student's t with ``dof`` degrees of freedom."""
-    if dof in _T95:
-        return _T95[dof]
-    below = max(k for k in _T95 if k < dof) if dof > 1 else 1
-    return _T95[below] if dof < 30 else 1.96
-
-
-def mean_ci(values):
-    """``(mean, half-width of the 95 % confidence interval)`` of ``values``."""
-    m = statistics.fmean(values)
-    if len(values) < 2:
-        return m, float("nan")
-    return m, t95(len(values) - 1) * statistics.stdev(values) / math.sqrt(len(values))
+#: The equivalence margins of the two models, per quantity: ``(share of the float model's
+#: mean, at least)``. Utilisation within 1 point; loss and queue within 10 % of the float
+#: model's (at least 0.05 loss point, half a packet): a judgement of what changes no
+#: comparison drawn from the tables, as the margin of ``fpq_sim.crosscheck`` is.
+MARGINS = {"utilisation": (0.0, 0.01), "loss_rate": (0.10, 0.0005),
+           "avg_queue_pkts": (0.10, 0.5)}
+#: The fewest seeds a side the agreement is judged on
+MIN_SEEDS = 10
 
 
 #: Extra runs that locate a difference: ``(discipline, link bit/s, flows, label, --set list)``
@@ -93,19 +85,34 @@ def _run(job):
 
 
 def summarise(results):
-    """``{(disc, bw, n, model): {metric: (mean, ci)}}`` from ``{key: metrics}``."""
+    """``{(disc, bw, n, model): {metric: fpq_sim.stats.Est}}`` from ``{key: metrics}``."""
     groups = {}
     for (disc, bw, n, model, _), metrics in results.items():
         groups.setdefault((disc, bw, n, model), []).append(metrics)
-    return {k: {m: mean_ci([r[m] for r in rows]) for m in rows[0]}
+    return {k: {m: est([r[m] for r in rows]) for m in rows[0]}
             for k, rows in groups.items()}
 
 
+def agree(exact, flt):
+    """Whether the two models' estimates agree (:data:`MARGINS`), quantity by quantity:
+    ``yes``/``no`` joined by ``/`` in the order of :data:`MARGINS`, or a dash with fewer
+    than :data:`MIN_SEEDS` seeds."""
+    if min(len(exact["utilisation"].values), len(flt["utilisation"].values)) < MIN_SEEDS:
+        return "-"
+    out = []
+    for m, (share, least) in MARGINS.items():
+        margin = max(share * abs(flt[m].mean), least)
+        ok = equivalence(exact[m].values, flt[m].values, margin, MIN_SEEDS).equivalent
+        out.append("yes" if ok else "no")
+    return " / ".join(out)
+
+
+def cell(e, scale=100.0, digits=1):
+    """An estimate as ``mean [lo, hi]`` times ``scale``."""
+    return f"{scale * e.mean:.{digits}f} [{scale * e.lo:.{digits}f}, {scale * e.hi:.{digits}f}]"
+
+
 def markdown(summary, seeds, wall):
-    def cell(mc, scale=100.0, digits=1):
-        m, ci = mc
-        return f"{scale * m:.{digits}f} [{scale * (m - ci):.{digits}f}, " \
-               f"{scale * (m + ci):.{digits}f}]"
 
     lines = ["### The bit-exact model against the paper's float model (RED and FPQ at every "
              "packet rate)", "",
@@ -117,11 +124,14 @@ def markdown(summary, seeds, wall):
              "avg_tau_s)` = 2^-9 per packet, with ns-2's idle-time rule). RED 5/45/0.02; FPQ "
              f"with P = the delay-bandwidth product. Means over {seeds} seeds with the 95 % "
              "confidence interval in brackets (Student's t); 1 Mbit/s runs 100 s, 10 Mbit/s "
-             "30 s, the first 10 s of each are warm-up.", "",
+             "30 s, the first 10 s of each are warm-up. `agree`: utilisation / loss / queue "
+             "equivalent (the 90 % interval of the difference of the means, Welch, within "
+             "1 point of utilisation, 10 % of the float model's loss (at least 0.05 point) "
+             f"and queue (at least half a packet); judged with {MIN_SEEDS} or more seeds).", "",
              "| discipline | link | N | utilisation % (bit-exact) | utilisation % (float) | "
              "loss % (bit-exact) | loss % (float) | queue pkts (bit-exact) | "
-             "queue pkts (float) |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "queue pkts (float) | agree |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for disc in DISCIPLINES:
         for bw, _ in RATES:
             for n in FLOWS:
@@ -130,7 +140,8 @@ def markdown(summary, seeds, wall):
                     f"| {disc} | {bw / 1e6:g} Mbit/s | {n} | {cell(e['utilisation'])} | "
                     f"{cell(f['utilisation'])} | {cell(e['loss_rate'], digits=2)} | "
                     f"{cell(f['loss_rate'], digits=2)} | "
-                    f"{cell(e['avg_queue_pkts'], 1.0)} | {cell(f['avg_queue_pkts'], 1.0)} |")
+                    f"{cell(e['avg_queue_pkts'], 1.0)} | {cell(f['avg_queue_pkts'], 1.0)} | "
+                    f"{agree(e, f)} |")
     lines += ["", "Where the two differ beyond the noise the cause is the average's time "
               "constant: RED's per-arrival average (the float model) counts it in arrivals, so "
               "under overload (more arrivals per second than the link sends) it averages over "

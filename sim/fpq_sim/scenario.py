@@ -9,6 +9,7 @@ Numbers written as ``[lo, hi]`` (where allowed) are drawn per flow, uniformly in
 """
 
 import copy
+import hashlib
 import math
 import os
 import re
@@ -17,13 +18,15 @@ import tomllib
 
 import fpq
 from fpq.drop_probability import Mode
-from fpq.fields import FIELDS, FIELD_BY_NAME
+from fpq.fields import FIELDS, FIELD_BY_NAME, hash_key_bytes
+from fpq.keys import key_weakness
 from fpq.messages import brief, QUOTED_CHARS
 
 from .tcp import VARIANTS
 
 __all__ = ["ScenarioError", "SCHEMA", "HOST_PROFILES", "SCENARIO_DIR", "load", "read_toml",
-           "validate", "apply_set", "schema_markdown", "shipped_scenarios", "scenario_path"]
+           "validate", "apply_set", "schema_markdown", "shipped_scenarios", "scenario_path",
+           "seeded_hash_key"]
 
 
 def _scenario_dir():
@@ -415,10 +418,27 @@ def queue_config(sc):
     if q["limit_pkts"]:
         params["limit_pkts"] = q["limit_pkts"]
     build = fpq.Build(avg_delay=q["avg_delay"]) if q.get("avg_delay") else None
+    params.setdefault("hash_key", seeded_hash_key(params["seed_decide"],
+                                                  hash_key_bytes(build or fpq.Build())))
     # CoDel and PIE are not modes of the FPQ queue manager: its configuration then only
     # carries the clock and the buffer limit (mode droptail)
     mode = q["discipline"] if q["discipline"] in Mode.__members__ else Mode.droptail.name
     return fpq.Config(build=build, mode=mode, **params)
+
+
+def seeded_hash_key(seed, nbytes):
+    """A ``hash_key`` of ``nbytes`` bytes drawn from ``seed`` (the queue manager's
+    ``seed_decide``), the same for the same seed: each seed's runs hash their flows with a
+    key of their own, as routers with random keys would, so that the collisions of one key
+    do not repeat in every run of a point. The bytes are SHA-256 of the seed and a draw
+    number; a weak key (``fpq.keys.key_weakness``, about 2 % of draws) is drawn again, as
+    ``fpq.keys.random_key`` does."""
+    for draw in range(1000):
+        key = b"".join(hashlib.sha256(f"fpq_sim hash_key {seed} {draw} {i}".encode()).digest()
+                       for i in range(-(-nbytes // 32)))[:nbytes]
+        if key_weakness(key) is None:
+            return key
+    raise AssertionError(f"seeded_hash_key: no strong key in 1000 draws for seed {seed}")
 
 
 def read_toml(path):

@@ -96,7 +96,8 @@ def test_cli_sim_writes_summary(tmp_path, capsys):
     for key in ("loss_rate", "avg_queue_pkts", "utilisation", "goodput_pkts_per_s", "events",
                 "wall_seconds"):
         assert isinstance(s[key], (int, float))
-    assert set(s["transfers"]) == {"count", "mean", "p5", "p50", "p95"}
+    assert set(s["transfers"]) == {"count", "mean", "p5", "p50", "p95", "unfinished",
+                                   "mean_lower_bound", "km_median"}
     assert len(s["flows"]) == 20
     assert "loss" in capsys.readouterr().out
 

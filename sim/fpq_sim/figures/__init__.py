@@ -39,6 +39,16 @@ Runs are independent: they go to local worker processes (``--jobs``) or to a Das
 (``--dask ADDRESS``), with a tqdm progress bar. ``--quick`` shortens every run, uses two seeds
 and thins the sweeps (for tests; its numbers are not the reproduction). Every run's JSON summary
 is kept (``--raw``); ``--from-raw`` rebuilds the outputs from them without running anything.
+While the command runs, each finished run's summary is also kept in a hidden sibling of the
+raw folder (``runner.progress_folder``), removed at the end; ``--resume`` reuses the saved runs
+(there or in the raw folder) whose run digest is that of the run the current code would make,
+and runs only the others.
+
+Provenance (``fpq_sim.provenance``): every run's summary records the package version, the
+commit and whether the checkout had changes, its seed, its scenario's digest and its run
+digest; every CSV table and plot records the same for the runs it shows; the RESULTS.md
+section ends with the digest of the code and scenarios behind its rows
+(``driver.digest_line``), which a test compares with the current code's.
 """
 
 import contextlib
@@ -47,12 +57,14 @@ import importlib
 import json
 import os
 import platform
+import shutil
 import time
 
 from .driver import write_outputs, results_markdown, update_results_md, BEGIN, END
 from .quantities import jain
 from .registry import REGISTRY, plan, durations, SEEDS, QUICK_SEEDS, SCEN
-from .runner import run_jobs, group, load_raw, load_meta, using_saved_runs
+from .runner import (run_jobs, group, load_raw, load_meta, using_saved_runs, save_raw,
+                     progress_folder, resumable)
 
 __all__ = ["add_arguments", "main", "plan", "run_jobs", "update_results_md", "group",
            "write_outputs", "results_markdown", "load_raw", "jain", "durations", "EXPERIMENTS",
@@ -99,6 +111,10 @@ def add_arguments(p):
     p.add_argument("--from-raw", action="store_true",
                    help="run nothing: rebuild the plots, CSV and RESULTS.md section from the "
                    "JSON summaries saved in --raw by an earlier run")
+    p.add_argument("--resume", action="store_true",
+                   help="reuse the runs saved by an earlier or interrupted run (in --raw or "
+                   "beside it) whose scenario and simulation code are the current ones; run "
+                   "only the others")
 
 
 def main(args):
@@ -113,6 +129,9 @@ def _check_arguments(args):
     """Check ``--jobs`` and the output paths: before the runs, which take minutes."""
     if not 1 <= args.jobs <= 256:
         raise ValueError(f"--jobs: {args.jobs} is out of range [1, 256]")
+    if args.resume and args.from_raw:
+        raise ValueError("--resume: runs nothing with --from-raw (which reuses every saved "
+                         "run); give one of the two")
     from fpq.atomic import check_output_path, check_output_folder
     check_output_folder(args.out, "--out")
     check_output_folder(args.raw, "--raw")
@@ -156,25 +175,36 @@ def _rebuild(args, seeds):
 
 
 def _run(args, seeds):
-    """Plan, run, write the outputs and the RESULTS.md section."""
+    """Plan, run (all, or with ``--resume`` those without a saved run), write the outputs and
+    the RESULTS.md section."""
+    from ..provenance import code_state
     t0 = time.perf_counter()
     jobs = plan(args.quick, args.only)
-    res = run_jobs(jobs, args.jobs, args.dask, progress=not args.no_progress)
+    saved = resumable(jobs, args.raw) if args.resume else {}
+    partial = progress_folder(args.raw)
+    res = run_jobs([j for j in jobs if j[0] not in saved], args.jobs, args.dask,
+                   progress=not args.no_progress,
+                   on_result=lambda key, s: save_raw({key: s}, partial))
+    res.update(saved)
     wall = time.perf_counter() - t0
-    where = _where(args, len(jobs), res, wall, seeds)
+    where = _where(args, len(jobs), res, wall, seeds, len(saved))
     files = _write(args, res, lambda res: results_markdown(res, args.quick, wall, where, seeds),
-                   meta={"where": where, "wall": wall, "runs": len(jobs)})
-    print(f"fpq figures: {len(jobs)} runs in {wall:.1f} s; wrote {files} files in "
+                   meta={"where": where, "wall": wall, "runs": len(jobs),
+                         "provenance": dict(code_state(), seeds=list(seeds))})
+    shutil.rmtree(partial, ignore_errors=True)
+    print(f"fpq figures: {len(jobs) - len(saved)} runs in {wall:.1f} s"
+          f"{f' ({len(saved)} saved runs reused)' if saved else ''}; wrote {files} files in "
           f"{args.out} and the fpq-figures section of {args.results_md}")
     return 0
 
 
-def _where(args, runs, res, wall, seeds):
+def _where(args, runs, res, wall, seeds, reused=0):
     """The section's closing line: what ran, when, where and how long."""
     events = sum(s["events"] for s in res.values())
     cpu = sum(s["wall_seconds"] for s in res.values())
     runner = f"Dask {args.dask}" if args.dask else f"{args.jobs} local processes"
+    again = f", {reused} of them saved runs reused (`--resume`)" if reused else ""
     return (f"_Generated by `fpq figures{' --quick' if args.quick else ''}` on "
             f"{datetime.date.today().isoformat()}: {runs} runs ({len(seeds)} seeds per "
-            f"point), {events:,} events, {wall:.0f} s wall on {runner} "
+            f"point{again}), {events:,} events, {wall:.0f} s wall on {runner} "
             f"({platform.machine()}, {os.cpu_count()} cores; {cpu:.0f} s of simulation)._")

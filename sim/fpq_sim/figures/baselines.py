@@ -5,7 +5,7 @@ import numpy as np
 
 from .outputs import ci_cols, ci_header
 from .plots import errbar, MARKERS
-from .quantities import ratio, jain, E, Ek
+from .quantities import ratio, jain, E, Ek, E_fraction, loss_est
 from .registry import Experiment, register
 from .template import prose, pct, overlap, DISC_LABEL
 
@@ -43,13 +43,14 @@ def metrics(ss):
     return {
         "avg_queue_pkts": Ek(ss, "avg_queue_pkts"),
         "avg_delay_s": Ek(ss, "avg_delay_s"),
-        "loss_rate": Ek(ss, "loss_rate"),
+        "loss_rate": loss_est(ss),
         "utilisation": Ek(ss, "utilisation"),
         "p95_over_p5": E(ss, ratio),
         "jain": E(ss, lambda s: jain(s["flows"])),
         "spurious_fast_retx": Ek(ss, "tcp", "spurious_fast_retx"),
-        "timeouts_per_transfer": E(ss, lambda s: s["tcp"]["timeouts"]
-                                   / max(1, s["transfers"]["count"])),
+        "timeouts_per_transfer": E_fraction(ss, lambda s: s["tcp"]["timeouts"]
+                                            / max(1, s["transfers"]["count"]),
+                                            lambda s: s["transfers"]["count"], rate=True),
     }
 
 

@@ -6,7 +6,7 @@ import numpy as np
 from ..stats import est
 from .outputs import ci_cols, ci_header
 from .plots import label, errbar, cdf_band, cdf_rows, FIGSIZE
-from .quantities import times, E
+from .quantities import times, E, Ek, E_fraction
 from .registry import Experiment, register
 from .template import prose, pct
 
@@ -28,12 +28,12 @@ def _transfers(ss):
 
 def _fast(ss):
     """The estimate of the fraction of transfers under 1 s."""
-    return E(ss, lambda s: (times(s) < 1).mean())
+    return E_fraction(ss, lambda s: (times(s) < 1).mean(), lambda s: times(s).size)
 
 
 def _slow(ss):
     """The estimate of the fraction of transfers over 10 s."""
-    return E(ss, lambda s: (times(s) > 10).mean())
+    return E_fraction(ss, lambda s: (times(s) > 10).mean(), lambda s: times(s).size)
 
 
 def _mean(ss):
@@ -42,6 +42,22 @@ def _mean(ss):
 
 def _median(ss):
     return E(ss, lambda s: np.median(times(s)))
+
+
+def _unfinished(ss):
+    """The transfers still running at the end of the runs, all seeds."""
+    return sum(s["transfers"]["unfinished"] for s in ss)
+
+
+def _mean_lb(ss):
+    """The estimate of the mean with the unfinished transfers counted at their elapsed
+    time: a lower bound of the true mean."""
+    return Ek(ss, "transfers", "mean_lower_bound")
+
+
+def _km_median(ss):
+    """The estimate of the Kaplan-Meier median (the unfinished transfers censored)."""
+    return Ek(ss, "transfers", "km_median")
 
 
 def write(G, out):
@@ -61,10 +77,12 @@ def _fig1(loss, out):
         ss = loss[l]
         mean = _mean(ss)
         means.append(mean)
-        rows.append([l, _transfers(ss), len(ss)] + ci_cols(mean) + ci_cols(_median(ss))
+        rows.append([l, _transfers(ss), _unfinished(ss), len(ss)] + ci_cols(mean)
+                    + ci_cols(_median(ss)) + ci_cols(_mean_lb(ss)) + ci_cols(_km_median(ss))
                     + ci_cols(_fast(ss)) + ci_cols(_slow(ss)))
-    out.csv("fig1_mean_transfer_vs_loss.csv", ["loss_rate", "transfers", "seeds"]
-            + ci_header(("mean_s", "median_s", "frac_lt_1s", "frac_gt_10s")), rows)
+    out.csv("fig1_mean_transfer_vs_loss.csv", ["loss_rate", "transfers", "unfinished", "seeds"]
+            + ci_header(("mean_s", "median_s", "mean_lower_bound_s", "km_median_s",
+                         "frac_lt_1s", "frac_gt_10s")), rows)
     fig, ax = out.subplots(figsize=FIGSIZE)
     errbar(ax, [100 * l for l in ls], means, "o-", "ours (95 % CI over seeds)")
     label(ax, "uniform loss rate (%)", "mean 20-packet transfer time (s)",
@@ -119,8 +137,9 @@ def markdown(G):
         f1, f10 = _fast(ss), _slow(ss)
         fr[(rto, l)] = (f1, f10)
         par = f"{pct(0.4 ** 1.8)}" if l == 0.15 else ""
-        L.append(f"| {100 * l:g} % | {rto[3:]} s | {n} | {_mean(ss):.2f} s | "
-                 f"{_median(ss):.2f} s | {pct(f1)} | {pct(f10)} | {par} |")
+        L.append(f"| {100 * l:g} % | {rto[3:]} s | {n} | {_unfinished(ss)} | "
+                 f"{_mean(ss):.2f} s | {_mean_lb(ss):.2f} s | {_median(ss):.2f} s | "
+                 f"{_km_median(ss):.2f} s | {pct(f1)} | {pct(f10)} | {par} |")
     L += ["", prose("loss.paper"), ""]
     return L + _discussion(fr)
 

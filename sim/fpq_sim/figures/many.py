@@ -3,7 +3,7 @@ sensitivity rows (gentle RED, the float model, the paper's five telnet sessions)
 router on the same network as an extension."""
 
 from .outputs import ci_cols, ci_header
-from .quantities import E, Ek, span_100s, saturated_share
+from .quantities import E, Ek, span_100s, saturated_share, loss_est
 from .registry import Experiment, register, telnet_group
 from .template import prose, pct, overlap
 
@@ -62,18 +62,18 @@ def _rows(many, n):
     """The table's rows for ``n`` flows: RED as published, then FPQ and the sensitivity runs."""
     ss = many[("many", n)]
     span = span_100s(ss[0])
-    L = [prose("many.rows", n=n, n1500=n == 1500, loss=pct(Ek(ss, "loss_rate"), 2),
+    L = [prose("many.rows", n=n, n1500=n == 1500, loss=pct(loss_est(ss), 2),
                goodput=pct(Ek(ss, "goodput_fraction")), queue=Ek(ss, "avg_queue_pkts"),
                timeouts=E(ss, lambda s: s["tcp"]["timeouts"] / n / span))]
     fs = many.get(("many_fpq", n))
     if fs:
-        L.append(prose("many.many_fpq", n=n, loss=pct(Ek(fs, "loss_rate"), 2),
+        L.append(prose("many.many_fpq", n=n, loss=pct(loss_est(fs), 2),
                        queue_per_flow=Ek(fs, "avg_queue_pkts") / n,
                        goodput=pct(Ek(fs, "goodput_fraction"))))
     for tag in ("many_float", "many_gentle", "many_telnet"):
         xs = many.get((tag, n))
         if xs:
-            L.append(prose(f"many.{tag}", n=n, loss=pct(Ek(xs, "loss_rate"), 2)))
+            L.append(prose(f"many.{tag}", n=n, loss=pct(loss_est(xs), 2)))
     return L
 
 
@@ -81,9 +81,9 @@ def _discussion(many):
     ss30, ss15 = many.get(("many", 30)), many.get(("many", 1500))
     if not (ss30 and ss15):
         return []
-    l30, l15 = Ek(ss30, "loss_rate"), Ek(ss15, "loss_rate")
+    l30, l15 = loss_est(ss30), loss_est(ss15)
     tel = many.get(("many_telnet", 30))
-    lt = Ek(tel, "loss_rate") if tel else None
+    lt = loss_est(tel) if tel else None
     f15 = many.get(("many_fpq", 1500))
     fpq_text = _fpq_discussion(f15, l15) if f15 else ""
     return [prose("many.discussion", reproduced=abs(l15.mean - 0.17) < 0.03,
@@ -96,7 +96,7 @@ def _fpq_discussion(f15, red_loss):
     """The FPQ router with 1500 flows (runs ``f15``) against RED's drop rate ``red_loss``; its
     queueing delay is its queue of 576-byte packets at 10 Mbit/s."""
     q = Ek(f15, "avg_queue_pkts")
-    return prose("many.discussion.fpq", loss=pct(Ek(f15, "loss_rate")), red_loss=pct(red_loss),
+    return prose("many.discussion.fpq", loss=pct(loss_est(f15)), red_loss=pct(red_loss),
                  queue_per_flow=q / 1500, delay_s=float(q) * 576 * 8 / 10e6,
                  flow_count=Ek(f15, "avg_flow_count"))
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from .outputs import ci_cols, ci_header
 from .plots import errbar, MARKERS
-from .quantities import jain, E, Ek
+from .quantities import jain, E, Ek, loss_est
 from .registry import Experiment, register
 from .template import prose, pct, DISC_LABEL
 
@@ -31,7 +31,7 @@ RTT_S = 0.1
 #: RED's delay target for its thresholds (Adaptive RED)
 RED_TARGET_S = 0.005
 COLS = ("loss_rate", "mark_rate", "delay_p50_s", "delay_p99_s", "utilisation", "jain",
-        "short_p50_s", "short_p95_s", "short_count")
+        "short_p50_s", "short_km_median_s", "short_p95_s", "short_count", "short_unfinished")
 #: (quantity, file, y label, scale)
 PLOTS = (("delay_p99_s", "modern_delay_p99", "queueing delay, p99 (ms)", 1e3),
          ("loss_rate", "modern_loss", "drop rate (%)", 100),
@@ -68,7 +68,8 @@ def plan(p):
 
 
 def _short(s, key):
-    """A percentile of the run's completed short transfers (NaN if none completed)."""
+    """A statistic of the run's short transfers (NaN if it has none): a percentile of the
+    completed ones, or the Kaplan-Meier median with the unfinished ones censored."""
     v = s["transfers"][key]
     return float("nan") if v is None else v
 
@@ -76,7 +77,7 @@ def _short(s, key):
 def metrics(ss, n):
     """``{quantity: estimate}`` of the runs ``ss`` of one point with ``n`` bulk flows."""
     return {
-        "loss_rate": Ek(ss, "loss_rate"),
+        "loss_rate": loss_est(ss),
         "mark_rate": E(ss, lambda s: s["marks"] / max(1, s["arrivals"])),
         "delay_p50_s": Ek(ss, "delay_p50_s"),
         "delay_p99_s": Ek(ss, "delay_p99_s"),
@@ -84,7 +85,9 @@ def metrics(ss, n):
         "jain": E(ss, lambda s: jain(s["flows"][:n])),
         "short_p50_s": E(ss, lambda s: _short(s, "p50")),
         "short_p95_s": E(ss, lambda s: _short(s, "p95")),
+        "short_km_median_s": E(ss, lambda s: _short(s, "km_median")),
         "short_count": E(ss, lambda s: s["transfers"]["count"]),
+        "short_unfinished": E(ss, lambda s: s["transfers"]["unfinished"]),
     }
 
 
@@ -151,7 +154,8 @@ def _row(n, d, m):
     return (f"| {n} | {DISC_LABEL[d]} | {pct(m['loss_rate'], 2)} | {pct(m['mark_rate'], 2)} | "
             f"{m['delay_p50_s'] * 1e3:.0f} | {m['delay_p99_s'] * 1e3:.0f} | "
             f"{pct(m['utilisation'])} | {m['jain']:.3f} | {_seconds(m['short_p50_s'])} | "
-            f"{_seconds(m['short_p95_s'])} | {m['short_count']:.0f} |")
+            f"{_seconds(m['short_km_median_s'])} | {_seconds(m['short_p95_s'])} | "
+            f"{m['short_count']:.0f} | {m['short_unfinished'].clip(0.0):.1f} |")
 
 
 EXPERIMENT = register(Experiment(

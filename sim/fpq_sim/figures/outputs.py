@@ -1,18 +1,27 @@
 """The files ``fpq figures`` writes into its output folder: CSV tables whose estimates take three
 columns (mean, lo, hi), and plots saved as PNG and PDF. Every file is written atomically and
-listed in :attr:`Outputs.files`."""
+listed in :attr:`Outputs.files`, and records where it comes from (:attr:`Outputs.provenance`,
+set for each experiment): the CSV tables in columns of their own at the end of every row
+(:data:`PROVENANCE_COLUMNS`, so that CSV readers need no comment syntax), the plots in their
+metadata (PNG text chunks; the PDF's Subject and Keywords)."""
 
 import csv
 import os
 
 from fpq.atomic import atomic_path
 
-__all__ = ["Outputs", "write_csv", "ci_cols", "ci_header", "DPI"]
+from ..provenance import runs_provenance as experiment_provenance, plot_metadata
+
+__all__ = ["Outputs", "write_csv", "ci_cols", "ci_header", "DPI", "PROVENANCE_COLUMNS",
+           "experiment_provenance"]
 
 #: Resolution of the PNG plots (print quality).
 DPI = 200
 #: The columns of one estimate in a CSV table, suffixes of the quantity's name.
 CI_SUFFIXES = ("mean", "lo", "hi")
+#: The provenance columns of every CSV table (``fpq_sim.provenance.runs_provenance``), in
+#: order.
+PROVENANCE_COLUMNS = ("fpq_version", "commit", "tree_dirty", "scenario_digest", "seed_list")
 
 
 def ci_cols(e):
@@ -37,18 +46,24 @@ def write_csv(path, header, rows):
 
 class Outputs:
     """The output folder of one ``fpq figures`` run (created if missing) and the paths of the
-    files written into it, in order."""
+    files written into it, in order; ``provenance`` (``{column: text}``, see
+    ``fpq_sim.provenance.runs_provenance``) goes into each file written."""
 
     def __init__(self, folder):
         self.folder = folder
         self.files = []
+        self.provenance = {}
         os.makedirs(folder, exist_ok=True)
 
     def csv(self, name, header, rows):
-        """Write the CSV table ``name`` (a file name, with its extension)."""
+        """Write the CSV table ``name`` (a file name, with its extension), with the
+        provenance columns."""
         path = os.path.join(self.folder, name)
-        write_csv(path, header, rows)
+        extra = [self.provenance.get(c, "") for c in PROVENANCE_COLUMNS]
+        write_csv(path, list(header) + list(PROVENANCE_COLUMNS),
+                  [list(r) + extra for r in rows])
         self.files.append(path)
+
 
     def subplots(self, *args, **kwargs):
         """A new figure and its axes: ``matplotlib.pyplot.subplots``."""
@@ -62,6 +77,7 @@ class Outputs:
         for ext in ("png", "pdf"):
             path = os.path.join(self.folder, f"{name}.{ext}")
             with atomic_path(path) as tmp:
-                fig.savefig(tmp, dpi=DPI, format=ext)
+                fig.savefig(tmp, dpi=DPI, format=ext,
+                            metadata=plot_metadata(self.provenance, ext, "fpq figures"))
             self.files.append(path)
         pyplot().close(fig)

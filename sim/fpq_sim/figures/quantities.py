@@ -3,9 +3,10 @@
 
 import numpy as np
 
-from ..stats import est
+from ..stats import est, est_counts
 
-__all__ = ["times", "ratio", "jain", "E", "Ek", "ecdf", "span_100s", "saturated_share"]
+__all__ = ["times", "ratio", "jain", "E", "Ek", "E_fraction", "loss_est", "ecdf", "span_100s",
+           "saturated_share"]
 
 
 def times(s):
@@ -29,6 +30,20 @@ def jain(xs):
 def E(ss, f):
     """The estimate over runs of ``f(summary)``."""
     return est([f(s) for s in ss])
+
+
+def E_fraction(ss, f, trials, rate=False):
+    """The estimate over runs of the fraction (or, ``rate=True``, the rate) ``f(summary)``
+    of ``trials(summary)`` trials (or exposure): where every run counted zero, ``0 [0,
+    bound]`` with the exact bound of the pooled trials (``fpq_sim.stats.est_counts``)
+    instead of an interval of zero width."""
+    return est_counts([f(s) for s in ss], [trials(s) for s in ss], rate)
+
+
+def loss_est(ss):
+    """The estimate over runs of the drop rate (drops and wire losses per arrival at the
+    bottleneck), with the exact upper bound where no run lost a packet (``E_fraction``)."""
+    return E_fraction(ss, lambda s: s["loss_rate"], lambda s: s["arrivals"])
 
 
 def Ek(ss, *path):

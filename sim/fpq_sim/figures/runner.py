@@ -11,17 +11,23 @@ from contextlib import contextmanager
 from fpq.atomic import write_text
 from fpq.messages import brief
 
+from ..provenance import run_provenance
+
 __all__ = ["run_jobs", "group", "save_raw", "load_raw", "load_meta", "raw_name",
-           "using_saved_runs", "RawFolderError"]
+           "using_saved_runs", "RawFolderError", "progress_folder",
+           "resumable"]
 
 
 def _work(job):
     key, sc, times = job
     if "topology" in sc:
         from ..parkinglot import run_parking_lot
-        return key, run_parking_lot(sc)
-    from ..network import run_scenario
-    return key, run_scenario(sc, transfer_times=times)
+        s = run_parking_lot(sc)
+    else:
+        from ..network import run_scenario
+        s = run_scenario(sc, transfer_times=times)
+    s["provenance"] = run_provenance(sc, times)
+    return key, s
 
 
 def _cost(sc):
@@ -54,19 +60,57 @@ def _completed(order, n_jobs, dask):
                 yield fut.result()
 
 
-def run_jobs(jobs, n_jobs=1, dask=None, progress=True):
+def run_jobs(jobs, n_jobs=1, dask=None, progress=True, on_result=None):
     """Run ``jobs`` on ``n_jobs`` local processes or on the Dask scheduler ``dask``; returns
-    ``{key: summary}``. Largest jobs first (better packing). The local processes end with
-    the command (``fpq.terminate.worker_pool``): a signal that ends it, or its death, ends
-    them too."""
+    ``{key: summary}``. Largest jobs first (better packing). ``on_result(key, summary)`` is
+    called as each run finishes. The local processes end with the command
+    (``fpq.terminate.worker_pool``): a signal that ends it, or its death, ends them too."""
     from tqdm import tqdm
     order = sorted(jobs, key=lambda j: -_cost(j[1]))
     out = {}
     with tqdm(total=len(order), desc="fpq figures", unit="run", disable=not progress) as bar:
         for key, s in _completed(order, n_jobs, dask):
             out[key] = s
+            if on_result is not None:
+                on_result(key, s)
             bar.update()
     return out
+
+
+def progress_folder(raw):
+    """Where a running command keeps each run's summary as it finishes, for ``--resume``
+    after an interruption: a hidden sibling of the raw folder ``raw`` (the raw folder itself
+    changes only as a whole, at the end)."""
+    raw = os.path.abspath(raw)
+    return os.path.join(os.path.dirname(raw), f".{os.path.basename(raw)}.partial")
+
+
+def resumable(jobs, raw):
+    """``{key: summary}`` of the saved runs, in the raw folder ``raw`` or its
+    :func:`progress_folder`, that the current code would make again: those of a job of
+    ``jobs`` whose saved run digest is the job's (``fpq_sim.provenance.run_digest``).
+    Files that cannot be read as runs are not reused."""
+    from ..provenance import run_digest
+    want = {key: run_digest(sc, times) for key, sc, times in jobs}
+    found = {}
+    for folder in (raw, progress_folder(raw)):
+        for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else ():
+            key, s = _saved_run(folder, name)
+            if key in want and (s.get("provenance") or {}).get("run_digest") == want[key]:
+                found[key] = s
+    return found
+
+
+def _saved_run(folder, name):
+    """``(key, summary)`` of the file ``name`` of a raw folder, ``(None, {})`` if it is not
+    a readable run."""
+    if not name.endswith(".json") or name.startswith("_"):
+        return None, {}
+    try:
+        s = _read_object(os.path.join(folder, name), name)
+        return _checked_key(s.pop("key", None), name), _Saved(s, name)
+    except (RawFolderError, OSError):
+        return None, {}
 
 
 def group(res):

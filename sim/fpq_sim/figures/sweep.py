@@ -6,7 +6,7 @@ import numpy as np
 
 from .outputs import ci_cols, ci_header
 from .plots import label, errbar, cdf_band, cdf_rows, FIGSIZE, MARKERS
-from .quantities import times, ratio, E, Ek, saturated_share
+from .quantities import times, ratio, E, Ek, saturated_share, loss_est, E_fraction
 from .registry import Experiment, register
 from .template import prose, pct
 
@@ -18,11 +18,11 @@ FIG12_VARIANTS = (("delack_tick", ["flows.0.delack_tick=true"]),
                   ("delack_0.1", ["flows.0.delack_timeout_s=0.1"]),
                   ("rto3", ["flows.0.rto_init_s=3.0"]),
                   ("float", ["queue.model=float"]))
-#: The sweep's CSV columns and plots: (quantity, per-run value)
-COLUMNS = (("avg_queue_pkts", lambda s: s["avg_queue_pkts"]),
-           ("loss_rate", lambda s: s["loss_rate"]),
-           ("utilisation", lambda s: s["utilisation"]),
-           ("p95_over_p5", ratio))
+#: The sweep's CSV columns and plots: (quantity, its estimate from the runs of a point)
+COLUMNS = (("avg_queue_pkts", lambda ss: Ek(ss, "avg_queue_pkts")),
+           ("loss_rate", loss_est),
+           ("utilisation", lambda ss: Ek(ss, "utilisation")),
+           ("p95_over_p5", lambda ss: E(ss, ratio)))
 #: (quantity, file, y label, paper figure, scale)
 PLOTS = (("avg_queue_pkts", "fig10_queue_vs_n", "average queue (packets)", "Fig. 10", 1),
          ("loss_rate", "fig11_loss_vs_n", "drop rate (%)", "Fig. 11", 100),
@@ -50,12 +50,12 @@ def _has_fig12(sweep):
 
 def _fast(ss):
     """The estimate of the fraction of transfers under 1.75 s (half the fair time)."""
-    return E(ss, lambda s: (times(s) < 1.75).mean())
+    return E_fraction(ss, lambda s: (times(s) < 1.75).mean(), lambda s: times(s).size)
 
 
 def _slow(ss):
     """The estimate of the fraction of transfers over 7 s (twice the fair time)."""
-    return E(ss, lambda s: (times(s) > 7).mean())
+    return E_fraction(ss, lambda s: (times(s) > 7).mean(), lambda s: times(s).size)
 
 
 def _median(ss):
@@ -72,7 +72,7 @@ def write(G, out):
     if not sweep:
         return
     ns = sorted({n for _, n in sweep})
-    table = {(d, n, c): E(sweep[(d, n)], f) for d in ("traditional", "fpq") for n in ns
+    table = {(d, n, c): f(sweep[(d, n)]) for d in ("traditional", "fpq") for n in ns
              for c, f in COLUMNS}
     rows = [[n] + sum((ci_cols(table[(d, n, c)]) for d in ("traditional", "fpq")
                        for c, _ in COLUMNS), []) for n in ns]
@@ -132,7 +132,7 @@ def _fig12_markdown(G, sweep):
                trad_slow=pct(row[2]), fpq_median=row[4], fpq_near=pct(row[5]),
                fpq_fast=pct(_fast(fq)), fpq_slow=pct(_slow(fq)),
                trad_count=sum(len(s["transfer_times"]) for s in tr),
-               fpq_count=sum(len(s["transfer_times"]) for s in fq)), ""]
+               fpq_count=sum(len(s["transfer_times"]) for s in fq), **_censored(tr, fq)), ""]
     sens = {(k[1], k[2]): ss for k, ss in G.items() if k[0] == "fig12"}
     if sens:
         L += [prose("fig12.sensitivity"), _sensitivity_row("as_above", row)]
@@ -142,6 +142,16 @@ def _fig12_markdown(G, sweep):
                                                           sens[("fpq", tag)])))
         L.append("")
     return L + _fig12_discussion(tr, fq, sens)
+
+
+def _censored(tr, fq):
+    """The fields of Fig. 12's transfers still running at the end of the runs: their count
+    (all seeds) and the Kaplan-Meier median, of the traditional runs ``tr`` and FPQ's ``fq``."""
+    out = {}
+    for name, ss in (("trad", tr), ("fpq", fq)):
+        out[f"{name}_unfinished"] = sum(s["transfers"]["unfinished"] for s in ss)
+        out[f"{name}_km_median"] = Ek(ss, "transfers", "km_median")
+    return out
 
 
 def _sensitivity_row(tag, r):
@@ -161,19 +171,19 @@ def _fig12_discussion(trad, fq, sens):
     if flt:
         f_flt = sens[("fpq", "float")]
         out += ["", prose("fig12.float", saturated=pct(saturated_share(trad)),
-                          float_loss=pct(Ek(flt, "loss_rate")),
+                          float_loss=pct(loss_est(flt)),
                           float_util=pct(Ek(flt, "utilisation")),
-                          loss=pct(Ek(trad, "loss_rate")), util=pct(Ek(trad, "utilisation")),
-                          fpq_float_loss=pct(Ek(f_flt, "loss_rate"), 2),
-                          fpq_loss=pct(Ek(fq, "loss_rate"), 2))]
+                          loss=pct(loss_est(trad)), util=pct(Ek(trad, "utilisation")),
+                          fpq_float_loss=pct(loss_est(f_flt), 2),
+                          fpq_loss=pct(loss_est(fq), 2))]
     return out + [""]
 
 
 def _sweep_row(n, a, b):
     """The sweep table's row at N = ``n``: traditional runs ``a``, FPQ runs ``b``."""
     return (f"| {n} | {Ek(a, 'avg_queue_pkts'):.1f} | {Ek(b, 'avg_queue_pkts'):.1f} | "
-            f"{Ek(b, 'avg_queue_pkts') / n:.2f} | {pct(Ek(a, 'loss_rate'), 2)} | "
-            f"{pct(Ek(b, 'loss_rate'), 2)} | {pct(Ek(a, 'utilisation'))} | "
+            f"{Ek(b, 'avg_queue_pkts') / n:.2f} | {pct(loss_est(a), 2)} | "
+            f"{pct(loss_est(b), 2)} | {pct(Ek(a, 'utilisation'))} | "
             f"{pct(Ek(b, 'utilisation'))} | {E(a, ratio):.2f} | {E(b, ratio):.2f} | "
             f"{Ek(b, 'avg_flow_count'):.1f} |")
 
@@ -188,7 +198,7 @@ def _sweep_discussion(sweep, ns):
     fl = max((Ek(sweep[("fpq", n)], "loss_rate") for n in ns), key=float)
     fr = max((E(sweep[("fpq", n)], ratio) for n in ns), key=float)
     a, b = sweep[("traditional", top)], sweep[("fpq", top)]
-    la, ra = Ek(a, "loss_rate"), E(a, ratio)
+    la, ra = loss_est(a), E(a, ratio)
     trends = bool(la.lo > 5 * fl.hi and max(float(x) for x in fqn) < 6 and ra.lo > 2 * fr.hi)
     return [prose("sweep.discussion", trends=trends, trad_queue_min=min(map(float, tq)),
                   trad_queue_max=max(map(float, tq)), n_big=big[0], trad_loss=pct(la), top=top,
