@@ -307,12 +307,14 @@ class Decision(wiring.Component):
         cand_code, cand = s.cand_code, Signal(name="cand")
         m.d.sync += cand.eq(Mux(cand_code[1], Mux(cand_code[0], ~red_hit, ~below),
                                 cand_code[0]))
-        # the hits and the slot's gates, registered together for cycle 1
-        hits = Signal(2, name="early_hits")
+        # the misses and the slot's gates, registered together for cycle 1. A miss
+        # (``u >= p``) is the chain's carry-out itself, a hit its complement: a register of
+        # the miss takes the carry straight, where one of the hit needs a LUT to invert it
+        misses = Signal(2, name="early_misses")
         gates = Cat(s.early_fpq, s.early_red, s.drop_fpq, s.drop_red)
         gates_1 = Signal.like(gates, name="early_gates_1")
-        m.d.sync += [hits.eq(Cat(below, red_hit)), gates_1.eq(gates)]
-        fpq_hit, red = hits[0], hits[1]
+        m.d.sync += [misses.eq(Cat(~below, ~red_hit)), gates_1.eq(gates)]
+        fpq_hit, red = ~misses[0], ~misses[1]
         early_fpq, early_red, drop_fpq, drop_red = gates_1[0], gates_1[1], gates_1[2], gates_1[3]
         early, drop_early = Signal(name="early"), Signal(name="drop_early")
         m.d.comb += [early.eq((early_fpq & fpq_hit) | (early_red & red)),
