@@ -52,7 +52,7 @@ demo: $(STAMP)
 	$(VBIN)/fpq demo
 
 test: $(STAMP)
-	$(PYTEST) -q $(PYTEST_PAR)
+	$(PYTEST) -q $(PYTEST_PAR) --durations=30
 
 test-long: $(STAMP)
 	$(PYTEST) -q -m long $(PYTEST_PAR)
