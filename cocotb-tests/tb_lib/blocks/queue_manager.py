@@ -38,7 +38,7 @@ from ..bench import Bench
 from ..streams import Pattern, StreamSink
 from ..scoreboard import Record, Scoreboard
 
-__all__ = ["QueueManagerBench", "arrival_word", "steps_of"]
+__all__ = ["QueueManagerBench", "arrival_word", "steps_of", "commit_strobes"]
 
 _A = {name: f.offset for name, f in ARRIVAL}
 _D = {name: f.offset for name, f in DEPARTURE}
@@ -48,6 +48,18 @@ _SKIP_MIN = 4
 
 def arrival_word(a):
     return (a.flow << _A["flow"]) | (a.length << _A["length"]) | (int(bool(a.ecn)) << _A["ecn"])
+
+
+def commit_strobes(old, new, build):
+    """The strobes a commit of the registers ``new`` over ``old`` (``Config.registers()``)
+    pulses with them, as the register file's COMMIT does: ``wipe`` when ``v_max`` or a key
+    of the build (``fpq.register_specs.key_registers``) changes, ``rekey`` for the latter,
+    a generator's load when its state changes."""
+    rekey = any(new[k] != old[k] for k in key_registers(build))
+    return [s for s, on in (
+        ("wipe", new["v_max"] != old["v_max"] or rekey), ("rekey", rekey),
+        ("load_rng_decide", new["rng_decide_state"] != old["rng_decide_state"]),
+        ("load_rng_clear", new["rng_clear_state"] != old["rng_clear_state"])) if on]
 
 
 def steps_of(events):
@@ -284,13 +296,8 @@ class QueueManagerBench(Bench):
                 break
         if ts is not None and self.now < ts + self.offset:
             await self.idle_until(ts + self.offset)
-        regs, oregs = cfg.registers(), old.registers()
-        # a change of any key the build has re-keys (fpq.register_specs.key_registers)
-        rekey = any(regs[k] != oregs[k] for k in key_registers(cfg.build))
-        strobes = [s for s, on in (
-            ("wipe", regs["v_max"] != oregs["v_max"] or rekey), ("rekey", rekey),
-            ("load_rng_decide", regs["rng_decide_state"] != oregs["rng_decide_state"]),
-            ("load_rng_clear", regs["rng_clear_state"] != oregs["rng_clear_state"])) if on]
+        regs = cfg.registers()
+        strobes = commit_strobes(old.registers(), regs, cfg.build)
         self.set("config", pack(config_layout(cfg.build), regs))
         if swap:
             self.rate_bank ^= 1
