@@ -68,8 +68,10 @@ def test_exported_core_over_axi_against_the_model(tmp_path, request):
     rnd = random.Random(12)
     events = synthetic(config, 3000, seed=11, p_dep=0.8, t0=0,
                        flows=[rnd.getrandbits(104) for _ in range(8)])
-    plan = {"config": config, "events": events, "start": START, "seed": 5,
-            "arrival_gap": 0.3, "departure_gap": 0.4, "backpressure": 0.3}
+    plan = {"build": B, "script": [
+        ("reset",), ("identity",), ("configure", config),
+        ("stream", events, START, 5, 0.3, 0.4, 0.3),          # seed, gaps, back-pressure
+        ("counters",)]}
     res = run_core(tmp_path, request, plan)
     assert res["verdicts"] == 3000
     cov = res["coverage"]
@@ -92,7 +94,8 @@ def test_exported_core_out_of_reset_runs_fpq_on_the_defaults(tmp_path, request):
     bursts = [(k * period + period // 2,
                [(rnd.choice(flows), rnd.choice((64, 576, 1500)), False) for _ in range(1500)])
               for k in range(8)]
-    plan = {"config": Config(build=B), "bursts": bursts}
+    plan = {"build": B, "script": [("reset",), ("wipe_done",), ("bursts", bursts), ("status",),
+                                   ("counters",)]}
     res = run_core(tmp_path, request, plan)
     assert res["verdicts"] == 12000
     tables_default = 1 << STATUS_BITS["TABLES_DEFAULT"]

@@ -1,12 +1,6 @@
-"""cocotb entry of the register-file + queue-manager bench (``tb_lib.system_bench``)."""
+"""The cocotb side of the register-file + queue-manager bench (``tb_lib.blocks.system``)."""
 
-import cocotb
+from tb_lib.blocks.system import SystemBench
+from tb_lib.sim_cocotb import bench_test
 
-from tb_lib.runner import load_plan, save_result
-from tb_lib.system_bench import SystemTB
-
-
-@cocotb.test()
-async def run_plan(dut):
-    tb = SystemTB(dut, load_plan())
-    save_result(await tb.run_script())
+run_plan = bench_test(SystemBench, "run_plan")

@@ -11,8 +11,13 @@ coverage, and the expect-at-latency queue: what the model says a port must show
 ``LATENCY`` clocks after an input is queued for that clock and compared there.
 
 A simulator adapter (``sim``) has ``set(name, value)``, ``get(name)`` (the value at the
-last edge, as an int), ``forget()``, ``async tick()`` and ``async reset()``; port names are
-the Verilog names (``config``, ``arrivals__valid``)."""
+last edge, as an int), ``forget()``, ``async tick()``, ``async skip(n)`` (``n`` clocks with
+the inputs as they are, as cheaply as the simulator allows) and ``async reset()``; port
+names are the Verilog names (``config``, ``arrivals__valid``).
+
+Port agents (a verdict sink, a bus driver, a monitor: objects with ``drive()``, called
+before each edge, ``sample()``, right after it, and ``idle``) join the clock loop through
+``agents``, so one ``await`` per clock serves every port."""
 
 from .scoreboard import Coverage
 from .streams import Pattern
@@ -77,6 +82,8 @@ class Bench:
         self.cov = Coverage()
         self.expected = ExpectQueue()
         self.rows = [] if plan.get("record") else None
+        self.agents = []
+        self.step = 0               # the index of the script item being played
 
     # ---- ports and clock -------------------------------------------------------------------
     def port(self, name):
@@ -95,8 +102,12 @@ class Bench:
 
     async def tick(self):
         clock = self.cycle
+        for agent in self.agents:
+            agent.drive()
         await self.sim.tick()
         self.cycle += 1
+        for agent in self.agents:
+            agent.sample()
         due = self.expected.pop(clock)
         if due is not None:
             self.compare(*due)
@@ -104,6 +115,12 @@ class Bench:
     async def ticks(self, n):
         for _ in range(n):
             await self.tick()
+
+    async def skip(self, n):
+        """``n`` clocks with the inputs as they are and no agent served (nothing compared:
+        the caller knows nothing is due)."""
+        await self.sim.skip(n)
+        self.cycle += n
 
     def compare(self, ports, counted):
         for name, (want, where) in ports.items():
@@ -135,7 +152,7 @@ class Bench:
     async def run(self):
         for name in self.INPUTS:
             self.set(name, 0)
-        for kind, *args in self.plan["script"]:
+        for self.step, (kind, *args) in enumerate(self.plan["script"]):
             handler = getattr(self, f"do_{kind}", None)
             if handler is None:
                 raise ValueError(f"script item {kind!r}: {type(self).__name__} has no "

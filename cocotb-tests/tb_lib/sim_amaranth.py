@@ -63,6 +63,10 @@ class AmaranthSim:
         values = await self.ctx.tick().sample(*(sig for _, sig in self._out))
         self.sampled = {name: int(v) for (name, _), v in zip(self._out, values[2:])}
 
+    async def skip(self, n):
+        for _ in range(n):
+            await self.tick()
+
     async def reset(self):
         self.ctx.set(self.rst, 1)
         await self.tick()

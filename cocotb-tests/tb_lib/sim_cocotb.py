@@ -3,11 +3,14 @@
 
 import cocotb
 from cocotb.clock import Clock
-from cocotb.triggers import RisingEdge
+from cocotb.triggers import RisingEdge, Timer
 
 from .runner import load_plan, save_result
 
-__all__ = ["CocotbSim", "bench_test"]
+__all__ = ["CocotbSim", "bench_test", "PERIOD_NS"]
+
+#: the clock period of the benches (any: the RTL counts clocks)
+PERIOD_NS = 10
 
 
 class CocotbSim:
@@ -22,7 +25,8 @@ class CocotbSim:
         self._now = {}
         self.edge = RisingEdge(dut.clk)
 
-    def _handle(self, name):
+    def handle(self, name):
+        """The simulator's handle of port ``name`` (for a port agent)."""
         h = self._handles.get(name)
         if h is None:
             h = self._handles[name] = getattr(self.dut, name)
@@ -30,11 +34,11 @@ class CocotbSim:
 
     def set(self, name, value):
         if self._now.get(name) != value:
-            self._handle(name).value = value
+            self.handle(name).value = value
             self._now[name] = value
 
     def get(self, name):
-        value = self._handle(name).value
+        value = self.handle(name).value
         # a one-bit port reads as a Logic, a wider one as a LogicArray
         return value.to_unsigned() if hasattr(value, "to_unsigned") else int(value)
 
@@ -42,6 +46,11 @@ class CocotbSim:
         self._now.clear()
 
     async def tick(self):
+        await self.edge
+
+    async def skip(self, n):
+        """``n`` clocks in one timer: the simulator toggles the clock on its own meanwhile."""
+        await Timer(n * PERIOD_NS - PERIOD_NS // 2, unit="ns")
         await self.edge
 
     async def reset(self):
@@ -52,7 +61,7 @@ class CocotbSim:
 
     async def start(self):
         """The clock started and reset held two clocks (the bench's clock 0 follows)."""
-        Clock(self.dut.clk, 10, unit="ns", impl="gpi").start()
+        Clock(self.dut.clk, PERIOD_NS, unit="ns", impl="gpi").start()
         await self.reset()
 
 

@@ -3,8 +3,8 @@
 The rule of ``amaranth.lib.stream``: a transfer happens at a rising edge where ``valid`` and
 ``ready`` are both high; a source never waits for ``ready`` before raising ``valid`` and holds
 its payload until the transfer (the queue manager's bench drives its sources itself:
-``qm_bench``). :class:`StreamSink` does no awaiting of its own: one clock loop calls
-``drive()`` before an edge and ``sample()`` right after it (cocotb reads the values of the
+``blocks.queue_manager``). :class:`StreamSink` does no awaiting of its own: the bench's clock
+loop (``tb_lib.bench``) calls ``drive()`` before an edge and ``sample()`` right after it (cocotb reads the values of the
 cycle that just ended), so a bench pays one ``await`` per clock for all its ports together,
 and a signal is written only when its value changes.
 

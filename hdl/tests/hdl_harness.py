@@ -19,8 +19,9 @@ from fpq.bitfields import pack, unpack
 from fpq.queue_manager import QueueManager as Model, Arrival, Departure, ENQUEUE, MARK
 
 from fpq_hdl.queue_manager import QueueManager, N_RAW_DELAY, AVG_TELEMETRY_DELAY
-from fpq.register_specs import key_registers
 from fpq_hdl.layouts import DEPARTURE, VERDICT, config_layout
+
+from tb_lib.blocks.queue_manager import commit_strobes
 
 
 def run_testbench(dut, bench):
@@ -267,21 +268,17 @@ class Bench:
         if swap:
             await write_words(ctx, (dut.rate_we, dut.rate_addr, dut.rate_data), table,
                               self.tick)
-        old_r, new_r = old.registers(), new.registers()
-        # a key register of the build changes: live re-key
-        rekey = any(new_r[k] != old_r[k] for k in key_registers(new.build))
-        strobes = [(dut.wipe, new_r["v_max"] != old_r["v_max"] or rekey), (dut.rekey, rekey),
-                   (dut.load_rng_decide, new_r["rng_decide_state"] != old_r["rng_decide_state"]),
-                   (dut.load_rng_clear, new_r["rng_clear_state"] != old_r["rng_clear_state"])]
+        new_r = new.registers()
+        strobes = [getattr(dut, s) for s in commit_strobes(old.registers(), new_r, new.build)]
         ctx.set(dut.config.as_value(), pack(config_layout(new.build), new_r))
         if swap:
             ctx.set(dut.rate_bank, 1 - ctx.get(dut.rate_bank))
-        for s, on in strobes:
-            ctx.set(s, int(on))
+        for s in strobes:
+            ctx.set(s, 1)
         ts = self.now
         self.events.append(("configure", new, ts))
         await self.tick()
-        for s, _ in strobes:
+        for s in strobes:
             ctx.set(s, 0)
         return ts
 

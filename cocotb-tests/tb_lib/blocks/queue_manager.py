@@ -1,29 +1,29 @@
-"""The queue manager's cocotb bench (``fpq_hdl.queue_manager.QueueManager`` on Verilator).
-
-``QueueManagerTB(dut, plan)`` owns the clock, reset, the configuration port and tables, the
-arrival and departure ports and the verdict sink (with random back-pressure), and runs a
-script (see ``scoreboard``). Clock 0 is the clock after the one with ``restart`` (loaded after
+"""The queue manager's bench (``fpq_hdl.queue_manager.QueueManager`` on Verilator), a
+:class:`tb_lib.bench.Bench`: reset, the configuration port and tables, the arrival and
+departure ports and the verdict sink (with random back-pressure, a port agent of the kit's
+clock loop), and its script items (see ``scoreboard``); its model adapter is
+``scoreboard.Record``. Clock 0 is the clock after the one with ``restart`` (loaded after
 the reset's vector wipe); ``now`` counts from it. Each script step (a departure, an arrival,
 or a departure and an arrival of one clock) is presented in the clock it asks for, or later:
 after random valid gaps (``gap``), or while the port refuses the arrival (no credit, a
 vector wipe, a commit's hold). The bench records the clock in which the RTL accepted each
 event and every commit's clock, and feeds the golden model that record as it happens
 (``scoreboard.Record``), so every verdict is compared field by field when it leaves the RTL.
-One ``await`` per clock serves all ports; stretches with nothing to present and no verdict
-outstanding are skipped with one timer (the simulator toggles the clock on its own).
+Stretches with nothing to present and no verdict outstanding are skipped with one timer
+(the simulator adapter's ``skip``).
 
 Ordering rule of the DUT: a departure presented in the same clock as an arrival applies first.
 So a departure goes out in its step's first clock, alone or with its arrival; a step waits for
 the previous step's arrival to be accepted.
 
-Plan keys: ``build``, ``script``, ``gap`` (probability that a step waits one more clock),
-``gap_burst``, ``ready`` (probability that the verdict sink is ready), ``ready_burst``,
-``seed``."""
+Script items: ``("config", Config)`` (reset, the vector wipe, the configuration loaded),
+``("commit", Config[, clock])``, ``("reset", Config)`` (mid-stream: arrivals in flight and
+verdicts waiting are lost), ``("idle", clocks)`` (the asked clocks after it shift by
+``clocks``), ``("events", events)``. Plan keys: ``build``, ``script``, ``gap`` (probability
+that a step waits one more clock), ``gap_burst``, ``ready`` (probability that the verdict sink
+is ready), ``ready_burst``, ``seed``."""
 
 import time
-
-from cocotb.clock import Clock
-from cocotb.triggers import RisingEdge, Timer
 
 from fpq import Departure
 from fpq.bitfields import pack
@@ -34,21 +34,32 @@ from fpq_hdl.layouts import ARRIVAL, DEPARTURE, config_layout
 from fpq_hdl.queue_manager import (N_RAW_DELAY, N_TELEMETRY_DELAY, AVG_TELEMETRY_DELAY,
                                    LATENCY)
 
-from .streams import Pattern, StreamSink
-from .scoreboard import Record, Scoreboard, Coverage
+from ..bench import Bench
+from ..streams import Pattern, StreamSink
+from ..scoreboard import Record, Scoreboard
 
-__all__ = ["QueueManagerTB", "arrival_word", "steps_of", "PERIOD_NS"]
+__all__ = ["QueueManagerBench", "arrival_word", "steps_of", "commit_strobes"]
 
 _A = {name: f.offset for name, f in ARRIVAL}
 _D = {name: f.offset for name, f in DEPARTURE}
-#: the clock period of the benches (any: the RTL counts clocks)
-PERIOD_NS = 10
 #: idle stretches at least this long are skipped with a timer instead of clock by clock
 _SKIP_MIN = 4
 
 
 def arrival_word(a):
     return (a.flow << _A["flow"]) | (a.length << _A["length"]) | (int(bool(a.ecn)) << _A["ecn"])
+
+
+def commit_strobes(old, new, build):
+    """The strobes a commit of the registers ``new`` over ``old`` (``Config.registers()``)
+    pulses with them, as the register file's COMMIT does: ``wipe`` when ``v_max`` or a key
+    of the build (``fpq.register_specs.key_registers``) changes, ``rekey`` for the latter,
+    a generator's load when its state changes."""
+    rekey = any(new[k] != old[k] for k in key_registers(build))
+    return [s for s, on in (
+        ("wipe", new["v_max"] != old["v_max"] or rekey), ("rekey", rekey),
+        ("load_rng_decide", new["rng_decide_state"] != old["rng_decide_state"]),
+        ("load_rng_clear", new["rng_clear_state"] != old["rng_clear_state"])) if on]
 
 
 def steps_of(events):
@@ -71,34 +82,50 @@ def steps_of(events):
     return steps
 
 
-class QueueManagerTB:
+
+class _Ports:
+    """The port agent of the queue manager's streams: the arrival and departure valids as
+    the bench wants them (written only on a change), the verdict sink's ``ready``, and the
+    scoreboard's check of each verdict taken (while verdicts are expected, or the bench
+    watches for one too many)."""
+
+    idle = True
+
+    def __init__(self, tb, sink):
+        self.tb, self.sink = tb, sink
+
+    def drive(self):
+        tb = self.tb
+        tb.set("arrivals__valid", tb.a_want)
+        tb.set("departures__valid", tb.d_want)
+        self.sink.drive()
+
+    def sample(self):
+        tb = self.tb
+        if tb.sb.expected or tb.watch:
+            w = self.sink.sample()
+            if w is not None:
+                tb.sb.check(w)
+
+
+class QueueManagerBench(Bench):
     #: the port that says a vector wipe is under way
     BUSY = "busy"
+    #: the control inputs, zeroed at the start and at a reset
+    CONTROLS = ("load_rng_decide", "load_rng_clear", "restart", "wipe", "rekey", "hold",
+                "rate_we", "rate_bank", "clear_max_queue", "counter_clear")
+    INPUTS = ("arrivals__valid", "departures__valid", "rst") + CONTROLS
 
-    def __init__(self, dut, plan):
-        self.dut = dut
-        self.plan = plan
+    def __init__(self, sim, plan):
+        super().__init__(sim, plan)
         self.build = plan["build"]
         seed = plan.get("seed", 1)
         self.gap = Pattern(1.0 - plan.get("gap", 0.0), seed * 7 + 1, plan.get("gap_burst", 1))
-        self.cov = Coverage()
-        self.clk = dut.clk
-        self.edge = RisingEdge(dut.clk)
-        self.sink = StreamSink(dut.verdicts__valid, dut.verdicts__ready, dut.verdicts__payload,
+        self.sink = StreamSink(*(sim.handle(f"verdicts__{p}") for p in ("valid", "ready",
+                                                                         "payload")),
                                Pattern(plan.get("ready", 1.0), seed * 7 + 2,
                                        plan.get("ready_burst", 1)))
-        self.busy_h = getattr(dut, self.BUSY)
-        self.a_valid, self.a_ready, self.a_payload = (dut.arrivals__valid, dut.arrivals__ready,
-                                                      dut.arrivals__payload)
-        self.d_valid, self.d_ready, self.d_payload = (dut.departures__valid,
-                                                      dut.departures__ready,
-                                                      dut.departures__payload)
-        self.a_valid.value = 0
-        self.d_valid.value = 0
-        # valid as driven, and as the next clock wants it (written only on a change)
-        self._a_on = self._d_on = self._a_want = self._d_want = 0
-        self._a_word = None
-        self.cycle = 0                   # clock edges since the start
+        self.a_want = self.d_want = 0    # the valids the next clock presents
         self.base = 0                    # the cycle of clock 0
         self.offset = 0                  # the asked clocks are shifted by "idle" items
         self.skipped = 0                 # clocks skipped with a timer
@@ -111,17 +138,8 @@ class QueueManagerTB:
         self.rec = None
         self._hold = 0
         self.watch = False               # sample the verdict port with nothing expected
-        self._init_control()
-        #: more port agents (``drive()`` before, ``sample()`` after each edge, ``idle``)
-        self.agents = []
-
-    def _init_control(self):
-        dut = self.dut
-        for s in ("load_rng_decide", "load_rng_clear", "restart", "wipe", "rekey", "hold",
-                  "rate_we", "rate_bank", "clear_max_queue"):
-            getattr(dut, s).value = 0
-        dut.counter_clear.value = 0
-        dut.rst.value = 0
+        self.t0 = time.perf_counter()
+        self.agents.append(_Ports(self, self.sink))
 
     @property
     def now(self):
@@ -129,26 +147,6 @@ class QueueManagerTB:
         return self.cycle - self.base
 
     # ---- clocks --------------------------------------------------------------------------
-    async def tick(self, n=1):
-        """``n`` clocks with the inputs as they are; verdicts checked as they leave."""
-        sink, sb, agents, edge = self.sink, self.sb, self.agents, self.edge
-        for _ in range(n):
-            if self._a_want != self._a_on:
-                self.a_valid.value = self._a_on = self._a_want
-            if self._d_want != self._d_on:
-                self.d_valid.value = self._d_on = self._d_want
-            sink.drive()
-            for a in agents:
-                a.drive()
-            await edge
-            self.cycle += 1
-            if sb.expected or self.watch:
-                w = sink.sample()
-                if w is not None:
-                    sb.check(w)
-            for a in agents:
-                a.sample()
-
     async def idle_until(self, clock):
         """Nothing presented until ``now`` is ``clock``. Clocks in which no verdict can be at
         the output (the oldest outstanding arrival's ``LATENCY`` is not over) are skipped
@@ -166,21 +164,16 @@ class QueueManagerTB:
                 await self.tick()
 
     async def skip(self, n):
-        """``n`` clocks with the inputs as they are, in one timer. The sink is not ready
-        meanwhile: a verdict nobody expects stays in the FIFO, to be seen at the next clock
-        the bench watches."""
+        """The kit's skip with the sink not ready meanwhile: a verdict nobody expects stays
+        in the FIFO, to be seen at the next clock the bench watches."""
         self.sink.hold_off()
-        await Timer(n * PERIOD_NS - PERIOD_NS // 2, unit="ns")
-        await self.edge
-        self.cycle += n
+        await super().skip(n)
         self.skipped += n
 
     def _withdraw(self):
-        self._a_want = self._d_want = 0
-        if self._a_on:
-            self.a_valid.value = self._a_on = 0
-        if self._d_on:
-            self.d_valid.value = self._d_on = 0
+        self.a_want = self.d_want = 0
+        self.set("arrivals__valid", 0)
+        self.set("departures__valid", 0)
 
     # ---- events --------------------------------------------------------------------------
     def _hold_now(self):
@@ -190,52 +183,46 @@ class QueueManagerTB:
         """Present ``events`` (see the module docstring); ``hook = (k, fn)``: ``fn()`` before
         the ``k``-th step."""
         gap, sb = self.gap, self.sb
-        a_ready, d_ready = self.a_ready, self.d_ready
         for k, (clock, dep, arr) in enumerate(steps_of(events)):
             if hook is not None and k == hook[0]:
                 hook[1]()
-            rec = self.rec
             asked = clock + self.offset
             if self.now < asked:
                 await self.idle_until(asked)
             while not gap.next():
-                self._a_want = self._d_want = 0
+                self.a_want = self.d_want = 0
                 await self.tick()
                 self.gaps += 1
             if dep is not None:
-                self.d_payload.value = dep.length << _D["length"]
-                self._d_want = 1
-            else:
-                self._d_want = 0
+                self.set("departures__payload", dep.length << _D["length"])
+            self.d_want = int(dep is not None)
             if arr is not None:
-                word = arrival_word(arr)
-                if word != self._a_word:
-                    self.a_payload.value = self._a_word = word
-                self._a_want = 1
-            else:
-                self._a_want = 0
+                self.set("arrivals__payload", arrival_word(arr))
+            self.a_want = int(arr is not None)
             while True:
                 t = self.now
                 await self.tick()
                 if dep is not None:
-                    if not d_ready.value:
-                        raise AssertionError(f"clock {t}: departures.ready low (departures "
-                                             f"are always accepted)")
-                    rec.depart(t, dep.length)
-                    if t != asked:
-                        self.shifted += 1
-                    self._d_want = 0
+                    self._departed(t, asked, dep)
                     dep = None
                 if arr is None:
                     break
-                if a_ready.value:
-                    sb.expect(rec.arrive(t, arr.flow, arr.length, bool(arr.ecn)), t)
-                    if t != asked:
-                        self.shifted += 1
-                    self._a_want = 0
+                if self.get("arrivals__ready"):
+                    sb.expect(self.rec.arrive(t, arr.flow, arr.length, bool(arr.ecn)), t)
+                    self.shifted += t != asked
+                    self.a_want = 0
                     break
-                why = "hold" if self._hold_now() else "busy" if self.busy_h.value else "credit"
+                why = "hold" if self._hold_now() else "busy" if self.get(self.BUSY) else \
+                    "credit"
                 self.refused[why] += 1
+
+    def _departed(self, t, asked, dep):
+        if not self.get("departures__ready"):
+            raise AssertionError(f"clock {t}: departures.ready low (departures are always "
+                                 f"accepted)")
+        self.rec.depart(t, dep.length)
+        self.shifted += t != asked
+        self.d_want = 0
 
     async def drain(self, limit=200_000):
         """Clock until every accepted arrival's verdict has been checked."""
@@ -248,56 +235,55 @@ class QueueManagerTB:
 
     # ---- configuration -------------------------------------------------------------------
     def _set_hold(self, v):
-        if v != self._hold:
-            self.dut.hold.value = v
-            self._hold = v
+        self.set("hold", v)
+        self._hold = v
 
     async def write_table(self, table, active):
         """Every word into the bank that is not ``active``, one per clock."""
-        dut = self.dut
-        dut.rate_bank.value = active
-        dut.rate_we.value = 1
+        self.set("rate_bank", active)
+        self.set("rate_we", 1)
         for i, w in enumerate(table):
-            dut.rate_addr.value = i
-            dut.rate_data.value = w
+            self.set("rate_addr", i)
+            self.set("rate_data", w)
             await self.tick()
-        dut.rate_we.value = 0
+        self.set("rate_we", 0)
 
     async def wait_wipe(self):
         """After a reset: clock until the vector wipe out of reset is over (most of it
         skipped: it takes ``vec_bits + 3`` clocks)."""
-        dut = self.dut
-        await self.tick(2)
+        await self.ticks(2)
         self.base = self.cycle
         await self.idle_until(self.build.vec_bits - 4)
-        while dut.busy.value:
+        while self.get("busy"):
             await self.tick()
 
     async def start(self, cfg):
         """Out of reset (wipe over): the configuration and table, then ``restart`` and both
         generator loads in one clock; the next clock is clock 0."""
-        dut = self.dut
-        dut.config.value = pack(config_layout(cfg.build), cfg.registers())
+        self.set("config", pack(config_layout(cfg.build), cfg.registers()))
         await self.write_table(cfg.rate_table(), 0)
         self.rate_bank = 1
-        dut.rate_bank.value = 1
-        strobes = ("restart", "load_rng_decide", "load_rng_clear")
-        for s in strobes:
-            getattr(dut, s).value = 1
-        await self.tick()
-        for s in strobes:
-            getattr(dut, s).value = 0
+        self.set("rate_bank", 1)
+        await self.pulse(("restart", "load_rng_decide", "load_rng_clear"))
         self.base = self.cycle
         self.offset = 0
         self.config = cfg
         self.rec = Record(cfg, self.cov)
+
+    async def pulse(self, strobes):
+        """``strobes`` high for one clock."""
+        for s in strobes:
+            self.set(s, 1)
+        await self.tick()
+        for s in strobes:
+            self.set(s, 0)
 
     async def commit(self, cfg, ts=None):
         """As the register file's COMMIT: the arrival port held, a changed table into the
         inactive bank, then (no arrival in the pipeline, no wipe under way, and not before
         the asked clock ``ts``) the registers, the bank swap and the strobes in one clock,
         recorded for the model."""
-        dut, old = self.dut, self.config
+        old = self.config
         self._withdraw()
         self._set_hold(1)
         table = cfg.rate_table()
@@ -306,29 +292,21 @@ class QueueManagerTB:
             await self.write_table(table, self.rate_bank)
         while True:
             await self.tick()
-            if dut.idle.value and not dut.busy.value:
+            if self.get("idle") and not self.get("busy"):
                 break
         if ts is not None and self.now < ts + self.offset:
             await self.idle_until(ts + self.offset)
-        regs, oregs = cfg.registers(), old.registers()
-        # a change of any key the build has re-keys (fpq.register_specs.key_registers)
-        rekey = any(regs[k] != oregs[k] for k in key_registers(cfg.build))
-        strobes = [s for s, on in (
-            ("wipe", regs["v_max"] != oregs["v_max"] or rekey), ("rekey", rekey),
-            ("load_rng_decide", regs["rng_decide_state"] != oregs["rng_decide_state"]),
-            ("load_rng_clear", regs["rng_clear_state"] != oregs["rng_clear_state"])) if on]
-        dut.config.value = pack(config_layout(cfg.build), regs)
+        regs = cfg.registers()
+        strobes = commit_strobes(old.registers(), regs, cfg.build)
+        self.set("config", pack(config_layout(cfg.build), regs))
         if swap:
             self.rate_bank ^= 1
-            dut.rate_bank.value = self.rate_bank
+            self.set("rate_bank", self.rate_bank)
             self.cov.hit("table bank swap at a commit")
         for s in strobes:
-            getattr(dut, s).value = 1
             self.cov.hit(f"commit with {s}")
         at = self.now
-        await self.tick()
-        for s in strobes:
-            getattr(dut, s).value = 0
+        await self.pulse(strobes)
         self._set_hold(0)
         self.rec.configure(cfg, at)
         self.config = cfg
@@ -336,23 +314,75 @@ class QueueManagerTB:
         return at
 
     async def reset(self):
-        dut = self.dut
+        """Reset held two clocks (the agents served), the control inputs zeroed."""
         self._withdraw()
-        dut.rst.value = 1
-        await self.tick(2)
-        dut.rst.value = 0
-        self._init_control()
+        self.set("rst", 1)
+        await self.ticks(2)
+        self.set("rst", 0)
+        for s in self.CONTROLS:
+            self.set(s, 0)
         self._hold = 0
         self.rate_bank = 0
 
-    # ---- the script ----------------------------------------------------------------------
+    async def begin(self, cfg):
+        """Out of reset: the vector wipe, then ``cfg`` loaded; the next clock is clock 0."""
+        await self.wait_wipe()
+        await self.start(cfg)
+
+    # ---- script items --------------------------------------------------------------------
+    async def do_config(self, cfg):
+        await self.reset()
+        await self.begin(cfg)
+
+    async def do_reset(self, cfg):
+        # mid-stream: arrivals in flight and verdicts waiting are lost with the reset
+        self._withdraw()
+        await self.ticks(5)
+        await self.reset()
+        self.sb.lose()
+        self.cov.hit("reset mid-stream")
+        await self.begin(cfg)
+
+    async def do_commit(self, cfg, ts=None):
+        await self.commit(cfg, ts)
+
+    async def do_idle(self, clocks):
+        self.offset += clocks
+
+    async def do_events(self, events):
+        await self.run_events(events)
+
+    # ---- the end -------------------------------------------------------------------------
+    async def finish(self):
+        """Every verdict checked, nothing more out for 40 clocks (``Scoreboard.check``
+        raises), the final state against the model (``check_end``)."""
+        await self.drain()
+        self.watch = True
+        await self.ticks(40)
+        self.sb.done()
+        await self.check_end()
+        cov = self.cov
+        for why, n in self.refused.items():
+            cov.hit(f"arrival refused: {why}", n)
+        cov.hit("verdict back-pressure cycles", self.sink.backpressure)
+        cov.hit("valid gap cycles", self.gaps)
+        self.lost = self.sb.lost
+
+    async def check_end(self):
+        counters, snap = self.telemetry()
+        self.check_telemetry(counters, snap, self.now - 1)
+
+    def extra_result(self):
+        return {"arrivals": self.sb.count - self.sb.lost, "skipped": self.skipped,
+                "shifted": self.shifted, "wall_s": time.perf_counter() - self.t0,
+                "counters": self.rec.model.counters, "events": len(self.rec.events)}
+
     def telemetry(self):
         """The ports after the last edge: the values of clock ``now - 1``."""
-        dut = self.dut
-        word = dut.counters.value.to_unsigned()
+        word = self.get("counters")
         counters = [(word >> (64 * i)) & ((1 << 64) - 1) for i in range(len(COUNTERS))]
-        snap = {k: getattr(dut, k).value.to_unsigned()
-                for k in ("n_raw", "n", "avg", "occ_pkts", "occ_bytes", "max_queue")}
+        snap = {k: self.get(k) for k in ("n_raw", "n", "avg", "occ_pkts", "occ_bytes",
+                                         "max_queue")}
         return counters, snap
 
     def check_telemetry(self, counters, snap, clock):
@@ -377,48 +407,3 @@ class QueueManagerTB:
                            f"{clock - delay})")
         if bad:
             raise AssertionError(f"telemetry at clock {clock}: " + "; ".join(bad))
-
-    async def run_script(self):
-        plan = self.plan
-        Clock(self.clk, PERIOD_NS, unit="ns", impl="gpi").start()
-        t0 = time.perf_counter()
-        lost = 0
-        for item in plan["script"]:
-            kind = item[0]
-            if kind == "config":
-                await self.reset()
-                await self.wait_wipe()
-                await self.start(item[1])
-            elif kind == "commit":
-                await self.commit(item[1], item[2] if len(item) > 2 else None)
-            elif kind == "reset":
-                # mid-stream: arrivals in flight and verdicts waiting are lost with the reset
-                self._withdraw()
-                await self.tick(5)
-                await self.reset()
-                lost += self.sb.lose()
-                self.cov.hit("reset mid-stream")
-                await self.wait_wipe()
-                await self.start(item[1])
-            elif kind == "idle":
-                self.offset += item[1]
-            elif kind == "events":
-                await self.run_events(item[1])
-            else:
-                raise ValueError(f"script item {kind!r}")
-        await self.drain()
-        self.watch = True
-        await self.tick(40)          # nothing more may come out (Scoreboard.check raises)
-        self.sb.done()
-        counters, snap = self.telemetry()
-        self.check_telemetry(counters, snap, self.now - 1)
-        wall = time.perf_counter() - t0
-        cov = self.cov
-        cov.hit("verdict back-pressure cycles", self.sink.backpressure)
-        for why, n in self.refused.items():
-            cov.hit(f"arrival refused: {why}", n)
-        cov.hit("valid gap cycles", self.gaps)
-        return {"arrivals": self.sb.count - self.sb.lost, "lost_to_reset": self.sb.lost,
-                "cycles": self.cycle, "skipped": self.skipped, "shifted": self.shifted,
-                "wall_s": wall, "coverage": cov.bins, "counters": self.rec.model.counters,
-                "events": len(self.rec.events)}

@@ -1,6 +1,6 @@
 """Bench of the register file + queue manager (``system_top.System``) through the bus.
 
-Like :class:`QueueManagerTB`, but the configuration goes through the register map
+Like :class:`tb_lib.blocks.queue_manager.QueueManagerBench`, but the configuration goes through the register map
 (``fpq.regmap``): out of reset the register file restarts the time base with its defaults
 (clock 0 is the clock after its ``restart``: the golden model starts there with
 ``Config(build)``); shadow registers and table words are written over the bus *while the
@@ -23,12 +23,12 @@ from fpq.queue_manager import COUNTERS
 
 from fpq_hdl.queue_manager import N_RAW_DELAY, N_TELEMETRY_DELAY, AVG_TELEMETRY_DELAY
 
-from .qm_bench import QueueManagerTB, steps_of, PERIOD_NS
-from .bus import RegisterBus
-from .streams import Pattern
-from .scoreboard import Record
+from .queue_manager import QueueManagerBench, steps_of
+from ..bus import RegisterBus
+from ..streams import Pattern
+from ..scoreboard import Record
 
-__all__ = ["SystemTB"]
+__all__ = ["SystemBench"]
 
 _BUSY = 1 << STATUS_BITS["BUSY"]
 _REJ = 1 << STATUS_BITS["COMMIT_REJECTED"]
@@ -45,7 +45,7 @@ class CommitMonitor:
 
     def __init__(self, tb):
         self.tb = tb
-        self.config_h, self.bank_h = tb.dut.mon_config, tb.dut.mon_rate_bank
+        self.config_h, self.bank_h = tb.sim.handle("mon_config"), tb.sim.handle("mon_rate_bank")
         self.pending = None
         self.applied = []
 
@@ -76,12 +76,14 @@ class CommitMonitor:
             self.pending = None
 
 
-class SystemTB(QueueManagerTB):
+class SystemBench(QueueManagerBench):
     BUSY = "mon_busy"
+    CONTROLS = ()
+    INPUTS = ("arrivals__valid", "departures__valid", "rst")
 
-    def __init__(self, dut, plan):
-        super().__init__(dut, plan)
-        self.bus = RegisterBus(dut, Pattern(1.0 - plan.get("bus_gap", 0.3),
+    def __init__(self, sim, plan):
+        super().__init__(sim, plan)
+        self.bus = RegisterBus(sim.dut, Pattern(1.0 - plan.get("bus_gap", 0.3),
                                             plan.get("seed", 1) * 7 + 3), lambda: self.now)
         self.monitor = CommitMonitor(self)
         self.agents += [self.bus, self.monitor]
@@ -94,11 +96,8 @@ class SystemTB(QueueManagerTB):
         self.commits = 0
         self.rejects = 0
 
-    def _init_control(self):
-        self.dut.rst.value = 0
-
     def _hold_now(self):
-        return int(self.dut.mon_hold.value)
+        return self.get("mon_hold")
 
     # ---- bus helpers --------------------------------------------------------------------
     def write_reg(self, name, value):
@@ -153,7 +152,7 @@ class SystemTB(QueueManagerTB):
             self.issue_commit(cfg)
         self._withdraw()
         await self.bus_drain()
-        await self.tick(4)
+        await self.ticks(4)
         while True:
             status = await self.read_reg("status")
             if not status & _BUSY:
@@ -179,13 +178,12 @@ class SystemTB(QueueManagerTB):
     async def restart_after_reset(self):
         """Out of reset the register file pulses ``restart`` (with its defaults): the next
         clock is clock 0, the model a fresh one of ``Config(build)``."""
-        dut = self.dut
         self.bus.queue.clear()
         self.shadow = self.queued = self.issued = self.table_written = None
         self.monitor.disarm()
         for _ in range(8):
             await self.tick()
-            if dut.mon_restart.value:
+            if self.get("mon_restart"):
                 break
         else:
             raise AssertionError("the register file pulsed no restart out of reset")
@@ -194,76 +192,55 @@ class SystemTB(QueueManagerTB):
         self.config = Config(build=self.build)
         self.rec = Record(self.config, self.cov)
 
-    # ---- the script ---------------------------------------------------------------------
-    async def run_script(self):
-        from cocotb.clock import Clock
-        plan = self.plan
-        script = plan["script"]
-        Clock(self.clk, PERIOD_NS, unit="ns", impl="gpi").start()
-        for i, item in enumerate(script):
-            kind = item[0]
-            if kind in ("config", "reset"):
-                if kind == "reset":
-                    self._withdraw()
-                    await self.tick(5)
-                await self.reset()
-                if kind == "reset":
-                    self.sb.lose()
-                    self.cov.hit("reset mid-stream")
-                await self.restart_after_reset()
-                await self.commit(item[1])
-            elif kind == "commit":
-                await self.commit(item[1])
-            elif kind == "bad_commit":
-                values = dict(self.shadow, **item[1])
-                for name, v in item[1].items():
-                    self.write_reg(name, v)
-                await self.commit(self.config, expect_reject=check_registers(values, self.build))
-                good = self.config.registers()
-                for name in item[1]:
-                    self.write_reg(name, good[name])
-                self.write_reg("control", CONTROL_CLEAR_ERRORS)
-                await self.bus_drain()
-                status = await self.read_reg("status")
-                if status & (_REJ | _BAD):
-                    raise AssertionError(f"CLEAR_ERRORS left STATUS {status:#x}")
-            elif kind == "bad_write":
-                self.bus.write(item[1], 0x12345678)
-                status = await self.read_reg("status")
-                if not status & _BAD:
-                    raise AssertionError(f"write to {item[1]:#x}: STATUS {status:#x}, want "
-                                         f"BAD_WRITE")
-                self.write_reg("control", CONTROL_CLEAR_ERRORS)
-            elif kind == "idle":
-                self.offset += item[1]
-            elif kind == "events":
-                # the next commit's shadow and table writes go out while these events stream,
-                # its COMMIT while the last fifth of them still do
-                nxt = script[i + 1] if i + 1 < len(script) else None
-                hook = None
-                if nxt is not None and nxt[0] == "commit":
-                    self.queue_config(nxt[1], self.config)
-                    hook = (int(len(steps_of(item[1])) * _COMMIT_AT),
-                            lambda c=nxt[1]: self.issue_commit(c))
-                await self.run_events(item[1], hook)
-            else:
-                raise ValueError(f"script item {kind!r}")
-        await self.drain()
-        self.watch = True
-        await self.tick(40)
-        self.sb.done()
+    async def begin(self, cfg):
+        await self.restart_after_reset()
+        await self.commit(cfg)
+
+    # ---- script items ---------------------------------------------------------------------
+    async def do_bad_commit(self, values):
+        """Shadows out of range, COMMIT: rejected with REJECT_INDEX as
+        ``fpq.regmap.check_registers`` says; the shadows restored and the errors cleared."""
+        for name, v in values.items():
+            self.write_reg(name, v)
+        await self.commit(self.config,
+                          expect_reject=check_registers(dict(self.shadow, **values), self.build))
+        good = self.config.registers()
+        for name in values:
+            self.write_reg(name, good[name])
+        self.write_reg("control", CONTROL_CLEAR_ERRORS)
+        await self.bus_drain()
+        status = await self.read_reg("status")
+        if status & (_REJ | _BAD):
+            raise AssertionError(f"CLEAR_ERRORS left STATUS {status:#x}")
+
+    async def do_bad_write(self, address):
+        self.bus.write(address, 0x12345678)
+        status = await self.read_reg("status")
+        if not status & _BAD:
+            raise AssertionError(f"write to {address:#x}: STATUS {status:#x}, want BAD_WRITE")
+        self.write_reg("control", CONTROL_CLEAR_ERRORS)
+
+    async def do_events(self, events):
+        # the next commit's shadow and table writes go out while these events stream, its
+        # COMMIT while the last fifth of them still do
+        script = self.plan["script"]
+        nxt = script[self.step + 1] if self.step + 1 < len(script) else None
+        hook = None
+        if nxt is not None and nxt[0] == "commit":
+            self.queue_config(nxt[1], self.config)
+            hook = (int(len(steps_of(events)) * _COMMIT_AT),
+                    lambda c=nxt[1]: self.issue_commit(c))
+        await self.run_events(events, hook)
+
+    # ---- the end ----------------------------------------------------------------------------
+    async def check_end(self):
         await self.check_over_the_bus()
         self.cov.hit("bus accesses", self.bus.accesses)
         self.cov.hit("commits over the bus", self.commits)
         self.cov.hit("commits rejected (checked range)", self.rejects)
-        for why, n in self.refused.items():
-            self.cov.hit(f"arrival refused: {why}", n)
-        self.cov.hit("verdict back-pressure cycles", self.sink.backpressure)
-        self.cov.hit("valid gap cycles", self.gaps)
-        return {"arrivals": self.sb.count - self.sb.lost, "lost_to_reset": self.sb.lost,
-                "cycles": self.cycle, "skipped": self.skipped, "shifted": self.shifted,
-                "coverage": self.cov.bins, "counters": self.rec.model.counters,
-                "commit_clocks": list(self.monitor.applied)}
+
+    def extra_result(self):
+        return {**super().extra_result(), "commit_clocks": list(self.monitor.applied)}
 
     async def check_over_the_bus(self):
         """Counters and telemetry over the bus: each word against the model at the clock its
@@ -294,7 +271,7 @@ class SystemTB(QueueManagerTB):
         self.write_reg("max_queue", 0)
         model.clear_max_queue()
         await self.bus_drain()
-        await self.tick(2)
+        await self.ticks(2)
         cleared = {n: await self.read_reg(n) for n in ("arrivals", "max_queue", "occ_pkts")}
         want = {"arrivals": 0, "max_queue": model.max_queue, "occ_pkts": model.occ_pkts}
         if cleared != want:
