@@ -343,9 +343,10 @@ def _yosys_script(rtlil_text):
         # the memories keep theirs: ``no_rw_check`` tells Yosys that a read in the clock of
         # a write to its address may return either word (without it the vendor flow builds
         # a bypass after each block RAM, on its output path), ``ram_style`` where a FIFO
-        # must be LUT RAM; ``init`` repeats the registers' initialisers, ``full_case`` and
-        # ``hdlname`` are Yosys's bookkeeping
-        "attrmap -remove hdlname -remove full_case -remove init",
+        # must be LUT RAM. ``full_case`` and ``hdlname`` are Yosys's bookkeeping. (``init``
+        # stays: it is the registers' power-on values, which write_verilog writes as their
+        # initialisers)
+        "attrmap -remove hdlname -remove full_case",
         "write_verilog -norename",
     ])
 
