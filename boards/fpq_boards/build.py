@@ -222,12 +222,26 @@ def check_build_options(board, vec_bits=None, table_depth=None, clk_mhz=None, se
         raise ValueError(f"{option('time_limit')}: {time_limit!r} s; allowed range (0, inf) "
                          f"or None")
     spec = BOARDS[board]
+    _check_sizes(vec_bits, table_depth, option)
+    _check_clock(spec, clk_mhz, option)
+    _check_seeds(seed, retry_seeds, option)
+    build = board_build(spec, vec_bits, table_depth, fixed)
+    return spec, _with_key(build, fixed, key, option)
+
+
+def _check_sizes(vec_bits, table_depth, option):
+    """``vec_bits`` and ``table_depth`` (None: the board's) a power of two in
+    ``fpq.config.BUILD_SIZES``' range, else ``ValueError``."""
     for name, value in (("vec_bits", vec_bits), ("table_depth", table_depth)):
         lo, hi = BUILD_SIZES[name]
         if value is not None and not (_is_int(value) and lo <= value <= hi and
                                       not value & (value - 1)):
             raise ValueError(f"{option(name)}: {value!r} must be a power of two in "
                              f"[{lo}, {hi}]")
+
+
+def _check_clock(spec, clk_mhz, option):
+    """``clk_mhz`` (None: the board's) a clock the board's PLL makes, else ``ValueError``."""
     if clk_mhz is not None:
         lo, hi = clock_range_mhz(spec.family)
         if isinstance(clk_mhz, bool) or not isinstance(clk_mhz, (int, float)) or \
@@ -235,6 +249,11 @@ def check_build_options(board, vec_bits=None, table_depth=None, clk_mhz=None, se
             raise ValueError(f"{option('clk_mhz')}: {clk_mhz!r} MHz is out of range "
                              f"[{lo:g}, {hi:g}] (what the {spec.name}'s PLL makes from its "
                              f"{OSCILLATOR_MHZ[spec.family]:g} MHz oscillator)")
+
+
+def _check_seeds(seed, retry_seeds, option):
+    """``seed`` and each of ``retry_seeds`` (None: the board's) a nextpnr seed, none of
+    ``retry_seeds`` twice, else ``ValueError``."""
     if not (_is_int(seed) and 1 <= seed <= MAX_SEED):
         raise ValueError(f"{option('seed')}: {seed!r} is out of range [1, {MAX_SEED}] "
                          f"(nextpnr's seeds)")
@@ -244,7 +263,12 @@ def check_build_options(board, vec_bits=None, table_depth=None, clk_mhz=None, se
                              f"[1, {MAX_SEED}] (nextpnr's seeds)")
         if s in retry_seeds[:i]:
             raise ValueError(f"{option('retry_seeds')}: {s} is given twice")
-    build = board_build(spec, vec_bits, table_depth, fixed)
+
+
+def _with_key(build, fixed, key, option):
+    """``build`` holding ``key`` (None: none given), fixed if ``build`` fixes ``hash_key``,
+    else as its power-on value; ``ValueError`` for a weak key, given here or in ``fixed``,
+    or for a hash key given both ways."""
     for name in SECRET_FIELDS:
         if fixed is not None and name in fixed:
             if key is not None and name == "hash_key":
@@ -258,7 +282,7 @@ def check_build_options(board, vec_bits=None, table_depth=None, clk_mhz=None, se
         else:
             # a runtime register: the key it holds out of reset, until a host writes one
             build = dataclasses.replace(build, power_on_keys={"hash_key": key})
-    return spec, build
+    return build
 
 
 def _keys_to_draw(build, fixed, key):
