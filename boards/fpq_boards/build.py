@@ -222,12 +222,26 @@ def check_build_options(board, vec_bits=None, table_depth=None, clk_mhz=None, se
         raise ValueError(f"{option('time_limit')}: {time_limit!r} s; allowed range (0, inf) "
                          f"or None")
     spec = BOARDS[board]
+    _check_sizes(vec_bits, table_depth, option)
+    _check_clock(spec, clk_mhz, option)
+    _check_seeds(seed, retry_seeds, option)
+    build = board_build(spec, vec_bits, table_depth, fixed)
+    return spec, _with_key(build, fixed, key, option)
+
+
+def _check_sizes(vec_bits, table_depth, option):
+    """``vec_bits`` and ``table_depth`` (None: the board's) a power of two in
+    ``fpq.config.BUILD_SIZES``' range, else ``ValueError``."""
     for name, value in (("vec_bits", vec_bits), ("table_depth", table_depth)):
         lo, hi = BUILD_SIZES[name]
         if value is not None and not (_is_int(value) and lo <= value <= hi and
                                       not value & (value - 1)):
             raise ValueError(f"{option(name)}: {value!r} must be a power of two in "
                              f"[{lo}, {hi}]")
+
+
+def _check_clock(spec, clk_mhz, option):
+    """``clk_mhz`` (None: the board's) a clock the board's PLL makes, else ``ValueError``."""
     if clk_mhz is not None:
         lo, hi = clock_range_mhz(spec.family)
         if isinstance(clk_mhz, bool) or not isinstance(clk_mhz, (int, float)) or \
@@ -235,6 +249,11 @@ def check_build_options(board, vec_bits=None, table_depth=None, clk_mhz=None, se
             raise ValueError(f"{option('clk_mhz')}: {clk_mhz!r} MHz is out of range "
                              f"[{lo:g}, {hi:g}] (what the {spec.name}'s PLL makes from its "
                              f"{OSCILLATOR_MHZ[spec.family]:g} MHz oscillator)")
+
+
+def _check_seeds(seed, retry_seeds, option):
+    """``seed`` and each of ``retry_seeds`` (None: the board's) a nextpnr seed, none of
+    ``retry_seeds`` twice, else ``ValueError``."""
     if not (_is_int(seed) and 1 <= seed <= MAX_SEED):
         raise ValueError(f"{option('seed')}: {seed!r} is out of range [1, {MAX_SEED}] "
                          f"(nextpnr's seeds)")
@@ -244,7 +263,12 @@ def check_build_options(board, vec_bits=None, table_depth=None, clk_mhz=None, se
                              f"[1, {MAX_SEED}] (nextpnr's seeds)")
         if s in retry_seeds[:i]:
             raise ValueError(f"{option('retry_seeds')}: {s} is given twice")
-    build = board_build(spec, vec_bits, table_depth, fixed)
+
+
+def _with_key(build, fixed, key, option):
+    """``build`` holding ``key`` (None: none given), fixed if ``build`` fixes ``hash_key``,
+    else as its power-on value; ``ValueError`` for a weak key, given here or in ``fixed``,
+    or for a hash key given both ways."""
     for name in SECRET_FIELDS:
         if fixed is not None and name in fixed:
             if key is not None and name == "hash_key":
@@ -258,7 +282,7 @@ def check_build_options(board, vec_bits=None, table_depth=None, clk_mhz=None, se
         else:
             # a runtime register: the key it holds out of reset, until a host writes one
             build = dataclasses.replace(build, power_on_keys={"hash_key": key})
-    return spec, build
+    return build
 
 
 def _keys_to_draw(build, fixed, key):
@@ -360,11 +384,7 @@ def build_board(board, out_root="build", vec_bits=None, table_depth=None, clk_mh
         retry_seeds = spec.retry_seeds
     build = _with_drawn_keys(build, fixed, key, log)
     top = BoardTop(spec, build=build, clk_mhz=clk_mhz)
-    build_dir = os.path.abspath(os.path.join(out_root, tag or board))
-    os.makedirs(build_dir, exist_ok=True)
-    keys_path = write_keys(build_dir, build)
-    if keys_path:
-        log(f"the bitstream's keys are recorded in {keys_path} (mode 0600): keep it secret")
+    build_dir = _build_folder(out_root, tag or board, build, log)
     platform = spec.make_platform()
     opts = {"nextpnr_opts": f"--report top.report.json --timing-allow-fail --seed {seed} "
                             f"--router {router}", **_yosys_opts(spec)}
@@ -377,35 +397,62 @@ def build_board(board, out_root="build", vec_bits=None, table_depth=None, clk_mh
         t0 = time.time()
         log(f"building {board} in {build_dir} (vec_bits {build.vec_bits}, table_depth "
             f"{build.table_depth}, clock {top.f_mhz:.2f} MHz)")
+
         def place(s):
-            if s != seed:
-                log(f"timing missed: placing and routing again with nextpnr seed {s}")
-            try:
-                if s == seed:
-                    plan.extract(build_dir)
-                    _run_script(build_dir, plan.script, env, time_limit)
-                else:
-                    _run_script(build_dir, _place_again_script(build_dir, plan.script, seed,
-                                                               s), env, time_limit)
-            except TimeoutError:
-                raise
-            except Exception as exc:
-                raise OSError(f"{board}: the toolchain failed ({exc}); see "
-                              f"{build_dir}/top.rpt (Yosys) and {build_dir}/top.tim "
-                              f"(nextpnr)") from None
-            # each seed's timing report kept beside the last one's (top.tim)
-            timing = os.path.join(build_dir, "top.tim")
-            if os.path.exists(timing):
-                shutil.copyfile(timing, os.path.join(build_dir, f"top.seed{s}.tim"))
+            _place_and_route(board, plan, build_dir, env, time_limit, seed, s, log)
             return summarise(spec, build_dir, build, top.f_mhz, time.time() - t0)
         summary, tried = place_until_met(seeds_to_try(seed, retry_seeds), place)
         summary["nextpnr"] = {"seed": list(tried)[-1], "router": router,
                               "fmax_by_seed": {str(k): v for k, v in tried.items()}}
-        write_text(os.path.join(build_dir, "summary.json"), json.dumps(summary, indent=1))
-        text = format_summary(summary)
-        write_text(os.path.join(build_dir, "summary.txt"), text + "\n")
+        text = _write_summary(build_dir, summary)
     log(text)
     return summary
+
+
+def _build_folder(out_root, name, build, log):
+    """Make the build's folder ``out_root``/``name`` and record there the keys ``build``
+    sets (:func:`write_keys`); returns its absolute path."""
+    build_dir = os.path.abspath(os.path.join(out_root, name))
+    os.makedirs(build_dir, exist_ok=True)
+    keys_path = write_keys(build_dir, build)
+    if keys_path:
+        log(f"the bitstream's keys are recorded in {keys_path} (mode 0600): keep it secret")
+    return build_dir
+
+
+def _place_and_route(board, plan, build_dir, env, time_limit, first_seed, seed, log):
+    """Run ``plan``'s build script in ``build_dir`` (``seed`` is ``first_seed``), or place,
+    route and pack its netlist again with nextpnr's ``seed``; keep the run's timing report
+    as ``top.seed<seed>.tim``. A tool's failure raises ``OSError`` naming the logs;
+    ``TimeoutError`` past ``time_limit``."""
+    if seed != first_seed:
+        log(f"timing missed: placing and routing again with nextpnr seed {seed}")
+    try:
+        if seed == first_seed:
+            plan.extract(build_dir)
+            _run_script(build_dir, plan.script, env, time_limit)
+        else:
+            _run_script(build_dir, _place_again_script(build_dir, plan.script, first_seed,
+                                                       seed), env, time_limit)
+    except TimeoutError:
+        raise
+    except Exception as exc:
+        raise OSError(f"{board}: the toolchain failed ({exc}); see "
+                      f"{build_dir}/top.rpt (Yosys) and {build_dir}/top.tim "
+                      f"(nextpnr)") from None
+    # each seed's timing report kept beside the last one's (top.tim)
+    timing = os.path.join(build_dir, "top.tim")
+    if os.path.exists(timing):
+        shutil.copyfile(timing, os.path.join(build_dir, f"top.seed{seed}.tim"))
+
+
+def _write_summary(build_dir, summary):
+    """Write ``summary`` as ``summary.json`` and ``summary.txt`` in ``build_dir``; returns
+    the text."""
+    write_text(os.path.join(build_dir, "summary.json"), json.dumps(summary, indent=1))
+    text = format_summary(summary)
+    write_text(os.path.join(build_dir, "summary.txt"), text + "\n")
+    return text
 
 
 def board_build(spec, vec_bits=None, table_depth=None, fixed=None):

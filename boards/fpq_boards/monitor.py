@@ -203,18 +203,32 @@ def configure(client, tick_hz, wait=None, tables_to_load=("rate_table",), build=
     the operating system (``fpq.keys.random_key``), never ``Config``'s public default.
     The board's key registers are write-only: the returned ``Config`` is the only copy.
     Returns the ``Config``."""
+    build = read_build(client, build)
+    cfg = _config_with_keys(build, tick_hz, fields)
+    regs = registers(build)
+    _write_registers(client, regs, cfg.registers())
+    _write_tables(client, build, cfg, tables_to_load)
+    _commit(client, regs, wait)
+    return cfg
+
+
+def _config_with_keys(build, tick_hz, fields):
+    """The ``fpq.Config`` of ``build`` with ``fields``; each key (``SECRET_FIELDS``) the build
+    does not fix is ``fields``' (checked: not weak) or drawn from the operating system."""
     from fpq.config import Config
     from fpq.keys import hardware_keys
-    from fpq.regmap import tables, CONTROL_COMMIT, CONTROL_CLEAR_ERRORS, STATUS_BITS, \
-        STATUS_REJECT_INDEX_SHIFT
-    build = read_build(client, build)
+    fields = dict(fields)
     # the board's fixed key is its bitstream's, which the host does not know: not checked
     keys, _ = hardware_keys(build, {name: (fields.pop(name), name)
                                     for name in list(fields) if name in SECRET_FIELDS},
                             check_fixed=False)
-    cfg = Config(build=build, tick_hz=tick_hz, **fields, **keys)
-    raw = cfg.registers()
-    regs = registers(build)
+    return Config(build=build, tick_hz=tick_hz, **fields, **keys)
+
+
+def _write_registers(client, regs, raw):
+    """Clear the board's error flags, check each fixed register (a key excepted) against
+    ``raw`` (``Config.registers()``) and write each configuration register's shadow."""
+    from fpq.regmap import CONTROL_CLEAR_ERRORS
     client.write(_REGS["control"].offset, CONTROL_CLEAR_ERRORS)
     for r in regs:
         if r.kind == "fixed" and not r.secret:
@@ -225,6 +239,12 @@ def configure(client, tick_hz, wait=None, tables_to_load=("rate_table",), build=
         if r.kind == "config":
             for w in range(r.words):
                 client.write(r.offset + 4 * w, (raw[r.name] >> (32 * w)) & 0xFFFFFFFF)
+
+
+def _write_tables(client, build, cfg, tables_to_load):
+    """Write ``cfg``'s contents of each table named in ``tables_to_load`` (the inactive
+    bank); ``ValueError`` for a name that is not a table of ``build``'s register map."""
+    from fpq.regmap import tables
     unknown = set(tables_to_load) - {t.name for t in tables(build)}
     if unknown:
         raise ValueError(f"tables_to_load: {', '.join(sorted(unknown))} is not a table of "
@@ -235,6 +255,13 @@ def configure(client, tick_hz, wait=None, tables_to_load=("rate_table",), build=
             continue
         for i, v in enumerate(contents[t.name]):
             client.write(t.offset + 4 * i, v)
+
+
+def _commit(client, regs, wait):
+    """COMMIT, then poll STATUS until the board is no longer busy (``wait`` between polls, at
+    most 1000 polls); ``BridgeError`` if it stays busy or rejects the commit (naming the
+    register, one of ``regs``)."""
+    from fpq.regmap import CONTROL_COMMIT, STATUS_BITS, STATUS_REJECT_INDEX_SHIFT
     client.write(_REGS["control"].offset, CONTROL_COMMIT)
     for _ in range(1000):
         status = client.read(_REGS["status"].offset)
@@ -248,4 +275,3 @@ def configure(client, tick_hz, wait=None, tables_to_load=("rate_table",), build=
         idx = (status >> STATUS_REJECT_INDEX_SHIFT) & 0xFF
         raise BridgeError(f"the board rejected the configuration: register "
                           f"{regs[idx].name!r} (index {idx}) is out of range")
-    return cfg

@@ -2,6 +2,7 @@
 
 import operator
 from functools import reduce
+from types import SimpleNamespace
 
 from amaranth import *
 from amaranth.lib import wiring
@@ -18,6 +19,8 @@ from .multiplier import Multiplier
 __all__ = ["DropProbability"]
 
 _HALF = 18  # the average is multiplied in two halves, one 18 x 18 DSP each
+#: the bits of the shifted product from which up the sum saturates, whatever the offset
+_SATURATED_BITS = PROB.width + 8
 
 
 class DropProbability(wiring.Component):
@@ -182,28 +185,44 @@ class DropProbability(wiring.Component):
     def _product(self, m, sel_word, d, shift, off, force0, force1):
         """Cycles 6-11: the product, scaled by the shift, the offset added, saturated at 1;
         ``prob`` and ``prob_zero``."""
+        # the signals one stage hands to the next, by name
+        s = SimpleNamespace(sel_word=sel_word, d=d, shift=shift, off=off, force0=force0,
+                            force1=force1)
+        self._partial_products(m, s)
+        self._shift(m, s)
+        self._saturation_bounds(m, s)
+        self._sum_and_select(m, s)
+
+    def _partial_products(self, m, s):
+        """Cycles 6-7: the two partial products and their sum, ``<< 1`` (``s.total``); the
+        shift, offset and forced results registered along (``s.shift3b`` ...)."""
         # cycle 6: partial products (two DSPs: input registers at cycle 5, product at 6)
         m.submodules.mul_lo = mul_lo = Multiplier(RATE.mant_bits, _HALF, self.ram_style)
         m.submodules.mul_hi = mul_hi = Multiplier(RATE.mant_bits, QAVG.width - _HALF,
                                                   self.ram_style)
-        m.d.comb += [mul_lo.a.eq(sel_word[:RATE.mant_bits]), mul_lo.b.eq(d[:_HALF]),
-                     mul_hi.a.eq(sel_word[:RATE.mant_bits]), mul_hi.b.eq(d[_HALF:])]
+        m.d.comb += [mul_lo.a.eq(s.sel_word[:RATE.mant_bits]), mul_lo.b.eq(s.d[:_HALF]),
+                     mul_hi.a.eq(s.sel_word[:RATE.mant_bits]), mul_hi.b.eq(s.d[_HALF:])]
         pl, ph = mul_lo.p, mul_hi.p
-        shift3, off3, f03, f13 = Signal.like(shift), Signal.like(off), Signal(), Signal()
-        m.d.sync += [shift3.eq(shift), off3.eq(off), f03.eq(force0), f13.eq(force1)]
+        shift3, off3, f03, f13 = Signal.like(s.shift), Signal.like(s.off), Signal(), Signal()
+        m.d.sync += [shift3.eq(s.shift), off3.eq(s.off), f03.eq(s.force0), f13.eq(s.force1)]
         # cycle 7: the sum
         total = Signal(RATE.mant_bits + QAVG.width + 1)
         m.d.sync += total.eq(Cat(Const(0, 1), pl + (ph << _HALF)))
-        shift3b, off3b, f03b, f13b = Signal.like(shift), Signal.like(off), Signal(), Signal()
+        shift3b, off3b, f03b, f13b = Signal.like(s.shift), Signal.like(s.off), Signal(), Signal()
         m.d.sync += [shift3b.eq(shift3), off3b.eq(off3), f03b.eq(f03), f13b.eq(f13)]
+        s.total, s.shift3b, s.off3b, s.f03b, s.f13b = total, shift3b, off3b, f03b, f13b
+
+    def _shift(self, m, s):
+        """Cycles 8-9: ``s.total >> shift``, the multiples of 8 (``s.prod``) then the rest
+        (``s.shifted``); the offset and forced results registered along (``s.off4`` ...)."""
         # cycle 8: ``<< 1`` (in ``total``) and the coarse part of ``>> shift`` (multiples of 8)
         prod = Signal(RATE.mant_bits + QAVG.width + 1)
         if self.optimise == "speed":
-            m.d.sync += prod.eq(Array([total >> (8 * k) for k in range(8)])[shift3b[3:]])
+            m.d.sync += prod.eq(Array([s.total >> (8 * k) for k in range(8)])[s.shift3b[3:]])
         else:
-            m.d.sync += prod.eq(total >> Cat(Const(0, 3), shift3b[3:]))
-        shift4, off4, f04, f14 = Signal.like(shift), Signal.like(off), Signal(), Signal()
-        m.d.sync += [shift4.eq(shift3b), off4.eq(off3b), f04.eq(f03b), f14.eq(f13b)]
+            m.d.sync += prod.eq(s.total >> Cat(Const(0, 3), s.shift3b[3:]))
+        shift4, off4, f04, f14 = Signal.like(s.shift), Signal.like(s.off), Signal(), Signal()
+        m.d.sync += [shift4.eq(s.shift3b), off4.eq(s.off3b), f04.eq(s.f03b), f14.eq(s.f13b)]
         # cycle 9: the fine part of ``>> shift``
         shifted = Signal(len(prod))
         if self.optimise == "speed":
@@ -211,37 +230,48 @@ class DropProbability(wiring.Component):
             # LUT levels) rather than an 8:1 select whose three select lines, decoded in
             # front of it, fan out to every bit
             fine = Signal(8, name="fine_shift")
-            m.d.sync += fine.eq(Const(1, 8) << shift3b[:3])
+            m.d.sync += fine.eq(Const(1, 8) << s.shift3b[:3])
             m.d.sync += shifted.eq(reduce(operator.or_,
                                           (Mux(fine[k], prod >> k, 0) for k in range(8))))
         else:
             m.d.sync += shifted.eq(prod >> shift4[:3])
+        s.prod, s.shifted, s.off4, s.f04, s.f14 = prod, shifted, off4, f04, f14
+
+    def _saturation_bounds(self, m, s):
+        """Cycle 9, beside the fine shift: what cycle 10 needs to saturate and to test for
+        0 in one step each (``s.f15``, ``s.room5``, ``s.off_zero5``); the offset and the
+        forced 0 registered along (``s.off5``, ``s.f05``)."""
         # the high bits of ``prod`` that every shift by 0-7 leaves at or above bit 34 (a sum
         # that saturates whatever the offset), ORed here so that cycle 10 ORs only the seven
         # bits the shift decides
-        top = PROB.width + 8
-        off5, f05, f15 = Signal.like(off), Signal(), Signal()
-        m.d.sync += f15.eq(f14 | (prod[top:] != 0))
+        off5, f05, f15 = Signal.like(s.off), Signal(), Signal()
+        m.d.sync += f15.eq(s.f14 | (s.prod[_SATURATED_BITS:] != 0))
         # the saturation bound for ``scaled`` (``off + scaled > PROB_ONE`` is ``scaled >
         # PROB_ONE - off``), formed here so that cycle 10 has the add and this compare side
         # by side instead of an add then a compare; and whether the offset is 0, for ``p ==
         # 0`` (a 33-input AND that cycle 10 then need not have)
         room5 = Signal(signed(PROB.width + 2))
         off_zero5 = Signal()
-        m.d.sync += [off5.eq(off4), f05.eq(f04), room5.eq(PROB_ONE - off4),
-                     off_zero5.eq(off4 == 0)]
+        m.d.sync += [off5.eq(s.off4), f05.eq(s.f04), room5.eq(PROB_ONE - s.off4),
+                     off_zero5.eq(s.off4 == 0)]
+        s.off5, s.f05, s.f15, s.room5, s.off_zero5 = off5, f05, f15, room5, off_zero5
+
+    def _sum_and_select(self, m, s):
+        """Cycles 10-11: the offset added to the scaled product, and ``prob`` selected from
+        0, the sum and 1 (saturated), with ``prob_zero``."""
         # cycle 10: the offset added, and beside it the saturation and the zero test as flags
         # of at most two LUT levels or one carry chain each; cycle 11 combines the flags
+        shifted = s.shifted
         scaled = shifted[:PROB.width + 1]
         summed = Signal(PROB.width + 2)
         zero, sat_high, sat_room = Signal(), Signal(), Signal()
         nil = [Signal(name=f"nil{i}") for i in range(3)]
-        m.d.sync += [summed.eq(off5 + scaled), zero.eq(f05),
-                     sat_high.eq(f15 | (shifted[PROB.width + 1:top] != 0)),
+        m.d.sync += [summed.eq(s.off5 + scaled), zero.eq(s.f05),
+                     sat_high.eq(s.f15 | (shifted[PROB.width + 1:_SATURATED_BITS] != 0)),
                      # ``<`` with the bound on the left: the chain's borrow alone (``>``
                      # would put an equality tree after the chain)
-                     sat_room.eq(room5 < scaled),
-                     nil[0].eq(off_zero5 & (scaled[:15] == 0)),
+                     sat_room.eq(s.room5 < scaled),
+                     nil[0].eq(s.off_zero5 & (scaled[:15] == 0)),
                      nil[1].eq(scaled[15:31] == 0), nil[2].eq(scaled[31:] == 0)]
         # cycle 11: the select, and ``prob == 0`` as its own flag (RED's spacing register
         # takes it in its one-clock loop, where a 33-bit compare would cost two LUT levels)

