@@ -752,7 +752,10 @@ def _axil_lanes(build):
 
 
 def _reset_diagram(measured):
-    ready = measured["results"]["reset"]["arrival_ready_clocks"]
+    reset = measured["results"]["reset"]
+    ready = reset["arrival_ready_clocks"]
+    # the first clocks up to the ID read's data (when there is a bus), then the port's ready
+    first = max(5, (reset.get("id_read") or {}).get("rvalid_clock") or 0)
     lanes = [("rst", "rst", "bit"),
              ("s_axis_departure_tready", "s_axis_departure_tready", "bit"),
              ("s_axis_arrival_tvalid", "s_axis_arrival_tvalid", "bit"),
@@ -763,7 +766,7 @@ def _reset_diagram(measured):
                   ("s_axil_rvalid", "s_axil_rvalid", "bit"),
                   ("s_axil_rdata", None, _rdata)]
     return wavedrom(
-        measured["traces"]["reset"], lanes, [(-2, 5), (ready - 1, ready + 3)],
+        measured["traces"]["reset"], lanes, [(-2, first), (ready - 1, ready + 3)],
         f"Reset: clock 0 is the first with rst low; the arrival port is ready from clock "
         f"{ready} (the flow vector wiped), departures and the register bus at once",
         origin=measured["origins"]["reset"])
