@@ -250,7 +250,7 @@ def _scenario(doc, combo, seed, path):
     ``seed``; ScenarioError naming the combination and what validation refused."""
     from .scenario import apply_set, validate
     d = copy.deepcopy(doc)
-    given = ", ".join(f"{key}={text}" for key, text, _ in combo)
+    given = " and ".join(f"{key}={text}" for key, text, _ in combo)
     try:
         for key, text, _ in combo:
             apply_set(d, f"{key}={text}")
