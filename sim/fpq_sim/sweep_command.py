@@ -157,10 +157,14 @@ def _split_values(text):
     return values + [text[start:].strip()]
 
 
-def _value(raw):
-    """``raw`` read as ``--set`` reads a value (``fpq_sim.scenario.apply_set``)."""
+def _value(key, raw):
+    """``raw`` read as ``--set`` reads a value (``fpq_sim.scenario.apply_set``); its refusal
+    (a value nested too deeply, an integer of too many digits) names ``--vary KEY``."""
     from .scenario import apply_set
-    return apply_set({}, "v=" + raw)["v"]
+    try:
+        return apply_set({}, "v=" + raw)["v"]
+    except ScenarioError as exc:
+        raise ScenarioError(f"--vary {key}: {str(exc).split(': ', 1)[-1]}") from None
 
 
 def _check_key(key, doc):
@@ -178,6 +182,8 @@ def _check_key(key, doc):
     if parts[0] in GROUPS and len(parts) == 3 and parts[2]:
         groups = doc.get(parts[0]) if isinstance(doc, dict) else None
         count = len(groups) if isinstance(groups, list) else 0
+        if not count:
+            raise ScenarioError(f"{shown}: the scenario has no [[{parts[0]}]] group")
         if not parts[1].isdigit() or int(parts[1]) >= count:
             raise ScenarioError(f"{shown}: {parts[0]} group {brief(parts[1])} is out of "
                                 f"range [0, {count - 1}] (the scenario has {count})")
@@ -202,7 +208,7 @@ def parse_vary(texts, doc):
         for item in _split_values(raw):
             if not item:
                 raise ScenarioError(f"--vary {key}: an empty value in {brief(raw)}")
-            value = _value(item)
+            value = _value(key, item)
             if value in [v for _, v in values]:
                 raise ScenarioError(f"--vary {key}: {brief(item)} is given twice")
             values.append((item, value))

@@ -134,6 +134,9 @@ def test_resume_reruns_exactly_the_lost_runs(tmp_path, monkeypatch):
     ("flows.0.count=5,5", "--vary flows.0.count: '5' is given twice"),
     ("run.seed=1,2", "--vary run.seed: the seeds are --seeds' to give"),
     ("flows.0.count", "must be KEY=V1,V2,..."),
+    ("floods.0.rate_pps=10", "--vary floods.0.rate_pps: the scenario has no [[floods]] group"),
+    ("flows.0.count=" + "[" * 5000 + "]" * 5000, "--vary flows.0.count: the value is nested "
+                                                 "too deeply to read"),
 ])
 def test_bad_vary_refused_before_anything_runs(tmp_path, monkeypatch, capsys, vary, named):
     ran = _recorded(monkeypatch)
