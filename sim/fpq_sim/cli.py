@@ -1,5 +1,5 @@
-"""``fpq sim``, ``fpq trace``, ``fpq parity``, ``fpq figures``, ``fpq attack``, ``fpq demo``
-and ``fpq config``: the simulator's subcommands of ``fpq`` (``fpq.cli``)."""
+"""``fpq sim``, ``fpq trace``, ``fpq parity``, ``fpq figures``, ``fpq sweep``, ``fpq attack``,
+``fpq demo`` and ``fpq config``: the simulator's subcommands of ``fpq`` (``fpq.cli``)."""
 
 import argparse
 import json
@@ -160,7 +160,7 @@ def _shipped():
 def _module_commands():
     """The subcommands whose module has its own ``add_arguments`` and ``main``: ``(name,
     module, help)``."""
-    from . import attack, config_command, demo, figures, parity
+    from . import attack, config_command, demo, figures, parity, sweep_command
     return [
         ("demo", demo, "a TCP scenario through the golden model and the Verilated RTL, and "
                        "many-flow traffic through both models"),
@@ -174,6 +174,8 @@ def _module_commands():
                            "Markdown table"),
         ("figures", figures, "reproduce the papers' figures; writes PNG + CSV and the results "
                              "section of docs/RESULTS.md"),
+        ("sweep", sweep_command, "a scenario over parameters (--vary) and seeds, locally or on "
+                                 "a Dask cluster, resumable: one CSV with intervals and a plot"),
     ]
 
 

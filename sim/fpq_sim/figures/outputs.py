@@ -47,10 +47,11 @@ def write_csv(path, header, rows):
 class Outputs:
     """The output folder of one ``fpq figures`` run (created if missing) and the paths of the
     files written into it, in order; ``provenance`` (``{column: text}``, see
-    ``fpq_sim.provenance.runs_provenance``) goes into each file written."""
+    ``fpq_sim.provenance.runs_provenance``) goes into each file written; ``creator``, the
+    command, into the plots' metadata."""
 
-    def __init__(self, folder):
-        self.folder = folder
+    def __init__(self, folder, creator="fpq figures"):
+        self.folder, self.creator = folder, creator
         self.files = []
         self.provenance = {}
         os.makedirs(folder, exist_ok=True)
@@ -78,6 +79,6 @@ class Outputs:
             path = os.path.join(self.folder, f"{name}.{ext}")
             with atomic_path(path) as tmp:
                 fig.savefig(tmp, dpi=DPI, format=ext,
-                            metadata=plot_metadata(self.provenance, ext, "fpq figures"))
+                            metadata=plot_metadata(self.provenance, ext, self.creator))
             self.files.append(path)
         pyplot().close(fig)

@@ -60,15 +60,16 @@ def _completed(order, n_jobs, dask):
                 yield fut.result()
 
 
-def run_jobs(jobs, n_jobs=1, dask=None, progress=True, on_result=None):
+def run_jobs(jobs, n_jobs=1, dask=None, progress=True, on_result=None, desc="fpq figures"):
     """Run ``jobs`` on ``n_jobs`` local processes or on the Dask scheduler ``dask``; returns
     ``{key: summary}``. Largest jobs first (better packing). ``on_result(key, summary)`` is
-    called as each run finishes. The local processes end with the command
-    (``fpq.terminate.worker_pool``): a signal that ends it, or its death, ends them too."""
+    called as each run finishes; ``desc`` names the progress bar. The local processes end
+    with the command (``fpq.terminate.worker_pool``): a signal that ends it, or its death,
+    ends them too."""
     from tqdm import tqdm
     order = sorted(jobs, key=lambda j: -_cost(j[1]))
     out = {}
-    with tqdm(total=len(order), desc="fpq figures", unit="run", disable=not progress) as bar:
+    with tqdm(total=len(order), desc=desc, unit="run", disable=not progress) as bar:
         for key, s in _completed(order, n_jobs, dask):
             out[key] = s
             if on_result is not None:
