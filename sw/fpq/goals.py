@@ -95,9 +95,10 @@ def _fmax_spread(name, record, fmax):
     return text + ("; " + ", ".join(unrouted) if unrouted else ", every seed routed")
 
 
-def _fmax(goal, recs, combine):
+def _fmax(goal, recs, combine, what):
     """Fmax over ``goal.seeds`` in each record, combined per record by ``combine`` (a seed
-    that did not route counts as 0 MHz) and over the records by their minimum."""
+    that did not route counts as 0 MHz; ``what`` names it) and over the records by their
+    minimum."""
     try:
         per = [(name, rec, _seed_fmax(goal, name, rec)) for name, rec in recs]
     except LookupError as exc:
@@ -106,9 +107,8 @@ def _fmax(goal, recs, combine):
     if len(per) == 1:
         detail = _fmax_spread(*per[0])
     else:
-        detail = "minimum per record: " + ", ".join(
-            f"`{name}` {_mhz(min(v for v in fmax.values() if v is not None))}"
-            for name, _, fmax in per if any(v is not None for v in fmax.values())) + " MHz"
+        detail = f"{what} per record: " + ", ".join(
+            f"`{name}` {_mhz(value)}" for (name, _, _), value in zip(per, values)) + " MHz"
         unrouted = [u for p in per for u in _unrouted(*p)]
         detail += "; " + ", ".join(unrouted) if unrouted else ", every seed routed"
     value = min(values)
@@ -116,11 +116,11 @@ def _fmax(goal, recs, combine):
 
 
 def _fmax_min(goal, recs):
-    return _fmax(goal, recs, min)
+    return _fmax(goal, recs, min, "minimum")
 
 
 def _fmax_median(goal, recs):
-    return _fmax(goal, recs, statistics.median)
+    return _fmax(goal, recs, statistics.median, "median")
 
 
 def _fullest(resources):

@@ -169,6 +169,25 @@ def test_goal_status_is_computed_from_the_records(tmp_path):
     assert "| sweep: wall time <= 600 s | issue 1 | **met**: " in table
 
 
+def test_a_goal_over_several_records_names_its_statistic_per_record(tmp_path):
+    """A median goal over two records shows each record's median (not its minimum), and the
+    smaller decides."""
+    write_record(tmp_path / "a.json", "synth", _synth({"1": 120.0, "2": 150.0, "3": 170.0}),
+                 argv=["s"])
+    write_record(tmp_path / "b.json", "synth", _synth({"1": 140.0, "2": 165.0, "3": 166.0}),
+                 argv=["s"])
+    gs = _goals_file(tmp_path, _entry("both", ["a", "b"], "fmax_median",
+                                      {"seeds": [1, 2, 3], "at_least": 160})
+                     + _entry("both, minimum", ["a", "b"], "fmax_min",
+                              {"seeds": [1, 2, 3], "at_least": 100}))
+    recs = read_records(tmp_path)
+    median, minimum = (goals.judge(g, recs) for g in gs)
+    assert median == ("not met", "median per record: `a` 150.0, `b` 165.0 MHz, every seed "
+                                 "routed")
+    assert minimum == ("met", "minimum per record: `a` 120.0, `b` 140.0 MHz, every seed "
+                              "routed")
+
+
 def test_adding_a_goal_is_one_entry_and_both_documents_show_it(tmp_path):
     write_record(tmp_path / "q6.json", "synth", _synth({"1": 151.25}), argv=["s"])
     _goals_file(tmp_path, '[[goal]]\ntext = "the core"\nsource = "issue 45"\n'
