@@ -16,6 +16,7 @@ import pytest
 from fpq import QueueManager as Model, Arrival, Departure
 from fpq.formats import PROB_ONE
 
+from fpq_hdl.queue_manager import LATENCY
 from fpq_hdl.verilated import VerilatedQueueManager, replay
 
 from tb_lib.coverage_report import record
@@ -135,7 +136,8 @@ def test_lean_harness_commits_match_the_model():
             new = c.replace(**ch)
             if i == 4:
                 new = new.override(wq_shift=1, avg_sample_period=11)
-            ts = ev[-1].ts + 25 + b.table_depth + 3 * i
+            # after the last arrival's verdict and the table's writes into the other bank
+            ts = ev[-1].ts + LATENCY + b.table_depth + 3 * i
             batch.append(("configure", new, ts))
             t = ts + b.vec_bits + 4
             c = new

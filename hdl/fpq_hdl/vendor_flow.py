@@ -469,11 +469,13 @@ def measure(family, bus, out, seeds, speed=None, target=None, build=None, freq=1
     (``counted``: which cell types); each seed's critical path; ``rtl_digest``; the Yosys and
     nextpnr command lines; ``errors`` by tool or seed; ``fits``. ``run(cmd, cwd, log,
     timeout)`` runs a tool: True when it ends, False when stopped at ``timeout``; it raises
-    ``ToolFailed`` when the tool fails. ``export`` is :func:`export_core`. A family with a
+    ``ToolFailed`` when the tool fails; the family's tools are checked first (``ToolMissing``)
+    when it is the real runner. ``export`` is :func:`export_core`. A family with a
     ``netlist_fix`` has it applied between Yosys and nextpnr (``netlist_fix`` in the
     results)."""
     from .synth import _summary
-    check_tools(family)
+    if run is _run:
+        check_tools(family)
     build = family_build(family) if build is None else build
     target = family.target if target is None else target
     speed = family.speeds[0] if speed is None and family.speeds else speed

@@ -14,7 +14,7 @@ import pytest
 from .formal_harness import (FlowCounterHarness, QueueManagerHarness, DecisionLimitHarness,
                             DecisionEquivalenceHarness, DECISION_FAULTS, SHALLOW_BY, run_formal)
 from fpq_hdl.decision import Decision
-from fpq_hdl.queue_manager import LATENCY, VERDICT_FIFOS
+from fpq_hdl.queue_manager import FIFO_DEPTH, LATENCY, VERDICT_FIFOS
 
 # (a) quick configuration: a 4-bit vector (reset wipe 7 clocks), the smallest set_delay (4),
 # the configuration's seed (a free seed makes the solver's work about 50 times longer)
@@ -203,7 +203,8 @@ def test_shallow_verdict_fifo_overflow_is_caught_long(verdict_fifo):
 
 @pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
 def test_bad_fifo_depth_is_rejected():
-    with pytest.raises(ValueError, match=r"fifo_depth: 5 must be an int in \[6, 32\]"):
+    with pytest.raises(ValueError,
+                       match=rf"fifo_depth: 5 must be an int in \[6, {FIFO_DEPTH}\]"):
         QueueManagerHarness(fifo_depth=5)
     with pytest.raises(ValueError, match=r"verdict_fifo: 'lut' must be one of"):
         QueueManagerHarness(verdict_fifo="lut")

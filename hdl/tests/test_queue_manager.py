@@ -505,7 +505,8 @@ def test_idle_means_empty_and_nothing_entering():
             ctx.set(dut.hold, hold)
             seen.append((valid, hold, ctx.get(dut.idle), ctx.get(dut.arrivals.ready)))
         # an arrival accepted: not idle until its verdict is written into the FIFO, whose
-        # read register shows it two clocks later (LATENCY)
+        # read register shows it two clocks later and the output's register slice one more
+        # (LATENCY)
         ctx.set(dut.hold, 0)
         ctx.set(dut.arrivals.valid, 1)
         await ctx.tick()
@@ -525,7 +526,7 @@ def test_idle_means_empty_and_nothing_entering():
                                                              (0, 1, 1)]
     # the offered arrival is taken with hold low, not with hold high
     assert [ready for v, _, _, ready in seen[:4] if v] == [1, 0]
-    assert seen[4] == LATENCY - 2
+    assert seen[4] == LATENCY - 3
 
 
 def test_idle_is_no_arrival_in_flight_and_none_entering():
