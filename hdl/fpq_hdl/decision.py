@@ -307,9 +307,9 @@ class Decision(wiring.Component):
         cand_code, cand = s.cand_code, Signal(name="cand")
         m.d.sync += cand.eq(Mux(cand_code[1], Mux(cand_code[0], ~red_hit, ~below),
                                 cand_code[0]))
-        # the misses and the slot's gates, registered together for cycle 1. A miss
-        # (``u >= p``) is the chain's carry-out itself, a hit its complement: a register of
-        # the miss takes the carry straight, where one of the hit needs a LUT to invert it
+        # the compares' outcomes (kept as misses, ``u >= p``; early and drop_early invert
+        # them) and the slot's gates, registered together for cycle 1. Yosys still puts one
+        # LUT between each chain and its register, which it shares with ``cand``'s LUT
         misses = Signal(2, name="early_misses")
         gates = Cat(s.early_fpq, s.early_red, s.drop_fpq, s.drop_red)
         gates_1 = Signal.like(gates, name="early_gates_1")
