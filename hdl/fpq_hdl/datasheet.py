@@ -948,10 +948,10 @@ _WHOLE_DESIGNS = {"queue_manager": "the queue manager (no register file)",
                               "primitives"}
 
 
-def _vendor_markdown(records):
-    """The exported file in each family's plain flow: what an integrator gets."""
-    from fpq.benchmarks import VENDOR_HEAD, vendor_records, vendor_rows
-    recs = vendor_records(records)
+def _vendor_markdown(recs):
+    """The exported file in each family's plain flow (``vendor-flow`` records ``[(name,
+    record)]``): what an integrator gets."""
+    from fpq.benchmarks import VENDOR_HEAD, vendor_rows
     if not recs:
         return ["The exported core has no plain-flow record yet (`python -m "
                 "fpq_hdl.vendor_flow --family ecp5 --seeds 1,2,3,4,5 --record ...`).", ""]
@@ -1009,8 +1009,9 @@ def _resources_markdown(records):
     synth = sorted((n, r) for n, r in records.items() if r["kind"] == "synth"
                    and r["results"].get("component") in _WHOLE_DESIGNS)
     boards = sorted((n, r) for n, r in records.items() if r["kind"] == "board")
-    vendor = [(n, r) for n, r in sorted(records.items()) if r["kind"] == "vendor-flow"]
-    out = _vendor_markdown(records) + _synth_markdown(synth) + _boards_markdown(boards)
+    from fpq.benchmarks import vendor_records
+    vendor = vendor_records(records)
+    out = _vendor_markdown(vendor) + _synth_markdown(synth) + _boards_markdown(boards)
     # the commit each was measured at is its record's to say, not repeated here
     out += ["", "Records (`docs/benchmarks/NAME.json`, with the commit each was measured at) "
                 "and the commands that made them (run again to measure again):", ""]
