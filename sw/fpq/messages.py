@@ -3,12 +3,17 @@
 A message names the field and the allowed range; the bad value itself is shown for
 recognition only, so a value of megabytes (a 5 MB string, an integer of thousands of digits)
 is cut to its first characters instead of filling the terminal or a log line.
+:func:`bounded` is the last guard, for a whole message built elsewhere (an operating-system
+error naming a path of 100,000 characters, argparse quoting a bad argument).
 """
 
-__all__ = ["brief", "QUOTED_CHARS"]
+__all__ = ["brief", "bounded", "QUOTED_CHARS", "MESSAGE_CHARS"]
 
 #: The most characters of a value's ``repr`` an error message quotes.
 QUOTED_CHARS = 40
+#: The most characters of an error message (the longest the project writes, a list of
+#: allowed keys, is about 600).
+MESSAGE_CHARS = 1000
 
 
 def brief(value, limit=QUOTED_CHARS):
@@ -22,3 +27,15 @@ def brief(value, limit=QUOTED_CHARS):
     if len(text) <= limit:
         return text
     return f"{text[:limit - 3]}... ({len(text)} characters)"
+
+
+def bounded(message, limit=MESSAGE_CHARS):
+    """``message`` cut to about ``limit`` characters: a longer one keeps its start (which
+    names the field) and its end (which says what is allowed), and says how much it left
+    out between them."""
+    text = str(message)
+    if len(text) <= limit:
+        return text
+    head, tail = limit * 2 // 3, limit // 4
+    return f"{text[:head]} ... [{len(text) - head - tail} characters left out] ... " \
+           f"{text[-tail:]}"

@@ -5,11 +5,14 @@
   demo``, ``fpq figures``), written into staging folders that take the folders' places at the
   end, so that a reader sees the old set or the new one, never a mix;
 * :func:`write_stdout`: standard output written in full, or an error naming it (a closed
-  pipe, a full disk), never a short write taken for success.
+  pipe, a full disk), never a short write taken for success;
+* :func:`whole_stdout`: ``sys.stdout`` for a whole command (``print`` included) written that
+  way.
 """
 
 from contextlib import ExitStack, contextmanager
 import ctypes
+import io
 import os
 import shutil
 import sys
@@ -17,7 +20,8 @@ import sys
 from .atomic import atomic_paths, _create_temporary, OutputPathError
 from .terminate import signals_as_exit, signals_held
 
-__all__ = ["write_files", "keys_text", "staged_outputs", "write_stdout", "STDOUT_NAME"]
+__all__ = ["write_files", "keys_text", "staged_outputs", "write_stdout", "whole_stdout",
+           "STDOUT_NAME"]
 
 #: How messages name standard output.
 STDOUT_NAME = "standard output"
@@ -84,14 +88,104 @@ def write_stdout(data):
         else:
             stream.write(data.decode(getattr(stream, "encoding", None) or "utf-8"))
         return
-    view = memoryview(data)
     try:
         stream.flush()
+    except OSError as exc:
+        _silence_stdout(fd)
+        raise OSError(exc.errno, exc.strerror, STDOUT_NAME) from None
+    _write_fd(fd, data)
+
+
+def _write_fd(fd, data):
+    """All of the bytes ``data`` to standard output's descriptor ``fd``, or OSError naming
+    it."""
+    view = memoryview(data)
+    try:
         while view:
             view = view[os.write(fd, view):]
     except OSError as exc:
         _silence_stdout(fd)
         raise OSError(exc.errno, exc.strerror, STDOUT_NAME) from None
+
+
+class _WholeStdout(io.TextIOBase):
+    """Text for standard output, written straight to its file descriptor and whole
+    (:func:`_write_fd`). Python's own ``sys.stdout`` is not enough: past the file size
+    limit its flush writes what the limit allows and reports success, and a failure at the
+    interpreter's exit is only a warning."""
+
+    def __init__(self, stream, fd):
+        super().__init__()
+        self._stream, self._fd = stream, fd
+        self.buffer = _WholeStdoutBytes(fd)
+
+    @property
+    def encoding(self):
+        return getattr(self._stream, "encoding", None) or "utf-8"
+
+    @property
+    def errors(self):
+        return getattr(self._stream, "errors", None) or "strict"
+
+    def fileno(self):
+        return self._fd
+
+    def isatty(self):
+        return os.isatty(self._fd)
+
+    def writable(self):
+        return True
+
+    def write(self, text):
+        _write_fd(self._fd, text.encode(self.encoding, self.errors))
+        return len(text)
+
+    def flush(self):
+        pass
+
+
+class _WholeStdoutBytes(io.RawIOBase):
+    """``sys.stdout.buffer`` of :class:`_WholeStdout`: bytes written whole."""
+
+    def __init__(self, fd):
+        super().__init__()
+        self._fd = fd
+
+    def fileno(self):
+        return self._fd
+
+    def writable(self):
+        return True
+
+    def write(self, data):
+        _write_fd(self._fd, data)
+        return len(data)
+
+
+@contextmanager
+def whole_stdout():
+    """``with whole_stdout(): ...``: inside, ``sys.stdout`` (``print``, argparse's help)
+    writes every byte or raises OSError naming :data:`STDOUT_NAME`: a closed pipe, a full
+    disk or the file size limit ends a command with an error, never with a part of its
+    output and exit status 0. Where standard output is not a file descriptor (a test's
+    ``io.StringIO``), it stays as it is."""
+    stream = sys.stdout
+    try:
+        fd = stream.fileno()
+    except (AttributeError, OSError, ValueError):
+        yield
+        return
+    try:
+        stream.flush()
+    except OSError as exc:
+        _silence_stdout(fd)
+        raise OSError(exc.errno, exc.strerror, STDOUT_NAME) from None
+    sys.stdout = _WholeStdout(stream, fd)
+    try:
+        yield
+    finally:
+        if isinstance(sys.stdout, _WholeStdout):
+            sys.stdout = stream
 
 
 # ---- staged output folders ------------------------------------------------------------------
