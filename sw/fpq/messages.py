@@ -7,6 +7,8 @@ is cut to its first characters instead of filling the terminal or a log line.
 error naming a path of 100,000 characters, argparse quoting a bad argument).
 """
 
+import re
+
 __all__ = ["brief", "bounded", "QUOTED_CHARS", "MESSAGE_CHARS"]
 
 #: The most characters of a value's ``repr`` an error message quotes.
@@ -30,12 +32,21 @@ def brief(value, limit=QUOTED_CHARS):
 
 
 def bounded(message, limit=MESSAGE_CHARS):
-    """``message`` cut to about ``limit`` characters: a longer one keeps its start (which
-    names the field) and its end (which says what is allowed), and says how much it left
-    out between them."""
+    """``message`` cut to about ``limit`` characters. A longer one first has each quoted
+    string (``'...'``, as ``repr`` and argparse quote a value) longer than
+    ``QUOTED_CHARS`` cut as :func:`brief` cuts it; if it is still too long, it keeps its
+    start (which names the field) and its end (which says what is allowed) and says how
+    much it left out between them."""
     text = str(message)
     if len(text) <= limit:
         return text
-    head, tail = limit * 2 // 3, limit // 4
+    text = _QUOTED.sub(lambda m: f"{m.group(0)[:QUOTED_CHARS - 3]}... "
+                                 f"({len(m.group(0))} characters)", text)
+    if len(text) <= limit:
+        return text
+    head, tail = limit // 3, limit // 3
     return f"{text[:head]} ... [{len(text) - head - tail} characters left out] ... " \
            f"{text[-tail:]}"
+
+
+_QUOTED = re.compile("'[^'\\n]{%d,}'" % QUOTED_CHARS)

@@ -30,6 +30,7 @@ import pytest
 
 from fpq import Arrival, Departure
 from fpq.fields import FIELDS
+from fpq.messages import bounded, MESSAGE_CHARS, QUOTED_CHARS
 from fpq.trace import write_trace, write_csv, read_csv, TraceError, RECORD_DTYPE, CSV_COLUMNS
 from bad_inputs import Tried
 import cli_run
@@ -260,8 +261,27 @@ WRITING_COMMANDS = {
 }
 
 
+#: (command, its arguments, how its error lines begin): commands whose output or report is
+#: printed to standard output (Python's own ``sys.stdout`` took a write past the file size
+#: limit for success, and argparse a failed help text)
+PRINTING_COMMANDS = {
+    "sim": (["sim", "fpq-fpq", "--set", "run.duration_s=5", "--set", "run.warmup_s=1"],
+            "fpq sim"),
+    "sim --json -": (["sim", "fpq-fpq", "--set", "run.duration_s=5", "--set", "run.warmup_s=1",
+                      "--json", "-"], "fpq sim"),
+    "trace --out -": (["trace", "fpq-fpq", "--duration", "5", "--out", "-"], "fpq trace"),
+    "accuracy": (["accuracy", "--flows", "10"], "fpq accuracy"),
+    "benchmarks": (["benchmarks"], "fpq benchmarks"),
+    "sim --help": (["sim", "--help"], "fpq"),
+}
+#: the sinks a command's standard output can be
+STDOUT_SINKS = ("closed pipe", "full disk", "standard output past the file size limit")
+
+
 def _sink(kind, folder):
     """``(stdout for the child, the output argument)`` of a sink kind."""
+    if kind == "standard output past the file size limit":
+        return os.open(folder / "stdout.file", os.O_WRONLY | os.O_CREAT, 0o644), "-"
     if kind == "closed pipe":
         r, w = os.pipe()
         os.close(r)                 # the reader is gone before the first byte is written
@@ -280,7 +300,7 @@ def _sink(kind, folder):
 
 
 SHORT_CASES = [(command, sink) for command in WRITING_COMMANDS
-               for sink in ("closed pipe", "full disk", "file size limit")] + \
+               for sink in STDOUT_SINKS + ("file size limit",)] + \
     [("trace-csv", "pipe closed after 100 bytes")]
 
 
@@ -293,7 +313,7 @@ def test_a_short_write_is_an_error_naming_the_output(tmp_path, command, sink):
     argv = [a.replace("{out}", out).replace("{in}", str(trace))
             for a in WRITING_COMMANDS[command]]
     try:
-        ran = run_fpq(argv, stdout=stdout, fsize=200 if sink == "file size limit" else None)
+        ran = run_fpq(argv, stdout=stdout, fsize=200 if "file size limit" in sink else None)
     finally:
         if isinstance(stdout, int) and stdout >= 0:
             os.close(stdout)
@@ -306,6 +326,24 @@ def test_a_short_write_is_an_error_naming_the_output(tmp_path, command, sink):
     assert "wrote" not in ran.stderr and "Traceback" not in ran.stderr, ran
     assert "Exception ignored" not in ran.stderr, ran
     assert temporaries(tmp_path) == [] and not (tmp_path / "out.file").exists()
+
+
+@pytest.mark.parametrize("sink", STDOUT_SINKS)
+@pytest.mark.parametrize("command", PRINTING_COMMANDS)
+def test_printed_output_that_cannot_be_written_is_an_error_naming_standard_output(
+        tmp_path, command, sink):
+    argv, prefix = PRINTING_COMMANDS[command]
+    stdout, _ = _sink(sink, tmp_path)
+    try:
+        ran = run_fpq(argv, stdout=stdout, fsize=100 if "file size limit" in sink else None)
+    finally:
+        os.close(stdout)
+    line = last_line(ran.stderr)
+    SHORT.refused(f"fpq {command} to a {sink}", exit_text(ran), line)
+    assert ran.status == 2, ran
+    assert line.startswith(f"{prefix}: error: ") and "standard output" in line, ran
+    assert "wrote" not in ran.stderr and "Traceback" not in ran.stderr, ran
+    assert "Exception ignored" not in ran.stderr, ran
 
 
 # ---- memory of trace readers --------------------------------------------------------------
@@ -472,6 +510,58 @@ def test_a_csv_error_quotes_a_short_prefix_of_a_long_cell(tmp_path, column):
             LONG_INPUT(f"CSV line 2 {column} = 900 characters", bad):
         read_csv(bad)
     assert len(str(info.value)) - len(str(bad)) <= MESSAGE_MAX, info.value
+
+
+#: (case, fpq's arguments, a file to write first as (name, text) or None, what the message
+#: names): long input through the command line; ``{d}`` is the test's folder. An argument
+#: is at most 128 KiB (the kernel's limit), a file's value megabytes.
+LONG_ARGUMENTS = {
+    "--config with an unknown field of 5 MB": (
+        ["config", "--format", "json", "-o", "{d}/o.json", "--config", "{d}/c.json"],
+        ("c.json", '{"' + "x" * 5_000_000 + '": 1}'), "unknown configuration field"),
+    "--config with 1,000 unknown fields": (
+        ["config", "--format", "json", "-o", "{d}/o.json", "--config", "{d}/c.json"],
+        ("c.json", "{" + ", ".join(f'"field{i:04}": 1' for i in range(1000)) + "}"),
+        "and 997 more"),
+    "--key of 100 kB": (["config", "--format", "json", "-o", "{d}/o.json", "--key", "z" * 100_000],
+                        None, "--key"),
+    "a --format choice of 100 kB": (["regmap", "--format", "x" * 100_000], None,
+                                    "argument --format"),
+    "an --arrivals integer of 100 kB": (["bench", "--arrivals", "x" * 100_000], None,
+                                        "argument --arrivals"),
+    "--flows of 100 kB": (["accuracy", "--flows", "x" * 100_000], None, "--flows"),
+    "an input path of 100 kB": (["trace-csv", "{d}/" + "x" * 100_000, "{d}/o.csv"], None,
+                                "File name too long"),
+    "a scenario name of 100 kB": (["sim", "x" * 100_000], None, "scenario"),
+}
+
+
+@pytest.mark.parametrize("case", LONG_ARGUMENTS)
+def test_an_error_quotes_a_short_prefix_of_a_long_argument(tmp_path, case):
+    argv, given, named = LONG_ARGUMENTS[case]
+    if given is not None:
+        (tmp_path / given[0]).write_text(given[1])
+    argv = [a.replace("{d}", str(tmp_path)) for a in argv]
+    code, out, err = cli_run.run(argv)
+    line = last_line(err)
+    LONG_INPUT.refused(f"fpq {argv[0]}: {case}", f"exit {code}",
+                       line.replace(str(tmp_path) + "/", ""))
+    assert code == 2 and "Traceback" not in err, err[-2000:]
+    assert named in line and line.startswith(f"fpq {argv[0]}: error: "), line[:500]
+    # the input, a run of one character, is quoted by a short prefix
+    assert not re.search(r"(.)\1{%d}" % QUOTED_CHARS, line), line[:2000]
+    assert len(line) - line.count(str(tmp_path)) * len(str(tmp_path)) <= MESSAGE_CHARS
+    assert len(err) < 2 * MESSAGE_CHARS, err[:2000]
+
+
+def test_a_long_message_keeps_its_start_and_its_end():
+    quoted = bounded("x: '" + "y" * 10_000 + "' must be one of a, b")
+    assert quoted.startswith("x: 'yyy") and quoted.endswith(" must be one of a, b")
+    assert "(10002 characters)" in quoted and len(quoted) < 100
+    plain = bounded("z: " + "w" * 10_000 + " is out of range [1, 2]")
+    assert plain.startswith("z: www") and plain.endswith("is out of range [1, 2]")
+    assert len(plain) <= MESSAGE_CHARS and "characters left out" in plain
+    assert bounded("a short message") == "a short message"
 
 
 # ---- documentation -------------------------------------------------------------------------
