@@ -18,7 +18,7 @@ from .fields import (ConfigError, FIELDS, FIELD_BY_NAME, SECRET_FIELDS, SECRET_S
 from .flow_hash import HASH_INPUTS, FLOW_KEYS
 from .formats import CLEAR_PERIOD
 from .keys import check_key
-from .messages import brief
+from .messages import brief, QUOTED_CHARS
 from .queue_averager import avg_parameters, ewma_time_constant
 from .register_specs import (CONFIG_REGISTERS, REKEY_HOLD_LIMIT, commit_check,
                              in_placement_order, register_fields)
@@ -178,7 +178,9 @@ class Config:
         build = build or Build()
         unknown = sorted(set(values) - set(FIELD_BY_NAME))
         if unknown:
-            shown = ", ".join(brief(name) for name in unknown[:3])
+            # a name quoted only when it is long or not plain text (a 5 MB key in --config)
+            shown = ", ".join(name if len(name) <= QUOTED_CHARS and name.isprintable()
+                              else brief(name) for name in unknown[:3])
             more = f" and {len(unknown) - 3} more" if len(unknown) > 3 else ""
             raise ConfigError(f"unknown configuration field(s): {shown}{more}; "
                               f"known: {', '.join(FIELD_BY_NAME)}")
