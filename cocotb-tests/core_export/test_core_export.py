@@ -16,11 +16,13 @@ from tb_lib.traffic import synthetic
 from tb_lib.verilog import BUILD_ROOT
 
 NAME = "fpq_core_tb"
-#: The bench's power-on keys, given to `fpq verilog` (``--key``, ``--mix-key``) so that the
-#: export is the same every run (one Verilator build) and the model starts with the core's
-#: keys (``Config(build=B)``); typed once, they pass ``fpq.keys.check_key``.
+#: The bench's power-on keys and seeds, given to `fpq verilog` (``--key``, ``--mix-key``,
+#: ``--seed-decide``, ``--seed-clear``) so that its include file is the same every run (one
+#: Verilator build) and the model starts with the core's keys (``Config(build=B)``); typed
+#: once, they pass ``fpq.keys.check_key``.
 KEYS = {"hash_key": bytes.fromhex("3c7a0d5be2914f68a1c7e03b5d92f4a6087e1bc9"),
-        "hash_mix_key": bytes.fromhex("5e0c93a1d27b48f6a9e3b170")}
+        "hash_mix_key": bytes.fromhex("5e0c93a1d27b48f6a9e3b170"),
+        "seed_decide": 0x3f8a_51c2_97d0_6e4b, "seed_clear": 0xa4e1_07b9_5c23_d86f}
 B = Build(vec_bits=1024, table_depth=256, power_on_keys=KEYS)
 #: Out of reset the queue manager runs on the map's defaults, which schedule the first clear
 #: and the first sample of the queue (at their 150 MHz) 120,000 and 692,082 clocks after
@@ -36,15 +38,21 @@ def export(tmp_path):
     out = tmp_path / f"{NAME}.v"
     assert main(["verilog", "-o", str(out), "--bus", "axi-lite", "--name", NAME,
                  "--vec-bits", str(B.vec_bits), "--table-depth", str(B.table_depth),
-                 "--key", KEYS["hash_key"].hex(), "--mix-key", KEYS["hash_mix_key"].hex()]) == 0
-    text = out.read_text()
-    folder = BUILD_ROOT / f"core-export-{hashlib.sha256(text.encode()).hexdigest()[:12]}"
+                 "--key", KEYS["hash_key"].hex(), "--mix-key", KEYS["hash_mix_key"].hex(),
+                 "--seed-decide", str(KEYS["seed_decide"]),
+                 "--seed-clear", str(KEYS["seed_clear"])]) == 0
+    # the Verilog and the keys it includes: a Verilator build per pair
+    texts = {out.name: out.read_text(), f"{NAME}_keys.vh": (tmp_path / f"{NAME}_keys.vh")
+             .read_text()}
+    digest = hashlib.sha256("".join(texts.values()).encode()).hexdigest()[:12]
+    folder = BUILD_ROOT / f"core-export-{digest}"
     path = folder / out.name
     if not path.exists():
         folder.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".v.tmp")
-        tmp.write_text(text)
-        tmp.replace(path)
+        for name in sorted(texts, key=lambda n: n == out.name):     # the Verilog last
+            tmp = folder / f"{name}.tmp"
+            tmp.write_text(texts[name])
+            tmp.replace(folder / name)
     return folder, path
 
 

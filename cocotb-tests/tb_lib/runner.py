@@ -102,7 +102,10 @@ def _build_locked(runner, sim_dir, stamp, verilog, toplevel, waves, public=("*",
     old = os.environ.get("MAKEFLAGS")
     os.environ["MAKEFLAGS"] = make_flags(old) + " " + OPT_FLAGS
     try:
-        runner.build(sources=[str(verilog)], hdl_toplevel=toplevel, build_dir=str(sim_dir),
+        # the Verilog's folder is an include directory: `fpq verilog`'s core includes its
+        # power-on keys (NAME_keys.vh) from there
+        runner.build(sources=[str(verilog)], includes=[str(Path(verilog).parent)],
+                     hdl_toplevel=toplevel, build_dir=str(sim_dir),
                      build_args=args, timescale=("1ns", "1ps"), waves=waves,
                      log_file=str(sim_dir.parent / "verilator-build.log"))
     finally:

@@ -18,7 +18,8 @@ from .registers import RegisterFile, ADDR_BITS, WRITE_SETUPS
 from .block_ram import RAM_STYLES
 
 __all__ = ["BUSES", "TARGETS", "FPQCore", "tdata_width", "export_verilog", "sv_package",
-           "KEYWORDS", "check_names", "rename_bit_select_names", "core_verilog"]
+           "KEYWORDS", "check_names", "rename_bit_select_names", "core_verilog", "key_macro",
+           "keys_include", "keys_file", "substitute_keys"]
 
 #: ``FPQCore(bus=...)`` choices: the register file behind AXI4-Lite (``s_axil_*``) or
 #: Wishbone B4 classic (``wb_*``), or no register file (the queue manager's own
@@ -417,13 +418,155 @@ def _fixed_lines(build):
             f"{', '.join(regs) if regs else '(no register: only host fields fixed)'}."]
 
 
-def export_verilog(path, build, bus="axi-lite", name="fpq_core", package=True, keys=None,
-                   target="generic"):
+#: What a literal of the netlist that holds a power-on key becomes: the key's macro
+#: (``NAME_REG``, upper case, defined in ``NAME_keys.vh``) in a concatenation with the
+#: literal's other bits.
+_LITERAL = re.compile(r"(\d+)'([hb])([0-9a-fA-F_]+)")
+#: Bits of a placeholder key that may not remain anywhere in the exported text (a shorter
+#: run can occur by chance among the netlist's constants).
+_PLACEHOLDER_RUN_BITS = 48
+
+
+def key_macro(name, register):
+    """The Verilog macro of the power-on value of key register ``register`` in the core
+    ``name`` (one name per core: two cores of a design do not share keys)."""
+    return f"{name}_{register}".upper()
+
+
+def _placeholders(build):
+    """``build`` with fixed placeholder power-on keys for those it has
+    (``Build.power_on_keys``): the netlist is generated from them, so that it does not
+    depend on the real keys, and their literals become the keys' macros. Each placeholder
+    is derived from its field's name (SHA-256, drawn again until not weak: the build checks
+    power-on keys), the same in every export."""
+    import dataclasses
+    import hashlib
+    from fpq.fields import FIELD_BY_NAME
+    from fpq.keys import key_weakness
+    values = {}
+    for field, real in build.power_on_keys:
+        f, i = FIELD_BY_NAME[field], 0
+        while True:
+            digest = hashlib.sha256(f"fpq placeholder {field} {i}".encode()).digest() * 2
+            value = (int.from_bytes(digest[:8], "big") if f.type == "int"
+                     else digest[:len(real)])
+            if key_weakness(value, field) is None:
+                break
+            i += 1
+        values[field] = value
+    return dataclasses.replace(build, power_on_keys=values)
+
+
+def _key_registers(build, placeholder_build):
+    """``[(register, width, real raw value, placeholder raw value)]`` of the configuration
+    registers computed from a power-on key of ``build``."""
+    from fpq.config import Config
+    from fpq.regmap import registers
+    keys = dict(build.power_on_keys)
+    real = Config(build=build).registers()
+    fake = Config(build=placeholder_build).registers()
+    from fpq.register_specs import CONFIG_REGISTERS
+    sources = {s.name: s.sources for s in CONFIG_REGISTERS}
+    return [(r.name, r.width, real[r.name], fake[r.name]) for r in registers(build)
+            if r.kind == "config" and any(f in keys for f in sources.get(r.name, ()))]
+
+
+def _literal_bits(digits, base, width):
+    """The bits of a Verilog literal's digits, most significant first, ``width`` of them."""
+    value = int(digits.replace("_", ""), 16 if base == "h" else 2)
+    return format(value, f"0{width}b")[-width:] if width else ""
+
+
+def substitute_keys(verilog, name, keys):
+    """``verilog`` with every literal bit run of a placeholder key replaced by its macro
+    (:func:`key_macro`); ``keys`` as :func:`_key_registers` gives them. Raises
+    ``ValueError`` if a key is never found (its reset would be lost) or if any run of
+    ``_PLACEHOLDER_RUN_BITS`` bits of a placeholder remains (a literal the substitution
+    did not recognise, which would hold the placeholder instead of the key)."""
+    patterns = [(reg, width, format(fake, f"0{width}b")) for reg, width, _, fake in keys]
+    found = {reg: 0 for reg, _, _ in patterns}
+
+    def replace(match):
+        width = int(match[1])
+        if width < min((w for _, w, _ in patterns), default=width + 1):
+            return match[0]
+        bits = _literal_bits(match[3], match[2], width)
+        spans = []                                 # (start, end, register): MSB-first
+        for reg, w, pattern in patterns:
+            at = bits.find(pattern)
+            while at >= 0:
+                spans.append((at, at + w, reg))
+                found[reg] += 1
+                at = bits.find(pattern, at + w)
+        if not spans:
+            return match[0]
+        parts, pos = [], 0
+        for start, end, reg in sorted(spans):
+            if start < pos:
+                raise ValueError(f"{reg}: overlapping placeholder keys in a literal")
+            if start > pos:
+                parts.append(f"{start - pos}'h{int(bits[pos:start], 2):x}")
+            parts.append(f"`{key_macro(name, reg)}")
+            pos = end
+        if pos < width:
+            parts.append(f"{width - pos}'h{int(bits[pos:], 2):x}")
+        return parts[0] if len(parts) == 1 else "{" + ", ".join(parts) + "}"
+
+    out = _LITERAL.sub(replace, verilog)
+    missing = [reg for reg, n in found.items() if n == 0]
+    if missing:
+        raise ValueError(f"the export holds no power-on value of {', '.join(missing)}")
+    left = "|".join(_literal_bits(m[3], m[2], int(m[1])) for m in _LITERAL.finditer(out)
+                    if int(m[1]) >= _PLACEHOLDER_RUN_BITS)
+    for reg, width, pattern in patterns:
+        for i in range(width - _PLACEHOLDER_RUN_BITS + 1):
+            if pattern[i:i + _PLACEHOLDER_RUN_BITS] in left:
+                raise ValueError(f"{reg}: part of its placeholder power-on value is left in "
+                                 f"the export")
+    return out
+
+
+def keys_include(name, build, keys):
+    """The text of ``NAME_keys.vh``: the build's power-on keys as the macros the core's
+    reset values use (``keys`` as :func:`_key_registers` gives them), after comment lines
+    that record each key field's value (``fpq.output_files.keys_text``: for the golden
+    model, ``Build(power_on_keys=...)``)."""
+    from fpq.output_files import keys_text
+    guard = key_macro(name, "keys_vh")
+    return "\n".join(
+        [f"// {name}_keys.vh: the power-on keys and seeds of the core {name} (`fpq verilog`).",
+         "// SECRET (mode 0600): whoever has them computes colliding flows and predicts the",
+         f"// random decisions. {name}.v includes this file: give your tools its folder as",
+         "// an include directory (Verilator -I, Yosys read_verilog -I, FuseSoC",
+         "// is_include_file). Its fields, for the golden model (Build.power_on_keys):"]
+        + [f"//   {line}" for line in keys_text(build.secret_values()).splitlines()]
+        + [f"`ifndef {guard}", f"`define {guard}"]
+        + [f"`define {key_macro(name, reg)} {width}'h{real:0{(width + 3) // 4}x}"
+           for reg, width, real, _ in keys]
+        + ["`endif", ""])
+
+
+def keys_file(out, name):
+    """The include file of the power-on keys of ``fpq verilog -o OUT --name NAME``:
+    ``NAME_keys.vh`` next to OUT."""
+    import os
+    return os.path.join(os.path.dirname(out), f"{name}_keys.vh")
+
+
+def export_verilog(path, build, bus="axi-lite", name="fpq_core", package=True,
+                   target="generic", embed_keys=False):
     """Write :class:`FPQCore` as Verilog to ``path`` and, with ``package``, its
-    SystemVerilog package next to it (``<name>_pkg.sv``), and with ``keys`` the keys the
-    build sets (``Build.secret_values``: its power-on and fixed keys, which the netlist
-    holds) to that path (mode 0600, ``fpq.output_files.keys_text``): all complete, or none
-    changed. Returns the paths written.
+    SystemVerilog package next to it (``<name>_pkg.sv``): all complete, or none changed.
+    Returns ``(paths written, paths that hold a key)``.
+
+    The power-on keys (``Build.power_on_keys``) are not in the Verilog: it is generated from
+    fixed placeholders and its reset values of the key registers are macros
+    (``key_macro``), defined in ``NAME_keys.vh`` next to ``path`` (:func:`keys_include`,
+    mode 0600), which the Verilog includes; so the Verilog is the same for every key and
+    the export reproducible byte for byte. ``embed_keys``: the definitions in the Verilog
+    itself instead (no include file), which then holds the keys and is written mode 0600.
+    A key the build fixes (``Build.fixed``) is part of the netlist's logic: such a Verilog
+    holds it and is written mode 0600 too.
 
     Parameters
     ----------
@@ -434,19 +577,21 @@ def export_verilog(path, build, bus="axi-lite", name="fpq_core", package=True, k
     name : str
         The module's name (the package's is ``<name>_pkg``).
     package : bool
-    keys : str or None
-        Required when the build sets a key: the netlist is then as secret as the key, and
-        the user needs the key to replay its traffic with the golden model.
     target : str
         One of ``TARGETS``: "generic" (memories and multipliers for the vendor tool to
         infer) or an FPGA family whose primitives the core instantiates.
+    embed_keys : bool
+        The power-on keys in the Verilog (mode 0600), no include file.
     """
     import os
-    from fpq.output_files import keys_text, write_files
-    if build.secret_values() and keys is None:
-        raise ValueError("keys: required: the build sets keys (Build.secret_values), which "
-                         "are recorded there")
-    verilog, core = core_verilog(build, bus, name, target)
+    from fpq.fields import SECRET_FIELDS
+    from fpq.output_files import write_files
+    netlist_build = _placeholders(build)
+    verilog, core = core_verilog(netlist_build, bus, name, target)
+    keys = _key_registers(build, netlist_build)
+    include = keys_include(name, build, keys) if keys else None
+    if keys:
+        verilog = substitute_keys(verilog, name, keys)
     bus_text = {"axi-lite": "AXI4-Lite target s_axil_* (20-bit byte addresses, 32-bit data; "
                             "a write with wstrb != 4'hf answers SLVERR and writes nothing)",
                 "wishbone": "Wishbone B4 classic target wb_* (32-bit granularity, wb_adr the "
@@ -470,12 +615,19 @@ def export_verilog(path, build, bus="axi-lite", name="fpq_core", package=True, k
     if bus != "none":
         header += [
             "// Registers: docs/REGISTERS.md / sw/generated/regmap.json at the bus's byte",
-            "// addresses. Out of reset the register file loads the map's defaults (the",
-            "// build's power-on keys, not the public default key: Build.power_on_keys) and",
+            "// addresses. Out of reset the register file loads the map's defaults and",
             "// restarts the time base: clock 0 of the queue manager is the third clock with",
             "// rst low (the first is the register file's, the second its restart's). A",
             "// configuration applies at CONTROL.COMMIT (`fpq config` writes the words).",
         ]
+    if keys and embed_keys:
+        header += ["// Power-on keys and seeds (Build.power_on_keys): defined below, in this "
+                   "file (--embed-keys): SECRET."]
+    elif keys:
+        header += [f"// Power-on keys and seeds (Build.power_on_keys): the macros "
+                   f"{', '.join(key_macro(name, reg) for reg, *_ in keys)},",
+                   f"// defined in {name}_keys.vh (secret, mode 0600; give your tools its "
+                   "folder as an include directory)."]
     header += _fixed_lines(build)
     header += ["// Ports:"] + ["//" + line for line in _port_lines(core)]
     for title, layout in (("s_axis_arrival_tdata", arrival_layout(build)),
@@ -485,13 +637,20 @@ def export_verilog(path, build, bus="axi-lite", name="fpq_core", package=True, k
         for fname, field in layout:
             header.append(f"//      [{field.offset + field.width - 1:3}:{field.offset:3}] "
                           f"{fname}")
+    if include is not None:
+        header.append(include.rstrip("\n") if embed_keys else f'`include "{name}_keys.vh"')
     files = {path: "\n".join(header) + "\n" + verilog}
     if package:
         files[os.path.join(os.path.dirname(path), f"{name}_pkg.sv")] = sv_package(build, name)
-    if build.secret_values():
-        files[keys] = keys_text(build.secret_values())
-    paths = write_files(files, private={keys})     # every file complete, or none changed
-    return paths
+    private = set()
+    if include is not None and not embed_keys:
+        files[keys_file(path, name)] = include
+        private.add(keys_file(path, name))
+    if (include is not None and embed_keys) or \
+            any(f in build.fixed_fields for f in SECRET_FIELDS):
+        private.add(path)
+    paths = write_files(files, private=private)     # every file complete, or none changed
+    return paths, sorted(private)
 
 
 def _sv_struct(type_name, layout, pad_to):

@@ -7,52 +7,75 @@ generated sections of docs/DATASHEET.md (``fpq_hdl.datasheet``)."""
 __all__ = ["register"]
 
 
-def _power_on_keys(build, key=None, mix_key=None):
+def _power_on_keys(build, key=None, mix_key=None, seeds=None):
     """``build`` with its power-on keys (``Build.power_on_keys``): ``key`` (``--key`` hex)
-    for ``hash_key`` and ``mix_key`` (``--mix-key``) for ``hash_mix_key``, checked, and one
-    drawn from the operating system for every other runtime key (``fpq.keys.hardware_keys``;
-    a key the build fixes is checked instead). Returns ``(build, names of the keys drawn)``."""
+    for ``hash_key``, ``mix_key`` (``--mix-key``) for ``hash_mix_key`` and ``seeds``
+    (``{field: integer}``, for the generators' seeds), checked, and one drawn from the
+    operating system for every other runtime key and seed (``fpq.keys.hardware_keys``; a
+    key the build fixes is checked instead). Returns ``(build, names of those drawn)``."""
     import dataclasses
     from fpq.keys import hardware_keys, parse_key
     given = {name: (parse_key(text, option, name, build), option)
              for name, text, option in (("hash_key", key, "--key"),
                                         ("hash_mix_key", mix_key, "--mix-key"))
              if text is not None}
+    given.update({name: (value, f"--{name.replace('_', '-')}")
+                  for name, value in (seeds or {}).items()})
     keys, drawn = hardware_keys(build, given)
     return dataclasses.replace(build, power_on_keys=keys), drawn
-
-
-def keys_path(out, name):
-    """The file ``fpq verilog -o OUT --name NAME`` records the core's keys in: NAME_keys.txt
-    next to OUT (mode 0600)."""
-    import os
-    return os.path.join(os.path.dirname(out), f"{name}_keys.txt")
 
 
 def _verilog(args):
     import sys
     from fpq.cli_options import build_from_args
-    from .axi_core import export_verilog
+    from .axi_core import export_verilog, keys_file
     build = build_from_args(args)
     drawn = []
     if args.bus != "none":
-        build, drawn = _power_on_keys(build, args.key, args.mix_key)
-    elif args.key is not None or args.mix_key is not None:
-        raise ValueError(f"{'--key' if args.key is not None else '--mix-key'}: only with a "
-                         f"register bus: the core of --bus none has no key register (the "
-                         f"keys come in on its cfg port)")
+        seeds = {name: getattr(args, name) for name in ("seed_decide", "seed_clear")
+                 if getattr(args, name) is not None}
+        build, drawn = _power_on_keys(build, args.key, args.mix_key, seeds)
+    elif [o for o in ("key", "mix_key", "seed_decide", "seed_clear")
+          if getattr(args, o) is not None]:
+        option = next(o for o in ("key", "mix_key", "seed_decide", "seed_clear")
+                      if getattr(args, o) is not None)
+        raise ValueError(f"--{option.replace('_', '-')}: only with a register bus: the core "
+                         f"of --bus none has no key register (the keys come in on its cfg "
+                         f"port)")
+    elif args.embed_keys:
+        raise ValueError("--embed-keys: only with a register bus: the core of --bus none has "
+                         "no key register")
     for name in drawn:
-        option = {"hash_key": "--key", "hash_mix_key": "--mix-key"}[name]
-        print(f"{name}: power-on value drawn from the operating system's random source "
-              f"({option} HEX gives one)", file=sys.stderr)
-    keys = keys_path(args.out, args.name)
-    for path in export_verilog(args.out, build, bus=args.bus, name=args.name,
-                               package=not args.no_package, keys=keys, target=args.target):
+        option = {"hash_key": " (--key HEX gives one)",
+                  "hash_mix_key": " (--mix-key HEX gives one)"}.get(
+                      name, f" (--{name.replace('_', '-')} N gives one)")
+        print(f"{name}: power-on value drawn from the operating system's random "
+              f"source{option}", file=sys.stderr)
+    paths, private = export_verilog(args.out, build, bus=args.bus, name=args.name,
+                                    package=not args.no_package, target=args.target,
+                                    embed_keys=args.embed_keys)
+    for path in paths:
         print(f"wrote {path}")
-    if build.secret_values():
-        print(f"the core's keys are recorded in {keys} (mode 0600): keep it secret",
-              file=sys.stderr)
+    for path in private:
+        if path != args.out:
+            print(f"{path}: the power-on keys and seeds, which {args.out} includes (mode "
+                  f"0600): keep it secret", file=sys.stderr)
+        else:
+            what = "--embed-keys: the power-on keys" if args.embed_keys else \
+                "--fix: a key the build fixes"
+            print(f"warning: {path} holds secret values ({what}): written with mode 0600; "
+                  f"keep it secret and out of version control", file=sys.stderr)
     return 0
+
+
+def _seed(text):
+    """An integer option's value (decimal or 0x hex); its range is checked with the keys'."""
+    try:
+        return int(text, 0)
+    except ValueError:
+        import argparse
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not an integer (allowed: "
+                                         f"[2**32, 2**64 - 1])") from None
 
 
 #: ``--bus`` choices (``axi_core.BUSES``, which a test holds equal), here so that the command
@@ -90,12 +113,27 @@ def register(subparsers):
                    help="power-on value of the hash_key register (what the core holds out "
                         "of reset until a host writes a key): 40 hex digits, not weak "
                         "(docs/RELIABILITY.md, \"Key handling\"); default: drawn from the "
-                        "operating system. The power-on keys are recorded in NAME_keys.txt "
-                        "next to the output (mode 0600), nowhere else")
+                        "operating system, as are the other power-on keys and the random "
+                        "generators' seeds. The Verilog holds none of them: its key "
+                        "registers reset to macros (NAME_HASH_KEY, ...) defined in "
+                        "NAME_keys.vh next to the output (mode 0600), which it includes (give "
+                        "your tools that folder as an include directory); so the Verilog is "
+                        "the same for every key")
     p.add_argument("--mix-key", default=None, metavar="HEX",
-                   help="power-on value of the hash_mix_key register: 24 hex digits, not all "
-                        "bits equal; default: drawn from the operating system (recorded as "
+                   help="power-on value of the hash_mix_key register: 24 hex digits, not "
+                        "Config's public default, each 32-bit round key with 8 to 24 set "
+                        "bits; default: drawn from the operating system (in NAME_keys.vh as "
                         "--key's)")
+    for name, what in (("seed_decide", "the per-arrival generator's"),
+                       ("seed_clear", "the clear-index generator's")):
+        p.add_argument(f"--{name.replace('_', '-')}", type=_seed, default=None, metavar="N",
+                       help=f"power-on seed of {what} state: an integer in [2**32, "
+                            f"2**64 - 1]; default: drawn from the operating system (in "
+                            f"NAME_keys.vh as --key's)")
+    p.add_argument("--embed-keys", action="store_true",
+                   help="put the power-on keys in the Verilog itself instead of "
+                        "NAME_keys.vh: the Verilog is then secret, written with mode 0600, "
+                        "and differs between exports (a warning says so)")
     p.set_defaults(func=_verilog, extra="hdl")
 
     p = subparsers.add_parser("datasheet", help="the generated sections of docs/DATASHEET.md: "

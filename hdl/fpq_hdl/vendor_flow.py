@@ -33,8 +33,8 @@ import sys
 
 from .toolchain import tool_path
 
-__all__ = ["Family", "FAMILIES", "MEASURE_KEY", "MEASURE_MIX_KEY", "FAMILY_TOOLS_LOCK",
-           "ToolMissing", "ToolFailed", "export_core", "rtl_digest", "yosys_command",
+__all__ = ["Family", "FAMILIES", "MEASURE_KEY", "MEASURE_MIX_KEY", "MEASURE_SEEDS",
+           "FAMILY_TOOLS_LOCK", "ToolMissing", "ToolFailed", "export_core", "rtl_digest", "yosys_command",
            "synthesise", "place_and_route", "resources", "counted_resources",
            "log_utilisation", "io_wrapper", "verilog_ports", "family_build", "check_tools",
            "measure", "main", "NETLIST_FIXES", "disconnect_constant_carry_in"]
@@ -44,6 +44,9 @@ __all__ = ["Family", "FAMILIES", "MEASURE_KEY", "MEASURE_MIX_KEY", "FAMILY_TOOLS
 #: the placement (two builds with different keys route at the same Fmax per seed).
 MEASURE_KEY = "0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c"
 MEASURE_MIX_KEY = "a5c3e1f20b4d6987c1e3a5b7"
+#: The generators' power-on seeds of the measured core (fixed, as its keys are, so that the
+#: include file the Verilog reads is the same in every measurement).
+MEASURE_SEEDS = {"seed_decide": 0x5eed_dec1_de00_0001, "seed_clear": 0x5eed_c1ea_7000_0002}
 #: The pinned nextpnr of the families beyond ECP5 and iCE40 (``make family-tools``).
 FAMILY_TOOLS_LOCK = "requirements-families.lock"
 
@@ -218,13 +221,14 @@ def rtl_digest(text):
 
 def export_core(out_dir, build, bus, target, name="fpq_core"):
     """Export the core as ``fpq verilog --target TARGET --bus BUS --key MEASURE_KEY
-    --mix-key MEASURE_MIX_KEY`` does, into ``out_dir/NAME.v``. Returns ``(path, digest)``."""
+    --mix-key MEASURE_MIX_KEY`` does (with ``MEASURE_SEEDS``), into ``out_dir/NAME.v`` and
+    its keys' include file ``out_dir/NAME_keys.vh``, which Yosys finds beside the Verilog.
+    Returns ``(path, digest of the Verilog)``."""
     from .axi_core import export_verilog
     from .cli import _power_on_keys
-    build, _ = _power_on_keys(build, MEASURE_KEY, MEASURE_MIX_KEY)
+    build, _ = _power_on_keys(build, MEASURE_KEY, MEASURE_MIX_KEY, MEASURE_SEEDS)
     path = os.path.join(out_dir, f"{name}.v")
-    export_verilog(path, build, bus=bus, name=name, package=False, target=target,
-                   keys=os.path.join(out_dir, f"{name}_keys.txt"))
+    export_verilog(path, build, bus=bus, name=name, package=False, target=target)
     with open(path) as f:
         return path, rtl_digest(f.read())
 

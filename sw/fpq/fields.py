@@ -54,9 +54,10 @@ class Field:
     hi: object
     default: object
     doc: str
-    #: Key material: every register computed from it is write-only (``fpq.regmap``: access
-    #: "secret", reads return 0 on every bus), build reports leave its value out, and the
-    #: commands that configure hardware draw it from the operating system unless given it.
+    #: Key material (the hash's keys, the random generators' seeds): every register computed
+    #: from it is write-only (``fpq.regmap``: access "secret", reads return 0 on every bus),
+    #: build reports leave its value out, the commands that configure hardware draw it from
+    #: the operating system unless given it and write it only to files of mode 0600.
     secret: bool = False
 
     def bounds(self, build):
@@ -131,9 +132,13 @@ FIELDS = [
           "many t_clear (from the first arrival after it) while the wiped vector refills "
           "under the new key; 0 uses the rebuilding count at once."),
     Field("seed_decide", "host", "int", "-", "host -> rng_decide_state (128 bits)", 0,
-          (1 << 64) - 1, 1, "Seed of the per-arrival random numbers."),
+          (1 << 64) - 1, 1, "Seed of the per-arrival random numbers. Secret in deployment "
+          "(whoever knows it predicts every drop decision): the default is public, for "
+          "reproducible model and simulator runs; the commands that configure hardware draw "
+          "one. rng_decide_state is write-only: reads return 0.", secret=True),
     Field("seed_clear", "host", "int", "-", "host -> rng_clear_state (128 bits)", 0,
-          (1 << 64) - 1, 2, "Seed of the random indices of cleared bits."),
+          (1 << 64) - 1, 2, "Seed of the random indices of cleared bits. Secret as "
+          "seed_decide; rng_clear_state is write-only: reads return 0.", secret=True),
     Field("clear_literal", "float", "bool", "-", "float model only", 0, 1, False,
           "Float model: clear as the paper's Fig. 4 code does, restarting the schedule at each "
           "arrival that clears (the effective t_clear grows; 4.6 s instead of 4 s at 217 "

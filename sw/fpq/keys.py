@@ -1,23 +1,32 @@
 """Key handling: the strength of a key (:func:`key_weakness`), the check of every key the
 commands that configure hardware take (:func:`check_key`, :func:`parse_key`), keys drawn from
 the operating system (:func:`random_key`), and the keys of a configuration for hardware
-(:func:`hardware_keys`). ``Config`` itself takes any key of the right length; its public
-defaults are the fields' (``fpq.fields.RSS_KEY``, ``RSS_KEY6``, ``MIX_KEY_DEFAULT``).
-docs/RELIABILITY.md, "Key handling".
+(:func:`hardware_keys`). "Key" here is every secret field (``fpq.fields.SECRET_FIELDS``): the
+hash's keys (bytes) and the random generators' seeds (integers). ``Config`` itself takes any
+value of the right length; its public defaults are the fields' (``fpq.fields.RSS_KEY``,
+``RSS_KEY6``, ``MIX_KEY_DEFAULT``, seeds 1 and 2). docs/RELIABILITY.md, "Key handling".
 """
 
 import secrets
 
-from .fields import ConfigError, FIELD_BY_NAME, SECRET_FIELDS, RSS_KEY, RSS_KEY6
+from .messages import brief
+from .fields import (ConfigError, FIELD_BY_NAME, SECRET_FIELDS, RSS_KEY, RSS_KEY6,
+                     MIX_KEY_DEFAULT)
 from .flow_hash import FLOW_KEY_BITS, HASH_KEY_BYTES
 from .formats import HASH_BITS
 from .register_specs import register_fields
 
-__all__ = ["KEY_WINDOW_MIN_BITS", "key_weakness", "check_key", "parse_key", "hardware_keys",
-           "random_key"]
+__all__ = ["KEY_WINDOW_MIN_BITS", "MIX_ROUND_KEY_BITS", "SEED_MIN", "key_weakness",
+           "check_key", "parse_key", "hardware_keys", "random_key"]
 
 #: Toeplitz key rule: fewest set bits in each 32-bit key window an input bit selects.
 KEY_WINDOW_MIN_BITS = 8
+#: Mix key rule: the set bits each 32-bit round key of ``hash_mix_key`` must have, from
+#: ``KEY_WINDOW_MIN_BITS`` to 32 minus it (a quarter to three quarters).
+MIX_ROUND_KEY_BITS = (KEY_WINDOW_MIN_BITS, 32 - KEY_WINDOW_MIN_BITS)
+#: Seed rule: the smallest seed taken for hardware (a seed below it has at most 32
+#: significant bits: every candidate can be tried offline against observed decisions).
+SEED_MIN = 1 << 32
 
 
 def _key_input_bits(key):
@@ -66,8 +75,36 @@ def key_weakness(key, name="hash_key"):
       set bits; or
     * it is ``RSS_KEY`` or ``RSS_KEY6``, which are public.
 
+    ``hash_mix_key`` (96 bits, the round keys ``k0``, ``k1``, ``k2`` of 32 bits each that the
+    non-linear stage XORs in, ``fpq.flow_hash.mix``): weak when it is ``MIX_KEY_DEFAULT``
+    (pi's digits, public) or a round key has fewer than 8 or more than 24 set bits
+    (``MIX_ROUND_KEY_BITS``): such a round key leaves most of its round's bits as an
+    unkeyed (or complemented) function of the hash, and one-bit keys, all-zero and all-one
+    keys fail it. A key drawn at random fails with probability about 0.1 %
+    (:func:`random_key` draws again).
+
+    ``seed_decide``, ``seed_clear`` (integers): weak below ``SEED_MIN`` (2**32; the public
+    defaults 1 and 2 among them): so few candidates are tried offline against the drop
+    decisions one observes. A draw of 64 bits fails with probability 2**-32.
+
     Any other key field: weak when all its bits are equal (all zeros or all ones)."""
+    if FIELD_BY_NAME[name].type == "int":
+        if key < SEED_MIN:
+            return (f"it is below {SEED_MIN:#x} (2**32): at most 32 significant bits, "
+                    f"every candidate can be tried")
+        return None
     key = bytes(key)
+    if name == "hash_mix_key":
+        if key == MIX_KEY_DEFAULT:
+            return "it is Config's public default (the digits of pi)"
+        k = int.from_bytes(key, "big")
+        lo, hi = MIX_ROUND_KEY_BITS
+        for i in range(len(key) // 4):
+            bits = bin((k >> (8 * len(key) - 32 * (i + 1))) & 0xFFFFFFFF).count("1")
+            if not lo <= bits <= hi:
+                return (f"round key k{i} has {bits} set bits; each 32-bit round key must "
+                        f"have {lo} to {hi}")
+        return None
     if name != "hash_key":
         if key in (bytes(len(key)), b"\xff" * len(key)):
             return "all its bits are equal"
@@ -100,7 +137,18 @@ def check_key(key, name="hash_key", what=None, build=None):
     every key the commands that configure hardware take; ``Config`` itself takes any key of
     the right length (models and tests use structured ones)."""
     what = what or name
-    nbytes = FIELD_BY_NAME[name].bounds(build)[0]
+    field = FIELD_BY_NAME[name]
+    if field.type == "int":
+        lo, hi = field.bounds(build)
+        if isinstance(key, bool) or not isinstance(key, int) or not lo <= key <= hi:
+            raise ConfigError(f"{what}: must be an integer in [{lo}, {hi}], got "
+                              f"{brief(key)}")
+        why = key_weakness(key, name)
+        if why is not None:
+            raise ConfigError(f"{what}: {key} is a weak seed: {why}; leave it out to draw a "
+                              f"random one")
+        return key
+    nbytes = field.bounds(build)[0]
     if not isinstance(key, (bytes, bytearray)) or len(key) != nbytes:
         raise ConfigError(f"{what}: must be exactly {nbytes} bytes ({2 * nbytes} hex digits), "
                           f"got {key!r}")
@@ -140,7 +188,7 @@ def hardware_keys(build, given=None, check_fixed=True):
         if name not in used:
             continue                                  # no register of this build holds it
         if name in fixed:
-            if name in given and bytes(given[name][0]) != fixed[name]:
+            if name in given and _normal(given[name][0]) != fixed[name]:
                 raise ConfigError(f"{given[name][1]}: this build fixes {name} (Build.fixed, "
                                   f"--fix) to another key")
             if check_fixed:
@@ -154,11 +202,24 @@ def hardware_keys(build, given=None, check_fixed=True):
     return keys, drawn
 
 
+def _normal(value):
+    """A key field's value as ``Config`` holds it: bytes for a key, the integer for a seed."""
+    return value if isinstance(value, int) else bytes(value)
+
+
 def random_key(name="hash_key", build=None):
     """A value of the key field ``name`` of ``build`` (default ``Build()``) from the
-    operating system's random source (``secrets.token_bytes``), drawn again until
+    operating system's random source (``secrets.token_bytes``, ``secrets.randbits`` for a
+    seed), drawn again until
     :func:`key_weakness` finds nothing."""
-    nbytes = FIELD_BY_NAME[name].bounds(build)[0]
+    field = FIELD_BY_NAME[name]
+    if field.type == "int":
+        bits = field.bounds(build)[1].bit_length()
+        while True:
+            key = secrets.randbits(bits)
+            if key_weakness(key, name) is None:
+                return key
+    nbytes = field.bounds(build)[0]
     while True:
         key = secrets.token_bytes(nbytes)
         if key_weakness(key, name) is None:

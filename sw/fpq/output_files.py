@@ -50,8 +50,10 @@ def write_files(files, private=()):
 
 def keys_text(keys):
     """The text of a file that records a build's keys (``fpq.Build.secret_values``): one
-    ``name=hex`` line per key, in ``keys``' order. Write it with ``private``."""
-    return "".join(f"{name}={bytes(value).hex()}\n" for name, value in keys.items())
+    ``name=value`` line per key, in ``keys``' order: a key as hex, a seed as its decimal
+    integer. Write it with ``private``."""
+    return "".join(f"{name}={value if isinstance(value, int) else bytes(value).hex()}\n"
+                   for name, value in keys.items())
 
 
 # ---- standard output ------------------------------------------------------------------------
