@@ -32,8 +32,8 @@ def _verilog(args):
     build = build_from_args(args)
     drawn = []
     if args.bus != "none":
-        seeds = {name: getattr(args, name) for name in ("seed_decide", "seed_clear")
-                 if getattr(args, name) is not None}
+        seeds = {name: _seed(getattr(args, name), f"--{name.replace('_', '-')}")
+                 for name in ("seed_decide", "seed_clear") if getattr(args, name) is not None}
         build, drawn = _power_on_keys(build, args.key, args.mix_key, seeds)
     elif [o for o in ("key", "mix_key", "seed_decide", "seed_clear")
           if getattr(args, o) is not None]:
@@ -68,14 +68,14 @@ def _verilog(args):
     return 0
 
 
-def _seed(text):
-    """An integer option's value (decimal or 0x hex); its range is checked with the keys'."""
+def _seed(text, option):
+    """The integer of a seed option's text (decimal or 0x hex); its range and strength are
+    checked with the keys' (``fpq.keys.check_key``)."""
     try:
         return int(text, 0)
     except ValueError:
-        import argparse
-        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not an integer (allowed: "
-                                         f"[2**32, 2**64 - 1])") from None
+        raise ValueError(f"{option}: {text[:40]!r} is not an integer (allowed: [2**32, "
+                         f"2**64 - 1])") from None
 
 
 #: ``--bus`` choices (``axi_core.BUSES``, which a test holds equal), here so that the command
@@ -126,7 +126,7 @@ def register(subparsers):
                         "--key's)")
     for name, what in (("seed_decide", "the per-arrival generator's"),
                        ("seed_clear", "the clear-index generator's")):
-        p.add_argument(f"--{name.replace('_', '-')}", type=_seed, default=None, metavar="N",
+        p.add_argument(f"--{name.replace('_', '-')}", default=None, metavar="N",
                        help=f"power-on seed of {what} state: an integer in [2**32, "
                             f"2**64 - 1]; default: drawn from the operating system (in "
                             f"NAME_keys.vh as --key's)")

@@ -32,8 +32,11 @@ def export(tmp_path, bus="axi-lite", name="fpq_core", extra=SMALL):
 
 
 def lint(*files):
-    return subprocess.run(["verilator", "--lint-only", "-Wall", *map(str, files)],
-                          capture_output=True, text=True)
+    """Verilator's -Wall lint of ``files``, their folders include directories (an export
+    includes its power-on keys, NAME_keys.vh, from beside it)."""
+    folders = sorted({str(Path(f).parent) for f in files})
+    return subprocess.run(["verilator", "--lint-only", "-Wall", *(f"-I{d}" for d in folders),
+                           *map(str, files)], capture_output=True, text=True)
 
 
 @pytest.mark.parametrize("bus", BUSES)

@@ -33,7 +33,9 @@ def add_arguments(p):
                    help="the hash key, 40 hex digits, not weak (docs/RELIABILITY.md, \"Key "
                         "handling\"). Default: the key --config, --scenario or --set gives, "
                         "else one drawn from the operating system (never Config's public "
-                        "default)")
+                        "default); so are hash_mix_key, seed_decide and seed_clear. The "
+                        "outputs that hold them (the JSON file, the .c file, bus_writes.hex) "
+                        "are written with mode 0600; the .h and the tables' files hold none")
     add_build_arguments(p)
 
 
@@ -104,15 +106,23 @@ def _configuration(args):
 
 
 def main(args):
-    from fpq.config_export import outputs, register_writes, table_contents
+    from fpq.config_export import key_outputs, outputs, register_writes, table_contents
+    from fpq.fields import FIELD_BY_NAME
     from fpq.output_files import write_files
     config, drawn = _configuration(args)
-    paths = write_files(outputs(config, args.format, args.o))
+    private = key_outputs(config, args.format, args.o)
+    paths = write_files(outputs(config, args.format, args.o), private=private)
     tables = table_contents(config)
     for name in drawn:
-        option = "--key HEX" if name == "hash_key" else f"--set {name}=HEX"
+        option = "--key HEX" if name == "hash_key" else \
+            f"--set {name}={'N' if FIELD_BY_NAME[name].type == 'int' else 'HEX'}"
         print(f"{name}: drawn from the operating system's random source ({option} gives "
-              f"one); the output holds it: keep it secret", file=sys.stderr)
+              f"one)", file=sys.stderr)
+    for path in sorted(private):
+        print(f"{path}: holds the keys and seeds (mode 0600): keep it secret",
+              file=sys.stderr)
+    if args.o == "-" and args.format == "json":
+        print("standard output: holds the keys and seeds: keep it secret", file=sys.stderr)
     print(f"{', '.join(paths) or 'standard output'}: {len(register_writes(config))} register "
           f"writes (the last is the commit), tables "
           + ", ".join(f"{name} ({len(v)} words)" for name, v in tables.items()),

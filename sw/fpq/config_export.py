@@ -47,11 +47,13 @@ import json
 import os
 import string
 
+from .fields import FIELD_BY_NAME, SECRET_SHOWN
 from .regmap import (registers, tables, build_word, ID_VALUE, CONTROL_COMMIT,
                      CONTROL_CLEAR_ERRORS, STATUS_BITS, STATUS_REJECT_INDEX_SHIFT)
 
 __all__ = ["BusWrite", "expected_reads", "register_writes", "table_contents", "bus_writes",
-           "to_json", "to_c", "to_readmemh", "readmemh_name", "FORMATS", "outputs"]
+           "to_json", "to_c", "to_readmemh", "readmemh_name", "FORMATS", "outputs",
+           "key_outputs"]
 
 FORMAT_NAME, FORMAT_VERSION = "fpq-config", 1
 #: ``--format`` choices of ``fpq config``.
@@ -155,9 +157,12 @@ def to_json(config):
 
 
 def _describe(config):
-    """Comment lines naming the build and the configuration's fields."""
+    """Comment lines naming the build and the configuration's fields, the secret ones
+    (``fpq.fields.Field.secret``: keys and seeds) as ``SECRET_SHOWN``: the files that hold
+    the key registers' writes are private (:func:`key_outputs`), the others need not be."""
     b = config.build
-    fields = [f"{k}={json.dumps(v)}" for k, v in config.to_dict().items()]
+    fields = [f"{k}={json.dumps(SECRET_SHOWN if FIELD_BY_NAME[k].secret else v)}"
+              for k, v in config.to_dict().items()]
     lines = [f"Build: vec_bits {b.vec_bits}, table_depth {b.table_depth}, avg_delay "
              f"{b.avg_delay}" + (f", fixed {b.fixed_json()}" if b.fixed else "") + ".",
              "Configuration:"]
@@ -307,3 +312,19 @@ def outputs(config, fmt, path):
     if os.path.exists(path) and not os.path.isdir(path):
         raise ValueError(f"-o: {path!r} is a file; --format readmemh writes a folder")
     return {os.path.join(path, name): text for name, text in to_readmemh(config).items()}
+
+
+def key_outputs(config, fmt, path):
+    """The paths of :func:`outputs` (``fmt``, ``path``) that hold key material (a key's or a
+    seed's value: ``fpq.fields.Field.secret``), which ``fpq config`` writes with mode 0600:
+    the JSON document (its ``config`` member has every field), and the ``.c`` file and
+    ``bus_writes.hex`` when a secret register of the build is written (one the build does
+    not fix). The ``.h`` file and the tables' files show secret fields as ``SECRET_SHOWN``.
+    Standard output (``-``) is not a path."""
+    if fmt == "json":
+        return {path} - {"-"}
+    if not any(r.secret and r.kind == "config" for r in registers(config.build)):
+        return set()
+    if fmt == "c":
+        return {path}
+    return {os.path.join(path, BUS_WRITES_FILE)}

@@ -55,16 +55,19 @@ Behaviour the hardware guarantees (and the model mirrors in :func:`check_registe
   value, ``STATUS.BAD_WRITE`` is set, and every commit is rejected naming that register until
   a value that fits is written to that word. Either way the active configuration keeps its
   old values.
-* Secret registers (access "secret": ``hash_key``, and any register computed from a field
+* Secret registers (access "secret": ``hash_key``, ``hash_mix_key``, the generators' states
+  ``rng_decide_state`` and ``rng_clear_state``, and any register computed from a field
   declared ``secret`` in ``fpq.fields.FIELDS``) are write-only: a write lands in the shadow
   and applies at the commit as any configuration register's, but every read returns 0, on
   every bus (the register file answers 0, so the AXI4-Lite and Wishbone cores and the boards'
-  UART bridge do too). A host keeps the key it wrote; nothing on the bus can read it back.
+  UART bridge do too). A host keeps the key it wrote; nothing on the bus can read it back
+  (nor a generator's state, from which every later random number follows).
   A build that fixes a secret register (``Build.fixed``) makes it a constant that reads 0
-  too, and the generated map leaves its value out. Out of reset a key register holds the
-  build's power-on key (``Build.power_on_keys``; `fpq verilog` and `fpq board build` draw
-  one from the operating system unless given one), not the public default, and the
-  generated map leaves that value out too.
+  too, and the generated map leaves its value out. Out of reset a secret register holds the
+  build's power-on value (``Build.power_on_keys``; `fpq verilog` and `fpq board build` draw
+  keys and seeds from the operating system unless given them; `fpq verilog` puts them in
+  ``NAME_keys.vh``, not in the Verilog), not the public default: the reset column says "per
+  export (NAME_keys.vh)".
 * Writes to read-only registers (``id``, ``build``, ``status``, telemetry) or unmapped
   addresses are ignored and set ``STATUS.BAD_WRITE``; reads of unmapped addresses and of the
   write-only ``control`` return 0. A write to ``control`` with any bit other than COMMIT and
@@ -285,18 +288,30 @@ def check_registers(values, build=None):
 
 
 # ---- generators -------------------------------------------------------------------------
+#: What the generated map shows as the reset value of a secret configuration register
+#: whose value the build does not set: an exported core resets it to the power-on value
+#: drawn for that export (``fpq verilog``), not to ``Config``'s public default.
+PER_EXPORT_SHOWN = "per export (NAME_keys.vh)"
+
+
 def _reset_is_secret(r, build):
-    """Whether the reset value of ``r`` is a key ``build`` sets (a fixed key, or a power-on
-    key: ``Build.secret_values``), which the generated map does not give away."""
+    """Whether the reset value of ``r`` is secret: a key or seed ``build`` sets (a fixed
+    one, or a power-on one: ``Build.secret_values``), or one each export draws (a secret
+    configuration register, :data:`PER_EXPORT_SHOWN`). The generated map does not give
+    either away."""
     spec = _CONFIG_SPECS.get(r.name)
-    return r.secret and spec is not None and \
-        any(f in build.secret_values() for f in spec.sources)
+    return r.secret and spec is not None
 
 
 def _shown_reset(r, build):
     """The reset value the generated map shows for ``r`` in ``build``: ``SECRET_SHOWN``
-    (``fpq.fields``) for a key the build sets (:func:`_reset_is_secret`)."""
-    return SECRET_SHOWN if _reset_is_secret(r, build) else r.reset
+    (``fpq.fields``) for a key the build sets, :data:`PER_EXPORT_SHOWN` for one each
+    export draws (:func:`_reset_is_secret`)."""
+    if not _reset_is_secret(r, build):
+        return r.reset
+    spec = _CONFIG_SPECS[r.name]
+    return SECRET_SHOWN if any(f in build.secret_values() for f in spec.sources) \
+        else PER_EXPORT_SHOWN
 
 
 def to_json(build=None):
@@ -393,8 +408,11 @@ def to_markdown(build=None):
         lo, hi = f.bounds(build)
         default = f.default(build) if callable(f.default) else f.default
         if isinstance(default, bytes):
-            default = SECRET_SHOWN if f.name in build.secret_values() else default.hex()
             lo = hi = f"{lo} bytes"
+        if f.name in build.secret_values():
+            default = SECRET_SHOWN
+        elif isinstance(default, bytes):
+            default = default.hex()
         fmt = f.fmt(build) if callable(f.fmt) else f.fmt
         out.append(_row(f"`{f.name}`", f.kind, f.type, f.unit, fmt, f"[{lo}, {hi}]", default,
                         f.doc))

@@ -96,11 +96,11 @@
 #define FPQ_REG_HASH_KEY 0x000a0u
 #define FPQ_REG_HASH_KEY_WIDTH 160u
 #define FPQ_REG_HASH_KEY_INDEX 19u
-/* State loaded into the per-arrival generator (not all zero: the generator's fixed point). [rw, 128 bits, xorshift128 x|y|z|w (x low)] */
+/* State loaded into the per-arrival generator (not all zero: the generator's fixed point). [secret, 128 bits, xorshift128 x|y|z|w (x low)] */
 #define FPQ_REG_RNG_DECIDE_STATE 0x000c0u
 #define FPQ_REG_RNG_DECIDE_STATE_WIDTH 128u
 #define FPQ_REG_RNG_DECIDE_STATE_INDEX 20u
-/* State loaded into the clear-index generator (not all zero: the generator's fixed point). [rw, 128 bits, xorshift128 x|y|z|w (x low)] */
+/* State loaded into the clear-index generator (not all zero: the generator's fixed point). [secret, 128 bits, xorshift128 x|y|z|w (x low)] */
 #define FPQ_REG_RNG_CLEAR_STATE 0x000d0u
 #define FPQ_REG_RNG_CLEAR_STATE_WIDTH 128u
 #define FPQ_REG_RNG_CLEAR_STATE_INDEX 21u

@@ -3,6 +3,7 @@ register file applying these outputs: ``hdl/tests/test_config_export.py``."""
 
 import ctypes
 import json
+import re
 import os
 import shutil
 import subprocess
@@ -21,6 +22,9 @@ SMALL = Build(vec_bits=64, table_depth=16)
 #: A key that passes ``fpq.keys.check_key`` (the commands refuse weak and public keys).
 KEY = bytes.fromhex("3c7a0d5be2914f68a1c7e03b5d92f4a6087e1bc9")
 MIX_KEY = bytes.fromhex("5e21c09a7db348f1e6082b4c")
+#: Seeds that pass ``fpq.keys.check_key`` (at least 2**32), and the options that give them.
+SEEDS = {"seed_decide": 0x3f8a_51c2_97d0_6e4b, "seed_clear": 0xa4e1_07b9_5c23_d86f}
+SEED_ARGS = [a for name, v in SEEDS.items() for a in ("--set", f"{name}={v}")]
 CC = shutil.which("cc") or shutil.which("gcc")
 needs_cc = pytest.mark.skipif(CC is None, reason="no C compiler (cc or gcc) on PATH")
 
@@ -49,11 +53,11 @@ def test_json_of_set_options_and_its_config_member_as_input_agree(tmp_path):
     code, _, _ = run(["config", "--format", "json", "-o", str(tmp_path / "a.json"),
                       "--set", "mode=red", "--set", "tick_hz=1e6", "--set", "v_max=60",
                       "--set", "hash_key=" + KEY.hex(), "--set", "hash_mix_key=" + MIX_KEY.hex(),
-                      *build_args(SMALL)])
+                      *SEED_ARGS, *build_args(SMALL)])
     assert code == 0
     doc = json.loads((tmp_path / "a.json").read_text())
     want = Config(build=SMALL, mode="red", tick_hz=1e6, v_max=60, hash_key=KEY,
-                  hash_mix_key=MIX_KEY)
+                  hash_mix_key=MIX_KEY, **SEEDS)
     assert {k: int(v, 16) for k, v in doc["registers"].items()} == want.registers()
     assert doc["tables"][0]["values"] == want.rate_table()
     (tmp_path / "fields.json").write_text(json.dumps(doc["config"]))
@@ -67,28 +71,27 @@ def test_scenario_gives_the_simulated_queue_manager_s_registers(tmp_path):
     from fpq_sim.scenario import load, queue_config
     code, _, _ = run(["config", "--format", "json", "-o", str(tmp_path / "s.json"),
                       "--scenario", SCENARIO, "--key", KEY.hex(),
-                      "--set", "hash_mix_key=" + MIX_KEY.hex()])
+                      "--set", "hash_mix_key=" + MIX_KEY.hex(), *SEED_ARGS])
     assert code == 0
     doc = json.loads((tmp_path / "s.json").read_text())
-    want = queue_config(load(SCENARIO)).replace(hash_key=KEY, hash_mix_key=MIX_KEY)
+    want = queue_config(load(SCENARIO)).replace(hash_key=KEY, hash_mix_key=MIX_KEY, **SEEDS)
     assert {k: int(v, 16) for k, v in doc["registers"].items()} == want.registers()
     assert doc["tables"][0]["values"] == want.rate_table()
 
 
 def test_json_document_follows_its_schema(tmp_path, capsys):
-    build = Build(vec_bits=128, table_depth=32, fixed={"seed_decide": 9})
+    build = Build(vec_bits=128, table_depth=32, fixed={"red_min_th": 2.0})
     assert main(["config", "--format", "json", "-o", "-", *build_args(build)]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert (doc["format"], doc["version"]) == ("fpq-config", 1)
     assert doc["build"] == {"vec_bits": 128, "table_depth": 32, "avg_delay": 14,
                             "hash_input": "5-tuple", "hash_mix": True, "flow_key": "ipv4",
-                            "fixed": {"seed_decide": 9}}
+                            "fixed": {"red_min_th": 2.0}}
     assert [w["name"] for w in doc["expect"][:2]] == ["id", "build"]
     assert doc["expect"][0]["value"] == 0x46505131
-    # the fixed register's four words are read back, never written
-    assert [w["name"] for w in doc["expect"][2:]] == [f"rng_decide_state[{i}]"
-                                                      for i in range(4)]
-    assert "rng_decide_state[0]" not in {w["name"] for w in doc["writes"]}
+    # the fixed register's two words are read back, never written
+    assert [w["name"] for w in doc["expect"][2:]] == [f"red_min_th[{i}]" for i in range(2)]
+    assert "red_min_th[0]" not in {w["name"] for w in doc["writes"]}
     assert [w["name"] for w in (doc["writes"][0], doc["writes"][-1])] == \
         ["control.CLEAR_ERRORS", "control.COMMIT"]
     assert all(0 <= w["value"] < 2**32 and w["address"] % 4 == 0 for w in doc["writes"])
@@ -213,9 +216,10 @@ def test_c_memory_mapped_apply_writes_the_model_s_registers_and_table(tmp_path):
     configuration register word and table word lands at its address in the register map."""
     lib = load_library(tmp_path, SMALL, extra=["--set", "mode=droptail",
                                                "--set", "limit_pkts=77", "--key", KEY.hex(),
-                                               "--set", "hash_mix_key=" + MIX_KEY.hex()])
+                                               "--set", "hash_mix_key=" + MIX_KEY.hex(),
+                                               *SEED_ARGS])
     config = Config(build=SMALL, mode="droptail", limit_pkts=77, hash_key=KEY,
-                    hash_mix_key=MIX_KEY)
+                    hash_mix_key=MIX_KEY, **SEEDS)
     rate = tables(SMALL)[0]
     memory = (ctypes.c_uint32 * ((rate.offset >> 2) + rate.depth))()
     memory[0], memory[1] = ID_VALUE, build_word(SMALL)
@@ -345,3 +349,44 @@ def test_a_failed_output_leaves_every_old_file_as_it_was(tmp_path):
     code, _, err = run(["config", "--format", "readmemh", "-o", str(mem)])
     assert code == 2 and "bus_writes.hex" in err
     assert os.listdir(mem) == ["bus_writes.hex"]
+
+
+@pytest.mark.parametrize("fmt, out, private, public", [
+    ("json", "c.json", ["c.json"], []),
+    ("c", "c.c", ["c.c"], ["c.h"]),
+    ("readmemh", "m", ["m/bus_writes.hex"], ["m/rate_table.hex"]),
+], ids=["json", "c", "readmemh"])
+def test_outputs_that_hold_a_key_are_private_and_said_so(tmp_path, capsys, fmt, out, private,
+                                                         public):
+    """The files that hold the keys and seeds (drawn here) are written mode 0600 and named
+    on standard error; the others (the C header, the tables) are 0644 and hold none of
+    them (their comment lines show the secret fields as "(secret)")."""
+    from fpq.fields import SECRET_SHOWN
+    assert main(["config", "--format", fmt, "-o", str(tmp_path / out),
+                 *build_args(SMALL)]) == 0
+    err = capsys.readouterr().err
+    for name in ("hash_key", "hash_mix_key", "seed_decide", "seed_clear"):
+        assert f"{name}: drawn from the operating system" in err
+    texts = {}
+    for name in private:
+        path = tmp_path / name
+        assert os.stat(path).st_mode & 0o777 == 0o600, name
+        assert f"{path}: holds the keys and seeds (mode 0600)" in err
+        texts[name] = path.read_text()
+    # the key's words as each private file has them: hex text in the JSON document's
+    # fields, 32-bit words on the lines of the key's writes in the others
+    words = []
+    for name, text in texts.items():
+        if fmt == "json":
+            key = json.loads(text)["config"]["hash_key"]
+            words += [key[i:i + 8] for i in range(0, len(key), 8)]
+        else:
+            words += [w for line in text.splitlines() if "hash_key[" in line
+                      for w in re.findall(r"(?:0x|_)([0-9a-f]{8})", line)]
+    assert len(words) >= 5, texts
+    for name in public:
+        path = tmp_path / name
+        assert os.stat(path).st_mode & 0o777 == 0o644, name
+        text = path.read_text()
+        assert f'hash_key="{SECRET_SHOWN}"' in text and "seed_decide=" in text
+        assert not any(w in text for w in words)

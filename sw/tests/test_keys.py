@@ -8,6 +8,7 @@ import pytest
 
 from fpq.config import Config
 from fpq.fields import ConfigError, RSS_KEY
+from fpq.fields import MIX_KEY_DEFAULT
 from fpq.keys import KEY_WINDOW_MIN_BITS, check_key, key_weakness, random_key
 from fpq.flow_hash import ToeplitzHash, pack_flow, reduce_index
 
@@ -204,20 +205,23 @@ def test_power_on_keys_are_the_build_s_defaults_and_reset_values():
      "the runtime key fields of this build, hash_key"),
     (dict(fixed={"hash_key": GOOD}, power_on_keys={"hash_key": GOOD}),
      "power_on_keys: hash_key: fixed by this build (Build.fixed); allowed: the runtime key "
-     "fields of this build, hash_mix_key"),
+     "fields of this build, hash_mix_key, seed_decide, seed_clear"),
     (dict(power_on_keys=(("hash_key", GOOD), ("hash_key", GOOD))),
      "power_on_keys: hash_key: given twice"),
     (dict(power_on_keys={"hash_key": RSS_KEY}),
      "power_on_keys hash_key: 6d5a56da255b0ec24167253d43a38fb0d0ca2bcb is a weak key: it is "
      "the public Microsoft RSS key"),
     (dict(power_on_keys={"hash_mix_key": bytes(12)}),
-     "power_on_keys hash_mix_key: 000000000000000000000000 is a weak key: all its bits are "
-     "equal"),
+     "power_on_keys hash_mix_key: 000000000000000000000000 is a weak key: round key k0 has "
+     "0 set bits; each 32-bit round key must have 8 to 24"),
+    (dict(power_on_keys={"seed_clear": 2}),
+     "power_on_keys seed_clear: 2 is a weak seed: it is below 0x100000000"),
     (dict(power_on_keys={"hash_key": GOOD[:19]}),
      "power_on_keys hash_key: must be exactly 20 bytes (40 hex digits)"),
     (dict(power_on_keys=("hash_key",)), "power_on_keys: ('hash_key',) must be (field, key) "
      "pairs"),
-], ids=["not-a-key", "no-register", "fixed", "twice", "weak", "weak-mix", "length", "shape"])
+], ids=["not-a-key", "no-register", "fixed", "twice", "weak", "weak-mix", "weak-seed", "length",
+        "shape"])
 def test_bad_power_on_keys_are_refused_naming_the_field(kw, message):
     from fpq.config import Build
     with pytest.raises(ConfigError) as e:
@@ -245,3 +249,33 @@ def test_generated_maps_leave_the_power_on_keys_out():
     regs = {r["name"]: r for r in json.loads(FORMATS["json"](build))["registers"]}
     assert regs["hash_key"]["reset"] == regs["hash_mix_key"]["reset"] == SECRET_SHOWN
     assert f"| {SECRET_SHOWN} |" in FORMATS["markdown"](build)
+
+
+@pytest.mark.parametrize("key, fragment", [
+    (MIX_KEY_DEFAULT, "it is Config's public default (the digits of pi)"),
+    (bytes(11) + b"\x01", "round key k0 has 0 set bits"),
+    (bytes.fromhex("00000001" "5e21c09a" "7db348f1"), "round key k0 has 1 set bits"),
+    (bytes.fromhex("5e21c09a" "ffffffff" "7db348f1"), "round key k1 has 32 set bits"),
+    (bytes.fromhex("5e21c09a" "7db348f1" "fffffeff"), "round key k2 has 31 set bits"),
+], ids=["pi", "one-bit", "k0-one-bit", "k1-ones", "k2-heavy"])
+def test_weak_mix_keys_are_named_with_their_rule(key, fragment):
+    """The mix key's rule: not the public default, each 32-bit round key with 8 to 24 set
+    bits; a key that passes it is taken."""
+    why = key_weakness(key, "hash_mix_key")
+    assert why is not None and fragment in why, why
+    with pytest.raises(ConfigError, match=r"^--mix-key: [0-9a-f]{24} is a weak key: "):
+        check_key(key, "hash_mix_key", "--mix-key")
+    good = bytes.fromhex("5e21c09a7db348f1e6082b4c")
+    assert key_weakness(good, "hash_mix_key") is None
+
+
+def test_seeds_are_drawn_from_the_os_and_small_ones_are_weak():
+    """A seed below 2**32 (the public defaults 1 and 2 among them) is weak; drawn seeds are
+    64-bit draws that pass."""
+    for seed in (0, 1, 2, (1 << 32) - 1):
+        assert "below 0x100000000" in key_weakness(seed, "seed_decide")
+        with pytest.raises(ConfigError, match=r"^--set seed_decide: \d+ is a weak seed"):
+            check_key(seed, "seed_decide", "--set seed_decide")
+    assert key_weakness(1 << 32, "seed_clear") is None
+    seeds = {random_key("seed_clear") for _ in range(20)}
+    assert len(seeds) == 20 and all(1 << 32 <= s < 1 << 64 for s in seeds)
