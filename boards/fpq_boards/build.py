@@ -298,7 +298,8 @@ def _with_drawn_keys(build, fixed, key, log):
     operating system (``fpq.keys.random_key``, ``fpq.keys.hardware_keys``)."""
     drawn = {name: random_key(name) for name in _keys_to_draw(build, fixed, key)}
     for name in drawn:
-        option = "--key HEX" if name == "hash_key" else f"--fix {name}=HEX"
+        option = "--key HEX" if name == "hash_key" else \
+            f"--fix {name}={'N' if isinstance(drawn[name], int) else 'HEX'}"
         log(f"{name}: drawn from the operating system's random source (give {option} for a "
             f"key of your own)")
     if drawn:
@@ -307,7 +308,8 @@ def _with_drawn_keys(build, fixed, key, log):
                                             in build.power_on_keys}, check_fixed=False)
     for name in drawn:
         option = "give --key HEX for a key of your own" if name == "hash_key" else \
-            f"give --fix {name}=HEX to fix one instead"
+            f"give --fix {name}={'N' if isinstance(power_on[name], int) else 'HEX'} to fix " \
+            f"one instead"
         log(f"{name}: power-on value drawn from the operating system's random source "
             f"({option})")
     return dataclasses.replace(build, power_on_keys=power_on)

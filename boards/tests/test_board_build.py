@@ -481,7 +481,11 @@ def test_icebreaker_build_draws_its_key_and_records_it_only_in_a_private_file(tm
     assert any("hash_key: drawn from the operating system" in m for m in said)
     for tag, key in zip("ab", keys):
         folder = tmp_path / tag
-        assert (folder / "keys.txt").read_text() == f"hash_key={key.hex()}\n"
+        lines = (folder / "keys.txt").read_text().splitlines()
+        # the seeds the board fixes are placeholders too: drawn, recorded with the key
+        assert lines[0] == f"hash_key={key.hex()}" and \
+            [line.split("=")[0] for line in lines[1:]] == ["seed_decide", "seed_clear"]
+        assert all(int(line.split("=")[1]) >= 1 << 32 for line in lines[1:])
         assert os.stat(folder / "keys.txt").st_mode & 0o777 == 0o600
         assert key.hex() not in _files_text(folder)
         summary = json.loads((folder / "summary.json").read_text())
@@ -497,7 +501,8 @@ def test_build_key_from_the_command_line(tmp_path, fake_tools):
                  GOOD_KEY.hex(), "--record", str(record)]) == 0
     assert [b.fixed_fields["hash_key"] for b in fake_tools] == [GOOD_KEY]
     assert GOOD_KEY.hex() not in record.read_text() + _files_text(tmp_path / "icebreaker")
-    assert (tmp_path / "icebreaker" / "keys.txt").read_text() == f"hash_key={GOOD_KEY.hex()}\n"
+    assert (tmp_path / "icebreaker" / "keys.txt").read_text().startswith(
+        f"hash_key={GOOD_KEY.hex()}\nseed_decide=")
 
 
 def test_ulx3s_build_draws_its_power_on_keys_and_records_them_only_in_a_private_file(
@@ -511,7 +516,8 @@ def test_ulx3s_build_draws_its_power_on_keys_and_records_them_only_in_a_private_
     for tag in ("a", "b"):
         build_board("ulx3s", out_root=str(tmp_path), tag=tag, log=said.append)
     keys = [dict(b.power_on_keys) for b in fake_tools]
-    assert [sorted(k) for k in keys] == [["hash_key", "hash_mix_key"]] * 2
+    assert [sorted(k) for k in keys] == [["hash_key", "hash_mix_key", "seed_clear",
+                                          "seed_decide"]] * 2
     assert keys[0]["hash_key"] != keys[1]["hash_key"]
     assert keys[0]["hash_mix_key"] != keys[1]["hash_mix_key"]
     assert RSS_KEY not in [k["hash_key"] for k in keys]
@@ -521,9 +527,11 @@ def test_ulx3s_build_draws_its_power_on_keys_and_records_them_only_in_a_private_
     for tag, k in zip("ab", keys):
         folder = tmp_path / tag
         assert (folder / "keys.txt").read_text() == \
-            f"hash_key={k['hash_key'].hex()}\nhash_mix_key={k['hash_mix_key'].hex()}\n"
+            f"hash_key={k['hash_key'].hex()}\nhash_mix_key={k['hash_mix_key'].hex()}\n" \
+            f"seed_decide={k['seed_decide']}\nseed_clear={k['seed_clear']}\n"
         assert os.stat(folder / "keys.txt").st_mode & 0o777 == 0o600
-        assert not any(v.hex() in _files_text(folder) + "".join(said) for v in k.values())
+        assert not any((str(v) if isinstance(v, int) else v.hex()) in _files_text(folder) +
+                       "".join(said) for v in k.values())
 
 
 def test_ulx3s_build_key_from_the_command_line_is_its_power_on_key(tmp_path, fake_tools):
@@ -538,8 +546,8 @@ def test_ulx3s_build_key_from_the_command_line_is_its_power_on_key(tmp_path, fak
     mix = dict(build.power_on_keys)["hash_mix_key"]
     text = record.read_text() + _files_text(tmp_path / "ulx3s")
     assert GOOD_KEY.hex() not in text and mix.hex() not in text
-    assert (tmp_path / "ulx3s" / "keys.txt").read_text() == \
-        f"hash_key={GOOD_KEY.hex()}\nhash_mix_key={mix.hex()}\n"
+    assert (tmp_path / "ulx3s" / "keys.txt").read_text().startswith(
+        f"hash_key={GOOD_KEY.hex()}\nhash_mix_key={mix.hex()}\nseed_decide=")
 
 
 @pytest.mark.parametrize("board, args, message", [
