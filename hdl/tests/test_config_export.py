@@ -25,13 +25,16 @@ BUILD = Build(vec_bits=64, table_depth=16)
 CONFIG = Config(build=BUILD, mode="red", ecn=True, tick_hz=1e6, v_max=50, t_clear_s=0.5,
                 n_cap=12, avg_tau_s=0.01, red_min_th=3.0, red_max_th=30.5, red_max_p=0.25,
                 red_gentle=True, limit_pkts=300, limit_bytes=400_000, p_pkts=3.5,
-                hash_key=bytes(range(7, 27)), rekey_hold_t_clear=1.5, seed_decide=11,
-                seed_clear=12, lc_correction=True)
+                hash_key=bytes(range(7, 27)), rekey_hold_t_clear=1.5,
+                seed_decide=0x3f8a_51c2_97d0_6e4b, seed_clear=0xa4e1_07b9_5c23_d86f,
+                hash_mix_key=bytes.fromhex("5e21c09a7db348f1e6082b4c"), lc_correction=True)
 #: A build whose registers ``hash_key`` and ``mode`` are constants.
 FIXED_BUILD = Build(vec_bits=64, table_depth=16,
                     fixed={"hash_key": bytes.fromhex("3c7a0d5be2914f68a1c7e03b5d92f4a6087e1bc9"),
                            "mode": "fpq"})
-FIXED_CONFIG = Config(build=FIXED_BUILD, tick_hz=1e6, v_max=40, t_clear_s=0.25, p_pkts=2.0)
+FIXED_CONFIG = Config(build=FIXED_BUILD, tick_hz=1e6, v_max=40, t_clear_s=0.25, p_pkts=2.0,
+                      hash_mix_key=CONFIG.hash_mix_key, seed_decide=CONFIG.seed_decide,
+                      seed_clear=CONFIG.seed_clear)
 
 #: Clocks without an access after each write of ``SimulatedBus``.
 IDLE_CLOCKS = 3

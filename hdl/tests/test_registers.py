@@ -975,12 +975,13 @@ def test_constant_words_from_a_rom_read_as_from_the_multiplexer():
     assert got == want
     fixed = {r.name for r in registers(build) if r.kind == "fixed"}
     assert {"wq_shift", "hash_key", "mode", "rng_clear_state"} <= fixed
-    # the ROM's words are not all zero, and it answers only for them; a fixed key's words
-    # are zeros in it
-    hk, rng = REGS["hash_key"], REGS["rng_clear_state"]
+    # the ROM's words are not all zero, and it answers only for them; the words of a fixed
+    # key and of a fixed generator state (secret) are zeros in it
+    hk, rng, p = REGS["hash_key"], REGS["rng_clear_state"], REGS["red_max_p"]
     assert got[registers(build)[0].offset] == ID_VALUE
-    assert any(got[rng.offset + 4 * w] for w in range(rng.words))
+    assert any(got[p.offset + 4 * w] for w in range(p.words))
     assert not any(got[hk.offset + 4 * w] for w in range(hk.words))
+    assert not any(got[rng.offset + 4 * w] for w in range(rng.words))
 
 
 # ---- secret registers: write-only ------------------------------------------------------------
