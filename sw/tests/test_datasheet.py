@@ -40,7 +40,12 @@ def _code_block(text, language):
 
 
 def _lint(*files, top=None):
-    argv = ["verilator", "--lint-only", "-Wall", *map(str, files)]
+    """Verilator's -Wall lint of ``files``: the include files (``.vh``, the export's power-on
+    keys) by their folders, as include directories (FuseSoC's ``is_include_file``), the
+    others as sources, their folders include directories too."""
+    folders = sorted({str(Path(f).parent) for f in files})
+    argv = ["verilator", "--lint-only", "-Wall", *(f"-I{d}" for d in folders),
+            *(str(f) for f in files if not str(f).endswith(".vh"))]
     if top:
         argv += ["--top-module", top]
     return subprocess.run(argv, capture_output=True, text=True)
