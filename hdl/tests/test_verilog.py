@@ -251,3 +251,13 @@ def test_bad_power_on_keys_are_refused_and_nothing_is_written(tmp_path, capsys, 
     err = capsys.readouterr().err
     assert message in err, err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_header_says_tready_never_depends_on_tvalid(tmp_path):
+    """The exported Verilog's header states the core's AXI-Stream contract as the datasheet
+    and the core do: ``tready`` never depends on ``tvalid`` (it said it may, once)."""
+    out = tmp_path / "core.v"
+    assert main(["verilog", "-o", str(out), "--no-package", *SMALL]) == 0
+    header = out.read_text().split("\nmodule ")[0]
+    assert "tready never depends on tvalid" in header
+    assert "may depend" not in header

@@ -3,6 +3,7 @@ system, and ``fpq config``'s ``--key`` and default key (docs/RELIABILITY.md, "Ke
 
 import json
 import os
+import re
 
 import pytest
 
@@ -279,3 +280,28 @@ def test_seeds_are_drawn_from_the_os_and_small_ones_are_weak():
     assert key_weakness(1 << 32, "seed_clear") is None
     seeds = {random_key("seed_clear") for _ in range(20)}
     assert len(seeds) == 20 and all(1 << 32 <= s < 1 << 64 for s in seeds)
+
+
+def test_the_default_map_shows_per_export_resets_not_the_public_keys():
+    """The committed docs/REGISTERS.md (the default build's map): the reset of every secret
+    register (the keys, the generators' states) is "per export (NAME_keys.vh)", not
+    ``Config``'s public default, which an exported core never holds; the public values are
+    in no register row, and every row has the table's cell count (an escaped ``|`` in
+    ``x|y|z|w`` does not split a cell)."""
+    from pathlib import Path
+    from fpq.config import Build, Config
+    from fpq.regmap import PER_EXPORT_SHOWN, registers, to_markdown
+    text = to_markdown(Build())
+    committed = (Path(__file__).resolve().parents[2] / "docs" / "REGISTERS.md").read_text()
+    assert text == committed
+    rows = text.split("## Registers")[1].split("## Tables")[0].splitlines()[2:]
+    cells = [re.split(r"(?<!\\)\|", row)[1:-1] for row in rows if row.startswith("|")]
+    header = 9
+    assert all(len(c) == header for c in cells), [c for c in cells if len(c) != header]
+    by_name = {c[2].strip().strip("`"): c for c in cells}
+    public = Config().registers()
+    for r in registers(Build()):
+        if r.secret:
+            assert by_name[r.name][7].strip() == PER_EXPORT_SHOWN, r.name
+            assert f"{public[r.name]:#x}" not in text, r.name
+    assert "the marked ones included" in by_name["enqueued"][8]
