@@ -80,8 +80,13 @@ class VerdictFIFO(Elaboratable):
                      full.eq(Mux(up, late[-2], ~down & late[-1]))]
         do_write = self.w_en if self.credited else self.w_en & ~full
         # the RAM's head moves into the read register when that is empty or being read
-        load = ~self.r_rdy | self.r_en
-        do_read = nonempty & load
+        do_read = nonempty & (~self.r_rdy | self.r_en)
+        # the read register's enable, from a complement of ``r_rdy`` in a register of its
+        # own: the same function of the same registers would be one node, of a word's fan-out,
+        # that the synthesis tool shares into ``do_read`` (a route across the RAM before and
+        # after it)
+        r_empty = Signal(init=1)
+        load = r_empty | self.r_en
         m.d.comb += self.w_rdy.eq(~full)
         m.d.sync += [up.eq(do_write & ~do_read), down.eq(do_read & ~do_write)]
         with m.If(up):
@@ -97,15 +102,15 @@ class VerdictFIFO(Elaboratable):
         # the read register loads whenever it is free, a word at the head or not: one with no
         # word then holds a stale one that ``r_rdy`` does not offer. Its enable (a word wide)
         # is then two registers through one LUT, and ``do_read`` fans out to the pointer and
-        # the flags alone
+        # the flags' change registers alone
         m.d.comb += [wp.addr.eq(produce), wp.data.eq(self.w_data), wp.en.eq(do_write),
                      self.r_data.eq(read_register(m, storage, consume, en=load))]
         with m.If(do_write):
             m.d.sync += produce.eq(produce + 1)
         with m.If(do_read):
-            m.d.sync += [consume.eq(consume + 1), self.r_rdy.eq(1)]
+            m.d.sync += [consume.eq(consume + 1), self.r_rdy.eq(1), r_empty.eq(0)]
         with m.Elif(self.r_en):
-            m.d.sync += self.r_rdy.eq(0)
+            m.d.sync += [self.r_rdy.eq(0), r_empty.eq(1)]
         # words in the RAM, binary: a clock late like ``late``, moved by the same change
         count_late = Signal(range(size + 1))
         m.d.sync += count_late.eq(count_late + up - down)
