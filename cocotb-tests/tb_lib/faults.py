@@ -121,9 +121,9 @@ def shallow_fifo(by):
 def _admission_with(flags):
     """``Decision``'s ``admission`` seam: the real :func:`fpq_hdl.decision.admission` fed
     ``flags(m, cand, forced_if, short_bytes_if, short_pkts)`` instead of those three."""
-    def faulty(m, cand, forced_if, short_bytes_if, short_pkts, *rest):
+    def faulty(m, cand, forced_if, short_bytes_if, short_pkts, *rest, **kw):
         return dc_mod.admission(m, cand, *flags(m, cand, forced_if, short_bytes_if, short_pkts),
-                                *rest)
+                                *rest, **kw)
     return faulty
 
 

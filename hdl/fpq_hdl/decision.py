@@ -85,7 +85,7 @@ def red_spacing(m, p, p_zero, u_load, step, separate_hit):
 
 
 def admission(m, cand, forced_if, short_bytes_if, short_pkts, dv, length, dep, grow,
-              occ_p, occ_b):
+              occ_p, occ_b, cand_packets=None):
     """Cycle 1 of ``Decision(optimise="speed")``: slot t's admission and the occupancy, from
     flags formed before for each outcome of slot t - 1.
 
@@ -95,13 +95,15 @@ def admission(m, cand, forced_if, short_bytes_if, short_pkts, dv, length, dep, g
     forced. The admission ``a(t) = cand & ~forced`` is a one-bit loop through one LUT
     (``a(t - 1)`` selects the flags; ``cand`` is a register); each occupancy
     register takes ``O - d`` or ``O - d + length`` (two carry chains side by side) under the
-    selected flags: one carry chain and one LUT, then one LUT of ``cand``. Returns the forced
-    flag and whether the departure was short (an error)."""
+    selected flags: one carry chain and one LUT, then one LUT of ``cand``. ``cand_packets``:
+    the same candidate from a register of its own, for the packet count and ``a`` (None:
+    ``cand``). Returns the forced flag and whether the departure was short (an error)."""
     (f0, f1), (sb0, sb1), sp0, dv1, len1, dep1 = forced_if, short_bytes_if, short_pkts, \
         dv, length, dep
+    cand_p = cand if cand_packets is None else cand_packets
     a_prev = Signal()
     forced = Mux(a_prev, f1, f0)
-    a = cand & ~forced
+    a = cand_p & ~forced
     m.d.sync += a_prev.eq(a)
     s_b = Mux(a_prev, sb1, sb0)
     s_p = ~a_prev & sp0
@@ -114,7 +116,7 @@ def admission(m, cand, forced_if, short_bytes_if, short_pkts, dv, length, dep, g
     _admit(m, occ_b, cand, forced, Mux(s_b, len1, ob_add), Mux(s_b, 0, ob_sub))
     op_sub, op_add = Signal(QPKTS_BITS), Signal(QPKTS_BITS)
     m.d.comb += [op_sub.eq(occ_p - dv1), op_add.eq(occ_p + ~dv1)]
-    _admit(m, occ_p, cand, forced, Mux(s_p, 1, op_add), Mux(s_p, 0, op_sub))
+    _admit(m, occ_p, cand_p, forced, Mux(s_p, 1, op_add), Mux(s_p, 0, op_sub))
     return forced, s_b | s_p
 
 
@@ -256,17 +258,16 @@ class Decision(wiring.Component):
         registered for cycle 0."""
         cfg = self.config
         mode = cfg.mode
-        # the slot's gates, a clock ahead and per mode (mode and ECN are stable while slots
-        # pass): an arrival that an early hit drops (``drop_*``: not ECN-capable or ECN off),
-        # one that an early hit concerns (``early_*``: dropped or marked); and the admission
-        # candidate's code: which hit decides it, if any (``cand_code`` below)
+        # the slot's gates, a clock ahead (mode and ECN are stable while slots pass): an
+        # arrival that an early hit concerns (``early_any``: dropped or marked) and RED's own
+        # (its spacing register steps on each arrival RED decides); and the admission
+        # candidate's code: which hit decides it, if any (``cand_code`` below; its high bit
+        # is the arrival an early hit drops: not ECN-capable, or ECN off)
         av_m1, ecn_m1 = s.slots[0][0], s.slots[0][2]
         no_ecn = ~(cfg.ecn & ecn_m1)
         is_fpq, is_red = mode == Mode.fpq, mode == Mode.red
-        drop_fpq, drop_red, early_fpq, early_red = (Signal(name=n) for n in (
-            "drop_fpq", "drop_red", "early_fpq", "early_red"))
-        m.d.sync += [drop_fpq.eq(av_m1 & is_fpq & no_ecn), drop_red.eq(av_m1 & is_red & no_ecn),
-                     early_fpq.eq(av_m1 & is_fpq), early_red.eq(av_m1 & is_red)]
+        early_any, early_red = Signal(name="early_any"), Signal(name="early_red")
+        m.d.sync += [early_any.eq(av_m1 & (is_fpq | is_red)), early_red.eq(av_m1 & is_red)]
         # the random number, and what RED's register loads from it (``max(u - 1, 0)``), a
         # clock ahead
         u, u_load = Signal(RAND_BITS, name="u"), Signal(RAND_BITS, name="u_load")
@@ -275,20 +276,24 @@ class Decision(wiring.Component):
         m.d.sync += [u.eq(self.u_ahead),
                      u_load.eq(Mux(u_dec[-1], 0, u_dec[:RAND_BITS]))]
         # the admission candidate, ``keep | (drop_fpq & ~below) | (drop_red & ~red_hit)``
-        # (``keep``: an arrival that no early hit drops), as one LUT4 after the two chains:
-        # keep, drop_fpq and drop_red exclude each other, so they are a 2-bit code (00 no
-        # arrival, 01 keep, 10 FPQ decides, 11 RED decides) registered a clock ahead
+        # (``keep``: an arrival that no early hit drops; ``drop_fpq``, ``drop_red``: one that
+        # FPQ's or RED's hit drops), as one LUT4 after the two chains: the three exclude each
+        # other, so they are a 2-bit code (00 no arrival, 01 keep, 10 FPQ decides, 11 RED
+        # decides) registered a clock ahead
         cand_code = Signal(2, name="cand_code")
         m.d.sync += cand_code.eq(Cat(av_m1 & ~(is_fpq & no_ecn),
                                      av_m1 & (is_fpq | is_red) & no_ecn))
-        s.drop_fpq, s.drop_red, s.early_fpq, s.early_red = drop_fpq, drop_red, early_fpq, \
-            early_red
+        # which hit the slot's early outputs take (a drop-tail slot has neither gate)
+        red_selected = Signal(name="red_selected")
+        m.d.sync += red_selected.eq(is_red)
+        s.early_any, s.early_red, s.red_selected = early_any, early_red, red_selected
         s.u, s.u_load, s.cand_code = u, u_load, cand_code
 
     def _early(self, m, s):
         """Cycle 0: the early decision's two compares (FPQ's ``u < p``, RED's spacing) and
-        the admission candidate ``cand`` (one LUT after them), registered; cycle 1: from the
-        compares' registers ``early`` (dropped or marked) and ``drop_early``, one LUT each.
+        the admission candidate ``cand`` and the mode's hit (one LUT each after them),
+        registered; cycle 1: from the hit's register ``early`` (dropped or marked) and
+        ``drop_early``, one LUT each.
 
         ``p`` comes from the drop-probability block across the die: a compare's carry chain
         with more than one LUT and their routing after it was the core's longest path, and
@@ -305,21 +310,24 @@ class Decision(wiring.Component):
         m.d.comb += below.eq(s.u < self.p)
         # the admission candidate, ``keep | (drop_fpq & ~below) | (drop_red & ~red_hit)``
         cand_code, cand = s.cand_code, Signal(name="cand")
-        m.d.sync += cand.eq(Mux(cand_code[1], Mux(cand_code[0], ~red_hit, ~below),
-                                cand_code[0]))
-        # the compares' outcomes (kept as misses, ``u >= p``; early and drop_early invert
-        # them) and the slot's gates, registered together for cycle 1. Yosys still puts one
-        # LUT between each chain and its register, which it shares with ``cand``'s LUT
-        misses = Signal(2, name="early_misses")
-        gates = Cat(s.early_fpq, s.early_red, s.drop_fpq, s.drop_red)
+        next_cand = Mux(cand_code[1], Mux(cand_code[0], ~red_hit, ~below), cand_code[0])
+        # and its complement in a register of its own for the packet count's registers: the
+        # two halve the forty loads (Yosys merges equal flip-flops, not complementary ones),
+        # so each register can sit by its LUT
+        cand_n = Signal(name="cand_n", init=1)
+        m.d.sync += [cand.eq(next_cand), cand_n.eq(~next_cand)]
+        # the hit of the slot's mode (FPQ's compare or RED's), registered for cycle 1 beside
+        # the slot's gates. Its own LUT from the chains, selected by a register of its own
+        # (the mode is stable while slots pass), so that it shares no node with ``cand``'s
+        # LUT: a shared node put a second LUT and its route on ``cand``'s path
+        hit = Signal(name="early_hit")
+        m.d.sync += hit.eq(Mux(s.red_selected, red_hit, below))
+        gates = Cat(s.early_any, s.cand_code[1])
         gates_1 = Signal.like(gates, name="early_gates_1")
-        m.d.sync += [misses.eq(Cat(~below, ~red_hit)), gates_1.eq(gates)]
-        fpq_hit, red = ~misses[0], ~misses[1]
-        early_fpq, early_red, drop_fpq, drop_red = gates_1[0], gates_1[1], gates_1[2], gates_1[3]
+        m.d.sync += gates_1.eq(gates)
         early, drop_early = Signal(name="early"), Signal(name="drop_early")
-        m.d.comb += [early.eq((early_fpq & fpq_hit) | (early_red & red)),
-                     drop_early.eq((drop_fpq & fpq_hit) | (drop_red & red))]
-        s.early, s.drop_early, s.cand = early, drop_early, cand
+        m.d.comb += [early.eq(gates_1[0] & hit), drop_early.eq(gates_1[1] & hit)]
+        s.early, s.drop_early, s.cand, s.cand_packets = early, drop_early, cand, ~cand_n
 
     def _outputs(self, m, s, forced, dep_error):
         """Cycle 2: the action and the departure's error (registers), and the largest
@@ -352,7 +360,7 @@ class Decision(wiring.Component):
         # ---- cycle 1: the admission (one bit through one LUT) and the occupancy
         cycle_1 = self._admission or admission
         return cycle_1(m, s.cand, (s.f0, s.f1), (s.sb0, s.sb1), s.sp0, s.dv1, s.len1, s.dep1,
-                       s.grow, self.occ_pkts, self.occ_bytes)
+                       s.grow, self.occ_pkts, self.occ_bytes, cand_packets=s.cand_packets)
 
     def _limit_sums(self, m, s):
         """Cycle -2 (the fields at the port): slot t's own terms (``d - l``, ``l - d``,
