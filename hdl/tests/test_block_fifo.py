@@ -1,59 +1,16 @@
 """BlockFIFO against amaranth.lib.fifo.SyncFIFOBuffered, clock for clock: the same inputs
 give the same w_rdy, r_rdy, level and (when r_rdy) r_data, under random writes and reads,
-full and empty, and resets."""
-import random
-
+full and empty, and resets (``fifo_reference.py``)."""
 import pytest
-from amaranth import Elaboratable, Module, ResetInserter, Signal
-from amaranth.lib.fifo import SyncFIFOBuffered
-from amaranth.sim import Simulator
 
 from fpq_hdl.block_fifo import BlockFIFO
 
-
-class _Pair(Elaboratable):
-    def __init__(self, width, depth):
-        self.ref = SyncFIFOBuffered(width=width, depth=depth)
-        self.dut = BlockFIFO(width=width, depth=depth)
-        self.rst = Signal()
-
-    def elaborate(self, platform):
-        m = Module()
-        m.submodules.ref = ResetInserter(self.rst)(self.ref)
-        m.submodules.dut = ResetInserter(self.rst)(self.dut)
-        return m
+from .fifo_reference import same_as_sync_fifo_buffered
 
 
 @pytest.mark.parametrize("depth", [2, 3, 32])
 def test_same_as_sync_fifo_buffered(depth):
-    rnd = random.Random(depth)
-    pair = _Pair(12, depth)
-    ref, dut = pair.ref, pair.dut
-    sim = Simulator(pair)
-    sim.add_clock(1e-8)
-    seen = {"full": 0, "empty": 0, "reads": 0}
-
-    async def bench(ctx):
-        for t in range(6000):
-            # phases that fill the FIFO and phases that drain it
-            p_w, p_r = (0.9, 0.3) if (t // 300) % 2 == 0 else (0.3, 0.9)
-            w_en, r_en = rnd.random() < p_w, rnd.random() < p_r
-            data = rnd.getrandbits(12)
-            for f in (ref, dut):
-                ctx.set(f.w_en, w_en)
-                ctx.set(f.w_data, data)
-                ctx.set(f.r_en, r_en)
-            ctx.set(pair.rst, t % 2000 == 1999)
-            for name in ("w_rdy", "r_rdy", "level"):
-                assert ctx.get(getattr(dut, name)) == ctx.get(getattr(ref, name)), (t, name)
-            if ctx.get(ref.r_rdy):
-                assert ctx.get(dut.r_data) == ctx.get(ref.r_data), t
-                seen["reads"] += r_en
-            seen["full"] += not ctx.get(ref.w_rdy)
-            seen["empty"] += not ctx.get(ref.r_rdy)
-            await ctx.tick()
-    sim.add_testbench(bench)
-    sim.run()
+    seen = same_as_sync_fifo_buffered(BlockFIFO(width=12, depth=depth), depth, seed=depth)
     assert seen["full"] > 100 and seen["empty"] > 100 and seen["reads"] > 1000
 
 

@@ -152,7 +152,7 @@ def check_key(key, name="hash_key", what=None, build=None):
     nbytes = field.bounds(build)[0]
     if not isinstance(key, (bytes, bytearray)) or len(key) != nbytes:
         raise ConfigError(f"{what}: must be exactly {nbytes} bytes ({2 * nbytes} hex digits), "
-                          f"got {key!r}")
+                          f"got {brief(key)}")
     why = key_weakness(key, name)
     if why is not None:
         raise ConfigError(f"{what}: {bytes(key).hex()} is a weak key: {why}; leave the key "

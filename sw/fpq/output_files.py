@@ -90,12 +90,17 @@ def write_stdout(data):
         else:
             stream.write(data.decode(getattr(stream, "encoding", None) or "utf-8"))
         return
+    _flush(stream, fd)
+    _write_fd(fd, data)
+
+
+def _flush(stream, fd):
+    """Flush ``stream`` (standard output, on descriptor ``fd``), or OSError naming it."""
     try:
         stream.flush()
     except OSError as exc:
         _silence_stdout(fd)
         raise OSError(exc.errno, exc.strerror, STDOUT_NAME) from None
-    _write_fd(fd, data)
 
 
 def _write_fd(fd, data):
@@ -177,11 +182,7 @@ def whole_stdout():
     except (AttributeError, OSError, ValueError):
         yield
         return
-    try:
-        stream.flush()
-    except OSError as exc:
-        _silence_stdout(fd)
-        raise OSError(exc.errno, exc.strerror, STDOUT_NAME) from None
+    _flush(stream, fd)
     sys.stdout = _WholeStdout(stream, fd)
     try:
         yield
