@@ -80,17 +80,40 @@ sigterm_as_exit = signals_as_exit
 @contextmanager
 def signals_held():
     """Hold every signal of :data:`ENDING_SIGNALS` and SIGINT while the block runs (they
-    are delivered when it ends): for a few steps that must all happen or none, such as
-    renaming a set of files into place."""
-    if not hasattr(signal, "pthread_sigmask"):
-        yield
+    take effect when it ends): for a few steps that must all happen or none, such as
+    creating a temporary file and noting it, or renaming a set of files into place.
+
+    Blocking the signals (``pthread_sigmask``) alone is not enough: it blocks them in the
+    calling thread only, and the system delivers a signal sent to the process to any thread
+    that does not block it -- numpy's OpenBLAS starts such threads -- whose C handler then
+    has the main thread run the Python handler inside the block. So in the main thread each
+    handler is also replaced by one that notes the signal, and the noted signals are raised
+    again once the previous handlers are back; a signal with the default action is held the
+    same way and then ends the process as it would have."""
+    held = tuple(ENDING_SIGNALS) + (signal.SIGINT,)
+    if threading.current_thread() is not threading.main_thread():
+        if hasattr(signal, "pthread_sigmask"):
+            previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+            try:
+                yield
+            finally:
+                signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+        else:
+            yield
         return
-    held = set(ENDING_SIGNALS) | {signal.SIGINT}
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    noted = []
+    previous = {}
     try:
+        for signum in held:
+            handler = signal.getsignal(signum)
+            if handler not in (signal.SIG_IGN, None):     # None: a handler set outside Python
+                previous[signum] = signal.signal(signum, lambda s, frame: noted.append(s))
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        for signum in dict.fromkeys(noted):               # each once, in order of arrival
+            signal.raise_signal(signum)
 
 
 #: Seconds a worker waits between checks that the command which started it still runs
