@@ -7,8 +7,9 @@ cases, each case the behaviour the project promises.
 * flood totals: the packets of all floods together are bounded;
 * raw folders: ``fpq figures --from-raw`` on crafted folders exits 2 with one line naming
   the file or field;
-* workers: ``fpq figures``, ``fpq attack`` and ``fpq parity`` with ``--jobs 2``, a signal to
-  the main process only: no worker outlives it, the caller's pipes close;
+* workers: ``fpq figures``, ``fpq attack``, ``fpq parity``, ``fpq sweep``, the simulator's
+  bench with ``--jobs 2`` and ``bad_inputs.py``'s pytest, a signal to the main process
+  only: no worker outlives it, the caller's pipes close;
 * multi-file outputs: ``fpq figures`` stopped at any point leaves its outputs all old or all
   new.
 
@@ -242,25 +243,40 @@ def test_from_raw_on_a_crafted_folder_exits_2_naming_it(tmp_path, raw_folder, ca
 
 # ---- workers ----------------------------------------------------------------------------------
 
+#: The commands that start workers: (argv, the processes they start below the command)
 def _command(name, folder):
+    python = [os.path.join(os.path.dirname(fpq_command()[0]), "python")]
     return {
-        "figures": ["figures", "--quick", "--only", "sweep", "--jobs", "2", "--no-progress",
-                    "--out", str(folder / "fig"), "--raw", str(folder / "raw"),
-                    "--results-md", str(folder / "R.md")],
-        "attack": ["attack", "--seeds", "2", "--jobs", "2", "--no-progress", "--out",
-                   str(folder / "a.md"), "--plot", str(folder / "a.png")],
-        "parity": ["parity", "--seeds", "2", "--jobs", "2"],
+        "figures": (fpq_command() + [
+            "figures", "--quick", "--only", "sweep", "--jobs", "2", "--no-progress",
+            "--out", str(folder / "fig"), "--raw", str(folder / "raw"),
+            "--results-md", str(folder / "R.md")], 2),
+        "attack": (fpq_command() + [
+            "attack", "--seeds", "2", "--jobs", "2", "--no-progress", "--out",
+            str(folder / "a.md"), "--plot", str(folder / "a.png")], 2),
+        "parity": (fpq_command() + ["parity", "--seeds", "2", "--jobs", "2"], 2),
+        "sweep": (fpq_command() + [
+            "sweep", "fpq-fpq", "--vary", "flows.0.count=10,20", "--seeds", "1-4", "--set",
+            "run.duration_s=500", "--jobs", "2", "--no-progress", "--out",
+            str(folder / "sweep")], 2),
+        "bench": (python + ["-m", "fpq_sim.bench", "--jobs", "2"], 2),
+        # pytest and its two xdist workers
+        "bad_inputs": (python + [os.path.join(HERE, "..", "..", "sw", "tests", "bad_inputs.py"),
+                                 "--jobs", "2", "--doc", str(folder / "R.md")], 3),
     }[name]
 
 
 def _workers_case(tmp_path, command, signum):
-    proc = subprocess.Popen(fpq_command() + _command(command, tmp_path), stdout=subprocess.PIPE,
+    argv, started = _command(command, tmp_path)
+    (tmp_path / "R.md").write_text("a document bad_inputs would update\n")
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
                             env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})
     workers = []
     try:
-        deadline = time.monotonic() + 60
-        while len(descendants(proc.pid)) < 2 and time.monotonic() < deadline:
+        # the bench times single runs for a minute or more before it starts its workers
+        deadline = time.monotonic() + 300
+        while len(descendants(proc.pid)) < started and time.monotonic() < deadline:
             time.sleep(0.1)
         time.sleep(1.0)                     # the workers are running their first jobs
         workers = descendants(proc.pid)
@@ -285,7 +301,7 @@ def _workers_case(tmp_path, command, signum):
                + ("closed within 5 s" if closed is not None else "open after 5 s"))
     WORKERS.refused(shown, f"exit {proc.returncode}" if proc.returncode >= 0 else
                     f"killed by {signal_name(-proc.returncode)}", outcome)
-    assert len(workers) >= 2 and not left and closed is not None, (outcome, err[-2000:])
+    assert len(workers) >= started and not left and closed is not None, (outcome, err[-2000:])
     assert temporaries(tmp_path) == []
 
 
@@ -293,10 +309,17 @@ def test_figures_workers_end_with_the_main_process(tmp_path):
     _workers_case(tmp_path, "figures", signal.SIGTERM)
 
 
+def test_the_fuzz_recorder_s_pytest_ends_with_it(tmp_path):
+    """``bad_inputs.py`` ran pytest with no handler for SIGTERM or SIGHUP: pytest and its
+    workers lived on and held the caller's pipes (3 of 3 tries)."""
+    _workers_case(tmp_path, "bad_inputs", signal.SIGTERM)
+
+
 @pytest.mark.long
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP,
                                     signal.SIGKILL], ids=signal_name)
-@pytest.mark.parametrize("command", ["figures", "attack", "parity"])
+@pytest.mark.parametrize("command", ["figures", "attack", "parity", "sweep", "bench",
+                                     "bad_inputs"])
 def test_workers_end_with_the_main_process(tmp_path, command, signum):
     _workers_case(tmp_path, command, signum)
 

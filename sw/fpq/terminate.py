@@ -23,7 +23,7 @@ import sys
 import threading
 
 __all__ = ["Terminated", "signals_as_exit", "sigterm_as_exit", "signals_held",
-           "worker_pool", "ENDING_SIGNALS"]
+           "worker_pool", "ending_with_this_process", "ENDING_SIGNALS"]
 
 #: The signals whose default action ends the process and which come from outside the
 #: program (``kill``, a terminal, a job's time limit, a timer): Linux's "Term" and "Core"
@@ -121,6 +121,31 @@ def signals_held():
 _PARENT_CHECK_S = 1.0
 
 
+def _killed_with_parent():
+    """Ask Linux to send this process SIGKILL when the one that started it dies
+    (``PR_SET_PDEATHSIG``, kept across ``exec``); False where the system cannot."""
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        PR_SET_PDEATHSIG = 1
+        return libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def ending_with_this_process():
+    """``subprocess.run(..., preexec_fn=ending_with_this_process())``: the child program is
+    killed when this process dies, even by SIGKILL (Linux; elsewhere nothing is asked).
+    Together with :func:`signals_as_exit` around the call (``subprocess.run`` kills its
+    child on any exception) no child outlives the command or holds its pipes."""
+    parent = os.getpid()
+
+    def in_child():
+        if _killed_with_parent() and os.getppid() != parent:     # gone already
+            os._exit(1)
+    return in_child
+
+
 def _end_with_parent(parent):
     """In a worker: the default action for every signal that ends a process (the worker
     inherited the command's handlers, which would turn SIGTERM into an exception its job
@@ -129,13 +154,7 @@ def _end_with_parent(parent):
     (``PR_SET_PDEATHSIG``); elsewhere a thread checks every second."""
     for signum in ENDING_SIGNALS + (signal.SIGINT,):
         signal.signal(signum, signal.SIG_DFL)
-    try:
-        import ctypes
-        libc = ctypes.CDLL(None, use_errno=True)
-        PR_SET_PDEATHSIG = 1
-        watched = libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0
-    except (OSError, AttributeError):
-        watched = False
+    watched = _killed_with_parent()
     if os.getppid() != parent:            # gone before the worker could ask to follow it
         os._exit(1)
     if not watched:

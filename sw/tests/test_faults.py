@@ -22,6 +22,7 @@ import re
 import signal
 import struct
 import subprocess
+import sys
 import threading
 import time
 
@@ -296,6 +297,45 @@ def test_staged_outputs_into_the_working_folder_move_the_files_in(tmp_path, monk
     assert os.getcwd() == str(tmp_path)
     assert _set_state(tmp_path) == {"a.csv": "new", "keep.txt": "the user's",
                                     "sub/b.csv": "new b"}
+
+
+# ---- child programs ---------------------------------------------------------------------------
+
+_PARENT = """
+import signal, subprocess, sys
+from fpq.terminate import signals_as_exit, ending_with_this_process
+with signals_as_exit():
+    subprocess.run(["sleep", "60"], preexec_fn=ending_with_this_process())
+"""
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGKILL],
+                         ids=signal_name)
+def test_a_child_program_ends_with_the_command(signum):
+    """A program a command runs (pytest in bad_inputs.py, ns-3 in the cross-check) ends
+    when the command does, by a signal it handles or by SIGKILL, which it cannot."""
+    from fault_kit import descendants, process_alive
+    parent = subprocess.Popen([sys.executable, "-c", _PARENT], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE)
+    children = []
+    try:
+        deadline = time.monotonic() + 30
+        while not children and time.monotonic() < deadline:
+            children = [pid for pid in descendants(parent.pid, 0.05)
+                        if open(f"/proc/{pid}/cmdline", "rb").read().startswith(b"sleep")]
+        parent.send_signal(signum)
+        parent.communicate(timeout=10)
+        deadline = time.monotonic() + 5
+        while any(map(process_alive, children)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        left = [pid for pid in children if process_alive(pid)]
+    finally:
+        for pid in children:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    assert children and not left
 
 
 # ---- short writes -------------------------------------------------------------------------
