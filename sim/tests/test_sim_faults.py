@@ -146,6 +146,51 @@ def test_fpq_sim_exits_2_with_one_short_line(tmp_path, case):
                                                "queue.discipline", "line 10")), lines[0][:500]
 
 
+#: The number options of the simulator's commands, each with the arguments it needs to get as
+#: far as checking them: (command, option, the rest of the command line)
+NUMBER_OPTIONS = [
+    ("trace", "--duration", ["fpq-fpq", "--out", "{tmp}/t.fpqtrace"]),
+    ("trace", "--max-events", ["fpq-fpq", "--out", "{tmp}/t.fpqtrace"]),
+    ("figures", "--jobs", ["--quick", "--out", "{tmp}/f", "--raw", "{tmp}/r",
+                           "--results-md", "{tmp}/R.md"]),
+    *[("demo", option, ["--no-rtl", "--out", "{tmp}/demo"]) for option in (
+        "--flows", "--duration", "--synthetic-flows", "--arrivals", "--seed")],
+    *[("attack", option, ["--out", "{tmp}/a.md"]) for option in (
+        "--rate", "--tuples", "--rates", "--pool", "--n-cap", "--seeds", "--duration",
+        "--warmup", "--jobs")],
+    ("parity", "--seeds", []),
+    ("parity", "--jobs", []),
+    ("sweep", "--seeds", ["fpq-fpq", "--vary", "flows.0.count=3", "--out", "{tmp}/sw"]),
+    ("sweep", "--jobs", ["fpq-fpq", "--vary", "flows.0.count=3", "--out", "{tmp}/sw"]),
+    ("sweep", "--vary flows.0.count=", ["fpq-fpq", "--out", "{tmp}/sw"]),
+    ("sweep", "--vary bottleneck.bandwidth_bps=", ["fpq-fpq", "--out", "{tmp}/sw"]),
+]
+#: Values none of them takes (``--max-events`` takes any large count: no limit)
+OPTION_VALUES = {"10**400": "1" + "0" * 400, "nan": "nan", "inf": "inf", "1e400": "1e400",
+                 "nested range [[0, 1], [1, 2]]": "[[0,1],[1,2]]", "5000 letters": "x" * 5000}
+
+
+@pytest.mark.parametrize("shown", list(OPTION_VALUES))
+@pytest.mark.parametrize("command, option, rest", NUMBER_OPTIONS,
+                         ids=[f"{c} {o.split('.')[0]}" for c, o, _ in NUMBER_OPTIONS])
+def test_a_bad_number_option_exits_2_naming_it(tmp_path, command, option, rest, shown):
+    """``fpq attack --tuples`` with an integer beyond a float's range ended in an
+    OverflowError traceback; every other option here gave exit 2."""
+    from cli_run import run
+    if option == "--max-events" and shown == "10**400":
+        pytest.skip("a count that large means no limit")
+    value = OPTION_VALUES[shown]
+    given = [option, value] if not option.endswith("=") else \
+        [option.split()[0], option.split()[1] + value]
+    code, out, err = run([command, *given, *(a.format(tmp=tmp_path) for a in rest)])
+    lines = err.strip().splitlines()
+    VALUES.refused(f"fpq {command} {option.split('=')[0]} {shown}", f"exit {code}",
+                   (lines[-1] if lines else "")[:MESSAGE_MAX].replace(str(tmp_path) + "/", ""))
+    named = option.split()[-1].rstrip("=")
+    assert code == 2 and "Traceback" not in err and named in lines[-1], err[-2000:]
+    assert not any(tmp_path.iterdir())
+
+
 # ---- flood totals ---------------------------------------------------------------------------
 
 FLOOD_CASES = {
