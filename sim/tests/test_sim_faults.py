@@ -260,6 +260,11 @@ RAW_CASES = {
         d, key=[["phase"], [1]])), "key"),
     "a run's key a number": (lambda raw: _edit_json(_a_run(raw), lambda d: dict(d, key=7)),
                              "key"),
+    # an OverflowError traceback (math.isfinite) before
+    "a run's key holding 10**400": (lambda raw: _edit_json(_a_run(raw), lambda d: dict(
+        d, key=["phase", 10**400, 1])), "key"),
+    "a run's seed 10**400": (lambda raw: _edit_json(_a_run(raw), lambda d: dict(
+        d, key=d["key"][:-1] + [10**400])), "key"),
     "a run without flows": (lambda raw: _edit_json(_a_run(raw), lambda d: {
         k: v for k, v in d.items() if k != "flows"}), "flows"),
     "a run's flows a string": (lambda raw: _edit_json(_a_run(raw), lambda d: dict(

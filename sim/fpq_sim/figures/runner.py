@@ -178,9 +178,17 @@ def _read_object(path, name):
     return value
 
 
+#: The largest integer in a run's key (a seed, a count); math.isfinite of a larger one
+#: raises OverflowError instead of answering.
+KEY_INT_MAX = 2**64
+
+
 def _key_part_ok(x):
-    return isinstance(x, str) and len(x) <= 100 or \
-        isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+    if isinstance(x, bool):
+        return False
+    if isinstance(x, int):
+        return abs(x) <= KEY_INT_MAX
+    return isinstance(x, str) and len(x) <= 100 or isinstance(x, float) and math.isfinite(x)
 
 
 def _checked_key(key, name):
