@@ -270,6 +270,13 @@ RAW_CASES = {
     "a run's flows a string": (lambda raw: _edit_json(_a_run(raw), lambda d: dict(
         d, flows="many")), "flows"),
     "a folder named x.json": (lambda raw: (raw / "x.json").mkdir(), "x.json"),
+    # read as NaN and infinity before, and shown in the tables as if measured
+    "a run holding NaN": (lambda raw: _edit_json(_a_run(raw), lambda d: dict(
+        d, wall_seconds=math.nan)), "{run}"),
+    "a run holding -Infinity": (lambda raw: _edit_json(_a_run(raw), lambda d: dict(
+        d, flows=[-math.inf, 1.0])), "{run}"),
+    "a run holding 1e400": (lambda raw: _a_run(raw).write_text(
+        _a_run(raw).read_text().replace('"flows": [', '"flows": [1e400, ', 1)), "{run}"),
 }
 
 
@@ -289,6 +296,23 @@ def test_from_raw_on_a_crafted_folder_exits_2_naming_it(tmp_path, raw_folder, ca
                 (lines[-1] if lines else "").replace(str(tmp_path) + "/", ""))
     assert code == 2 and len(lines) == 1, err[-3000:]
     assert named in lines[0] and len(lines[0]) <= MESSAGE_MAX + len(str(raw)), lines[0]
+
+
+@pytest.mark.parametrize("shown, value", [("true", True), ("a text", "x"),
+                                          ("10**400", 10**400), ("-1", -1)])
+@pytest.mark.parametrize("field", sorted(__import__("fpq_sim.figures.runner",
+                                                    fromlist=["MEASURES"]).MEASURES))
+def test_a_saved_measure_that_is_no_number_is_named_when_read(tmp_path, field, shown, value):
+    """A saved run's counts, rates and fractions as the figures read them: true was taken
+    for 1 and an integer beyond a float's range crashed the averages."""
+    from fpq_sim.figures.runner import load_raw, RawFolderError
+    (tmp_path / "sweep-fpq-20-1.json").write_text(json.dumps(
+        {"key": ["sweep", "fpq", 20, 1], field: value}))
+    run, = load_raw(str(tmp_path)).values()
+    with pytest.raises(RawFolderError) as info, \
+            RAW(f"a saved run's {field} = {shown}, as read"):
+        run[field]
+    assert str(info.value).startswith(f"--from-raw: sweep-fpq-20-1.json: {field}: ")
 
 
 # ---- workers ----------------------------------------------------------------------------------
