@@ -36,15 +36,17 @@ MAX_RATE = 1e7
 
 
 def _number_list(text, option, kind, lo, hi):
+    from fpq.messages import brief
     try:
         values = [kind(x) for x in text.split(",")]
     except ValueError:
-        raise ValueError(f"{option}: {text!r} must be comma-separated "
+        raise ValueError(f"{option}: {brief(text)} must be comma-separated "
                          f"{'integers' if kind is int else 'numbers'}") from None
     for v in values:
-        if not (math.isfinite(v) and lo <= v <= hi):
+        # an int is compared as it is: math.isfinite of one beyond a float's range raises
+        if not ((isinstance(v, int) or math.isfinite(v)) and lo <= v <= hi):
             shown = f"[{lo}, {hi}]" if kind is int else f"[{lo:g}, {hi:g}]"
-            raise ValueError(f"{option}: {v} is out of range {shown}")
+            raise ValueError(f"{option}: {brief(v)} is out of range {shown}")
     return values
 
 

@@ -39,6 +39,7 @@ import subprocess
 import sys
 import time
 
+from fpq.atomic import write_text
 from fpq.marked_section import markers, write_section
 
 from .network import Network
@@ -133,12 +134,12 @@ def our_run(p):
 
 
 def ns3_run(python, p):
-    from fpq.terminate import signals_as_exit
+    from fpq.terminate import signals_as_exit, ending_with_this_process
     # a signal that ends this process ends the ns-3 run too (subprocess.run kills it on the
-    # exception), instead of leaving it running
+    # exception), and so does its death by SIGKILL, instead of leaving it running
     with signals_as_exit():
         out = subprocess.run([python, NS3_SCRIPT, json.dumps(p)], capture_output=True,
-                             text=True, timeout=3600)
+                             text=True, timeout=3600, preexec_fn=ending_with_this_process())
     if out.returncode != 0:
         raise RuntimeError(f"ns-3 run {p['discipline']} N={p['flows']} seed {p['seed']} "
                            f"failed:\n{out.stderr[-3000:]}")
@@ -299,8 +300,9 @@ def main(argv=None):
             return (d["ours"], d["ns3"]) if d else None
         a, b = our_run(p), ns3_run(args.ns3_python, p)
         from .provenance import code_state
-        with open(os.path.join(args.raw, tag + ".json"), "w") as f:
-            json.dump({"params": p, "ours": a, "ns3": b, "provenance": code_state()}, f)
+        # whole or absent: a run cut off half-written would be read back as a bad file
+        write_text(os.path.join(args.raw, tag + ".json"),
+                   json.dumps({"params": p, "ours": a, "ns3": b, "provenance": code_state()}))
         return a, b
 
     rows = [((disc, n), _pairs(pair, [(f"{disc}-{n}-{seed}", params(disc, n, seed))
@@ -324,8 +326,8 @@ def main(argv=None):
                  f"{(len(rows) + len(speed)) * len(SEEDS)} runs in each simulator, {wall:.0f} s "
                  f"wall in all ({platform.machine()}, {os.cpu_count()} cores, one run at a "
                  f"time; load average {load:.1f} from other jobs on the machine)._")
-        with open(meta_path, "w") as f:
-            json.dump({"where": where, "wall": wall, "provenance": _provenance()}, f)
+        write_text(meta_path, json.dumps({"where": where, "wall": wall,
+                                          "provenance": _provenance()}))
     update_results_md(args.results_md, markdown(rows, wall, where, speed))
     print(f"crosscheck: wrote the section of {args.results_md}", file=sys.stderr)
     return 0

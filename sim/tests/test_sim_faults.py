@@ -7,8 +7,9 @@ cases, each case the behaviour the project promises.
 * flood totals: the packets of all floods together are bounded;
 * raw folders: ``fpq figures --from-raw`` on crafted folders exits 2 with one line naming
   the file or field;
-* workers: ``fpq figures``, ``fpq attack`` and ``fpq parity`` with ``--jobs 2``, a signal to
-  the main process only: no worker outlives it, the caller's pipes close;
+* workers: ``fpq figures``, ``fpq attack``, ``fpq parity``, ``fpq sweep``, the simulator's
+  bench with ``--jobs 2`` and ``bad_inputs.py``'s pytest, a signal to the main process
+  only: no worker outlives it, the caller's pipes close;
 * multi-file outputs: ``fpq figures`` stopped at any point leaves its outputs all old or all
   new.
 
@@ -145,6 +146,51 @@ def test_fpq_sim_exits_2_with_one_short_line(tmp_path, case):
                                                "queue.discipline", "line 10")), lines[0][:500]
 
 
+#: The number options of the simulator's commands, each with the arguments it needs to get as
+#: far as checking them: (command, option, the rest of the command line)
+NUMBER_OPTIONS = [
+    ("trace", "--duration", ["fpq-fpq", "--out", "{tmp}/t.fpqtrace"]),
+    ("trace", "--max-events", ["fpq-fpq", "--out", "{tmp}/t.fpqtrace"]),
+    ("figures", "--jobs", ["--quick", "--out", "{tmp}/f", "--raw", "{tmp}/r",
+                           "--results-md", "{tmp}/R.md"]),
+    *[("demo", option, ["--no-rtl", "--out", "{tmp}/demo"]) for option in (
+        "--flows", "--duration", "--synthetic-flows", "--arrivals", "--seed")],
+    *[("attack", option, ["--out", "{tmp}/a.md"]) for option in (
+        "--rate", "--tuples", "--rates", "--pool", "--n-cap", "--seeds", "--duration",
+        "--warmup", "--jobs")],
+    ("parity", "--seeds", []),
+    ("parity", "--jobs", []),
+    ("sweep", "--seeds", ["fpq-fpq", "--vary", "flows.0.count=3", "--out", "{tmp}/sw"]),
+    ("sweep", "--jobs", ["fpq-fpq", "--vary", "flows.0.count=3", "--out", "{tmp}/sw"]),
+    ("sweep", "--vary flows.0.count=", ["fpq-fpq", "--out", "{tmp}/sw"]),
+    ("sweep", "--vary bottleneck.bandwidth_bps=", ["fpq-fpq", "--out", "{tmp}/sw"]),
+]
+#: Values none of them takes (``--max-events`` takes any large count: no limit)
+OPTION_VALUES = {"10**400": "1" + "0" * 400, "nan": "nan", "inf": "inf", "1e400": "1e400",
+                 "nested range [[0, 1], [1, 2]]": "[[0,1],[1,2]]", "5000 letters": "x" * 5000}
+
+
+@pytest.mark.parametrize("shown", list(OPTION_VALUES))
+@pytest.mark.parametrize("command, option, rest", NUMBER_OPTIONS,
+                         ids=[f"{c} {o.split('.')[0]}" for c, o, _ in NUMBER_OPTIONS])
+def test_a_bad_number_option_exits_2_naming_it(tmp_path, command, option, rest, shown):
+    """``fpq attack --tuples`` with an integer beyond a float's range ended in an
+    OverflowError traceback; every other option here gave exit 2."""
+    from cli_run import run
+    if option == "--max-events" and shown == "10**400":
+        pytest.skip("a count that large means no limit")
+    value = OPTION_VALUES[shown]
+    given = [option, value] if not option.endswith("=") else \
+        [option.split()[0], option.split()[1] + value]
+    code, out, err = run([command, *given, *(a.format(tmp=tmp_path) for a in rest)])
+    lines = err.strip().splitlines()
+    VALUES.refused(f"fpq {command} {option.split('=')[0]} {shown}", f"exit {code}",
+                   (lines[-1] if lines else "")[:MESSAGE_MAX].replace(str(tmp_path) + "/", ""))
+    named = option.split()[-1].rstrip("=")
+    assert code == 2 and "Traceback" not in err and named in lines[-1], err[-2000:]
+    assert not any(tmp_path.iterdir())
+
+
 # ---- flood totals ---------------------------------------------------------------------------
 
 FLOOD_CASES = {
@@ -214,11 +260,23 @@ RAW_CASES = {
         d, key=[["phase"], [1]])), "key"),
     "a run's key a number": (lambda raw: _edit_json(_a_run(raw), lambda d: dict(d, key=7)),
                              "key"),
+    # an OverflowError traceback (math.isfinite) before
+    "a run's key holding 10**400": (lambda raw: _edit_json(_a_run(raw), lambda d: dict(
+        d, key=["phase", 10**400, 1])), "key"),
+    "a run's seed 10**400": (lambda raw: _edit_json(_a_run(raw), lambda d: dict(
+        d, key=d["key"][:-1] + [10**400])), "key"),
     "a run without flows": (lambda raw: _edit_json(_a_run(raw), lambda d: {
         k: v for k, v in d.items() if k != "flows"}), "flows"),
     "a run's flows a string": (lambda raw: _edit_json(_a_run(raw), lambda d: dict(
         d, flows="many")), "flows"),
     "a folder named x.json": (lambda raw: (raw / "x.json").mkdir(), "x.json"),
+    # read as NaN and infinity before, and shown in the tables as if measured
+    "a run holding NaN": (lambda raw: _edit_json(_a_run(raw), lambda d: dict(
+        d, wall_seconds=math.nan)), "{run}"),
+    "a run holding -Infinity": (lambda raw: _edit_json(_a_run(raw), lambda d: dict(
+        d, flows=[-math.inf, 1.0])), "{run}"),
+    "a run holding 1e400": (lambda raw: _a_run(raw).write_text(
+        _a_run(raw).read_text().replace('"flows": [', '"flows": [1e400, ', 1)), "{run}"),
 }
 
 
@@ -240,27 +298,59 @@ def test_from_raw_on_a_crafted_folder_exits_2_naming_it(tmp_path, raw_folder, ca
     assert named in lines[0] and len(lines[0]) <= MESSAGE_MAX + len(str(raw)), lines[0]
 
 
+@pytest.mark.parametrize("shown, value", [("true", True), ("a text", "x"),
+                                          ("10**400", 10**400), ("-1", -1)])
+@pytest.mark.parametrize("field", sorted(__import__("fpq_sim.figures.runner",
+                                                    fromlist=["MEASURES"]).MEASURES))
+def test_a_saved_measure_that_is_no_number_is_named_when_read(tmp_path, field, shown, value):
+    """A saved run's counts, rates and fractions as the figures read them: true was taken
+    for 1 and an integer beyond a float's range crashed the averages."""
+    from fpq_sim.figures.runner import load_raw, RawFolderError
+    (tmp_path / "sweep-fpq-20-1.json").write_text(json.dumps(
+        {"key": ["sweep", "fpq", 20, 1], field: value}))
+    run, = load_raw(str(tmp_path)).values()
+    with pytest.raises(RawFolderError) as info, \
+            RAW(f"a saved run's {field} = {shown}, as read"):
+        run[field]
+    assert str(info.value).startswith(f"--from-raw: sweep-fpq-20-1.json: {field}: ")
+
+
 # ---- workers ----------------------------------------------------------------------------------
 
+#: The commands that start workers: (argv, the processes they start below the command)
 def _command(name, folder):
+    python = [os.path.join(os.path.dirname(fpq_command()[0]), "python")]
     return {
-        "figures": ["figures", "--quick", "--only", "sweep", "--jobs", "2", "--no-progress",
-                    "--out", str(folder / "fig"), "--raw", str(folder / "raw"),
-                    "--results-md", str(folder / "R.md")],
-        "attack": ["attack", "--seeds", "2", "--jobs", "2", "--no-progress", "--out",
-                   str(folder / "a.md"), "--plot", str(folder / "a.png")],
-        "parity": ["parity", "--seeds", "2", "--jobs", "2"],
+        "figures": (fpq_command() + [
+            "figures", "--quick", "--only", "sweep", "--jobs", "2", "--no-progress",
+            "--out", str(folder / "fig"), "--raw", str(folder / "raw"),
+            "--results-md", str(folder / "R.md")], 2),
+        "attack": (fpq_command() + [
+            "attack", "--seeds", "2", "--jobs", "2", "--no-progress", "--out",
+            str(folder / "a.md"), "--plot", str(folder / "a.png")], 2),
+        "parity": (fpq_command() + ["parity", "--seeds", "2", "--jobs", "2"], 2),
+        "sweep": (fpq_command() + [
+            "sweep", "fpq-fpq", "--vary", "flows.0.count=10,20", "--seeds", "1-4", "--set",
+            "run.duration_s=500", "--jobs", "2", "--no-progress", "--out",
+            str(folder / "sweep")], 2),
+        "bench": (python + ["-m", "fpq_sim.bench", "--jobs", "2"], 2),
+        # pytest and its two xdist workers
+        "bad_inputs": (python + [os.path.join(HERE, "..", "..", "sw", "tests", "bad_inputs.py"),
+                                 "--jobs", "2", "--doc", str(folder / "R.md")], 3),
     }[name]
 
 
 def _workers_case(tmp_path, command, signum):
-    proc = subprocess.Popen(fpq_command() + _command(command, tmp_path), stdout=subprocess.PIPE,
+    argv, started = _command(command, tmp_path)
+    (tmp_path / "R.md").write_text("a document bad_inputs would update\n")
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
                             env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})
     workers = []
     try:
-        deadline = time.monotonic() + 60
-        while len(descendants(proc.pid)) < 2 and time.monotonic() < deadline:
+        # the bench times single runs for a minute or more before it starts its workers
+        deadline = time.monotonic() + 300
+        while len(descendants(proc.pid)) < started and time.monotonic() < deadline:
             time.sleep(0.1)
         time.sleep(1.0)                     # the workers are running their first jobs
         workers = descendants(proc.pid)
@@ -285,7 +375,7 @@ def _workers_case(tmp_path, command, signum):
                + ("closed within 5 s" if closed is not None else "open after 5 s"))
     WORKERS.refused(shown, f"exit {proc.returncode}" if proc.returncode >= 0 else
                     f"killed by {signal_name(-proc.returncode)}", outcome)
-    assert len(workers) >= 2 and not left and closed is not None, (outcome, err[-2000:])
+    assert len(workers) >= started and not left and closed is not None, (outcome, err[-2000:])
     assert temporaries(tmp_path) == []
 
 
@@ -293,10 +383,17 @@ def test_figures_workers_end_with_the_main_process(tmp_path):
     _workers_case(tmp_path, "figures", signal.SIGTERM)
 
 
+def test_the_fuzz_recorder_s_pytest_ends_with_it(tmp_path):
+    """``bad_inputs.py`` ran pytest with no handler for SIGTERM or SIGHUP: pytest and its
+    workers lived on and held the caller's pipes (3 of 3 tries)."""
+    _workers_case(tmp_path, "bad_inputs", signal.SIGTERM)
+
+
 @pytest.mark.long
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP,
                                     signal.SIGKILL], ids=signal_name)
-@pytest.mark.parametrize("command", ["figures", "attack", "parity"])
+@pytest.mark.parametrize("command", ["figures", "attack", "parity", "sweep", "bench",
+                                     "bad_inputs"])
 def test_workers_end_with_the_main_process(tmp_path, command, signum):
     _workers_case(tmp_path, command, signum)
 

@@ -97,8 +97,11 @@ class _Temporary:
         try:
             if old is not None:
                 _keep_owner_and_mode(fd, old)
-        finally:
+        except BaseException:             # not yet the caller's to remove
             os.close(fd)
+            self.discard()
+            raise
+        os.close(fd)
 
     def check(self):
         """Refuse a target that was replaced by something else while the output was made."""

@@ -251,11 +251,15 @@ class _Stage:
         self.stage = _unique_name(self.path if self.inside else os.path.dirname(self.path),
                                   os.path.basename(self.path))
         os.mkdir(self.stage)
-        if os.path.isdir(self.path):
-            shutil.copytree(self.path, self.stage, symlinks=True, dirs_exist_ok=True,
-                            copy_function=_link_or_copy,
-                            ignore=lambda folder, names: [os.path.basename(self.stage)])
-            shutil.copymode(self.path, self.stage)
+        try:
+            if os.path.isdir(self.path):
+                shutil.copytree(self.path, self.stage, symlinks=True, dirs_exist_ok=True,
+                                copy_function=_link_or_copy,
+                                ignore=lambda folder, names: [os.path.basename(self.stage)])
+                shutil.copymode(self.path, self.stage)
+        except BaseException:             # an unreadable old file, a full disk: not yet
+            self.discard()                # the caller's to remove
+            raise
 
     def commit(self):
         """The stage takes the output folder's place; the old folder is removed."""

@@ -23,7 +23,7 @@ import sys
 import threading
 
 __all__ = ["Terminated", "signals_as_exit", "sigterm_as_exit", "signals_held",
-           "worker_pool", "ENDING_SIGNALS"]
+           "worker_pool", "ending_with_this_process", "ENDING_SIGNALS"]
 
 #: The signals whose default action ends the process and which come from outside the
 #: program (``kill``, a terminal, a job's time limit, a timer): Linux's "Term" and "Core"
@@ -80,22 +80,70 @@ sigterm_as_exit = signals_as_exit
 @contextmanager
 def signals_held():
     """Hold every signal of :data:`ENDING_SIGNALS` and SIGINT while the block runs (they
-    are delivered when it ends): for a few steps that must all happen or none, such as
-    renaming a set of files into place."""
-    if not hasattr(signal, "pthread_sigmask"):
-        yield
+    take effect when it ends): for a few steps that must all happen or none, such as
+    creating a temporary file and noting it, or renaming a set of files into place.
+
+    Blocking the signals (``pthread_sigmask``) alone is not enough: it blocks them in the
+    calling thread only, and the system delivers a signal sent to the process to any thread
+    that does not block it -- numpy's OpenBLAS starts such threads -- whose C handler then
+    has the main thread run the Python handler inside the block. So in the main thread each
+    handler is also replaced by one that notes the signal, and the noted signals are raised
+    again once the previous handlers are back; a signal with the default action is held the
+    same way and then ends the process as it would have."""
+    held = tuple(ENDING_SIGNALS) + (signal.SIGINT,)
+    if threading.current_thread() is not threading.main_thread():
+        if hasattr(signal, "pthread_sigmask"):
+            previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+            try:
+                yield
+            finally:
+                signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+        else:
+            yield
         return
-    held = set(ENDING_SIGNALS) | {signal.SIGINT}
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    noted = []
+    previous = {}
     try:
+        for signum in held:
+            handler = signal.getsignal(signum)
+            if handler not in (signal.SIG_IGN, None):     # None: a handler set outside Python
+                previous[signum] = signal.signal(signum, lambda s, frame: noted.append(s))
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        for signum in dict.fromkeys(noted):               # each once, in order of arrival
+            signal.raise_signal(signum)
 
 
 #: Seconds a worker waits between checks that the command which started it still runs
 #: (where the system cannot signal its death, :func:`_end_with_parent`).
 _PARENT_CHECK_S = 1.0
+
+
+def _killed_with_parent():
+    """Ask Linux to send this process SIGKILL when the one that started it dies
+    (``PR_SET_PDEATHSIG``, kept across ``exec``); False where the system cannot."""
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        PR_SET_PDEATHSIG = 1
+        return libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def ending_with_this_process():
+    """``subprocess.run(..., preexec_fn=ending_with_this_process())``: the child program is
+    killed when this process dies, even by SIGKILL (Linux; elsewhere nothing is asked).
+    Together with :func:`signals_as_exit` around the call (``subprocess.run`` kills its
+    child on any exception) no child outlives the command or holds its pipes."""
+    parent = os.getpid()
+
+    def in_child():
+        if _killed_with_parent() and os.getppid() != parent:     # gone already
+            os._exit(1)
+    return in_child
 
 
 def _end_with_parent(parent):
@@ -106,13 +154,7 @@ def _end_with_parent(parent):
     (``PR_SET_PDEATHSIG``); elsewhere a thread checks every second."""
     for signum in ENDING_SIGNALS + (signal.SIGINT,):
         signal.signal(signum, signal.SIG_DFL)
-    try:
-        import ctypes
-        libc = ctypes.CDLL(None, use_errno=True)
-        PR_SET_PDEATHSIG = 1
-        watched = libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0
-    except (OSError, AttributeError):
-        watched = False
+    watched = _killed_with_parent()
     if os.getppid() != parent:            # gone before the worker could ask to follow it
         os._exit(1)
     if not watched:

@@ -289,7 +289,11 @@ def main(argv=None):
         cmd += ["-n", str(args.jobs), "--dist", "loadfile"] if args.jobs > 1 else \
             ["-p", "no:xdist"]
         start = time.monotonic()
-        done = subprocess.run(cmd, cwd=ROOT, env={**os.environ, ENV: folder})
+        # a signal that ends this script ends pytest and its workers too, and they die with it
+        from fpq.terminate import signals_as_exit, ending_with_this_process
+        with signals_as_exit():
+            done = subprocess.run(cmd, cwd=ROOT, env={**os.environ, ENV: folder},
+                                  preexec_fn=ending_with_this_process())
         seconds = time.monotonic() - start
         if done.returncode:
             print("the fuzz tests failed; docs not updated", file=sys.stderr)

@@ -22,6 +22,7 @@ import re
 import signal
 import struct
 import subprocess
+import sys
 import threading
 import time
 
@@ -51,22 +52,37 @@ HEAD = struct.Struct("<8sHHIdQ")
 
 # ---- signals while writing ------------------------------------------------------------------
 
-def _in_child(work, signum):
+def _in_child(work, signum, at="rename", thread=False):
     """Run ``work()`` in a forked child in which the rename that completes an atomic write
-    first sends ``signum`` to the child itself (every temporary exists then; None: no
-    signal); returns the child's exit status (minus the signal that ended it)."""
+    (``at="rename"``), or the creation of each temporary file (``at="create"``), first sends
+    ``signum`` to the child itself (every temporary exists then; None: no signal); returns
+    the child's exit status (minus the signal that ended it). With ``thread`` a second
+    thread runs meanwhile, as numpy's OpenBLAS threads do in the commands: the system may
+    deliver the signal to it instead of the writer's thread."""
     pid = os.fork()
     if pid == 0:                                         # the child: never returns
         code = 0
         try:
+            import fpq.atomic
             real = os.replace
+            real_create = fpq.atomic._create_temporary
 
             def replace_after_a_signal(src, dst):
                 os.kill(os.getpid(), signum)
                 time.sleep(0.05)            # a signal that is not held ends the sleep
                 return real(src, dst)
-            if signum is not None:
+
+            def create_then_signal(folder, base):
+                made = real_create(folder, base)
+                os.kill(os.getpid(), signum)
+                time.sleep(0.05)
+                return made
+            if thread:
+                threading.Thread(target=threading.Event().wait, daemon=True).start()
+            if signum is not None and at == "rename":
                 os.replace = replace_after_a_signal
+            elif signum is not None:
+                fpq.atomic._create_temporary = create_then_signal
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, 1)
             os.dup2(devnull, 2)
@@ -113,17 +129,18 @@ def _writers(folder):
     }
 
 
-def _signal_case(tmp_path, writer, signum):
+def _signal_case(tmp_path, writer, signum, at="rename", thread=False):
     folder = tmp_path / "w"
     folder.mkdir()
     work, outputs = _writers(folder)[writer]
     for path in outputs:
         path.write_bytes(b"old")
-    status = _in_child(work, signum)
+    status = _in_child(work, signum, at, thread)
     left = temporaries(folder)
     states = {"old" if p.read_bytes() == old else "new" if p.read_bytes() == new else "torn"
               for p, (old, new) in outputs.items()}
-    shown = f"{writer}: {signal_name(signum)}"
+    shown = f"{writer}: {signal_name(signum)}" + (
+        f", at the {at}, another thread running" if thread else "")
     outcome = f"outputs {'/'.join(sorted(states))}, " + (f"left {left[0]}" if left else
                                                          "no temporary left")
     ended = status == 0 or status in (-signum, 128 + signum)
@@ -159,6 +176,16 @@ def test_a_signal_while_writing_leaves_no_temporary_and_no_mixed_outputs(tmp_pat
                          ids=signal_name)
 def test_a_real_time_signal_while_writing_leaves_no_temporary(tmp_path, signum):
     _signal_case(tmp_path, "two files", signum)
+
+
+@pytest.mark.parametrize("signum", NAMED_ENDING_SIGNALS, ids=signal_name)
+@pytest.mark.parametrize("at", ["create", "rename"])
+def test_a_signal_to_another_thread_is_held_too(tmp_path, at, signum):
+    """Blocking a signal in the writer's thread alone let it through: the system handed it
+    to another thread (the commands have numpy's), and the Python handler ran in the middle
+    of the held steps, leaving the temporary just made (8 of 8 runs of ``fpq config
+    --format c`` with SIGTERM there) or one file of two renamed."""
+    _signal_case(tmp_path, "two files", signum, at, thread=True)
 
 
 # ---- multi-file outputs -------------------------------------------------------------------
@@ -214,6 +241,34 @@ def test_a_signal_leaves_a_set_of_outputs_all_old_or_all_new(tmp_path, when, sig
     assert ended and state in (old, new) and not left, (status, outcome, state)
 
 
+@pytest.mark.parametrize("step", ["copying the old folder into its stage",
+                                  "giving a temporary the old file's mode"])
+def test_a_failure_while_preparing_an_output_leaves_no_temporary(tmp_path, monkeypatch, step):
+    """A stage or temporary that failed half-way was not yet noted for removal and stayed."""
+    import errno
+    import fpq.atomic
+    import fpq.output_files
+    from fpq.atomic import write_text
+    from fpq.output_files import staged_outputs
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "a.txt").write_text("old")
+
+    def full_disk(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+    if step.startswith("copying"):
+        real = fpq.output_files.shutil.copytree
+        monkeypatch.setattr(fpq.output_files.shutil, "copytree",
+                            lambda *a, **k: (real(*a, **k), full_disk()))
+        with pytest.raises(OSError), staged_outputs([out]):
+            pass
+    else:
+        monkeypatch.setattr(fpq.atomic, "_keep_owner_and_mode", full_disk)
+        with pytest.raises(OSError):
+            write_text(out / "a.txt", "new")
+    assert temporaries(tmp_path) == [] and (out / "a.txt").read_text() == "old"
+
+
 def test_staged_outputs_make_missing_folders_and_refuse_a_file_in_their_place(tmp_path):
     from fpq.output_files import staged_outputs
     from fpq.atomic import OutputPathError, write_text
@@ -242,6 +297,45 @@ def test_staged_outputs_into_the_working_folder_move_the_files_in(tmp_path, monk
     assert os.getcwd() == str(tmp_path)
     assert _set_state(tmp_path) == {"a.csv": "new", "keep.txt": "the user's",
                                     "sub/b.csv": "new b"}
+
+
+# ---- child programs ---------------------------------------------------------------------------
+
+_PARENT = """
+import signal, subprocess, sys
+from fpq.terminate import signals_as_exit, ending_with_this_process
+with signals_as_exit():
+    subprocess.run(["sleep", "60"], preexec_fn=ending_with_this_process())
+"""
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGKILL],
+                         ids=signal_name)
+def test_a_child_program_ends_with_the_command(signum):
+    """A program a command runs (pytest in bad_inputs.py, ns-3 in the cross-check) ends
+    when the command does, by a signal it handles or by SIGKILL, which it cannot."""
+    from fault_kit import descendants, process_alive
+    parent = subprocess.Popen([sys.executable, "-c", _PARENT], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE)
+    children = []
+    try:
+        deadline = time.monotonic() + 30
+        while not children and time.monotonic() < deadline:
+            children = [pid for pid in descendants(parent.pid, 0.05)
+                        if open(f"/proc/{pid}/cmdline", "rb").read().startswith(b"sleep")]
+        parent.send_signal(signum)
+        parent.communicate(timeout=10)
+        deadline = time.monotonic() + 5
+        while any(map(process_alive, children)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        left = [pid for pid in children if process_alive(pid)]
+    finally:
+        for pid in children:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    assert children and not left
 
 
 # ---- short writes -------------------------------------------------------------------------

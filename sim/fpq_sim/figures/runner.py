@@ -154,9 +154,28 @@ RAW_FILE_MAX = 64 << 20
 KEY_PARTS_MAX = 16
 
 
-def _read_object(path, name):
+class _NotFinite(Exception):
+    """NaN or an infinity in a saved run: json writes them (``NaN``, ``Infinity``) but a
+    summary never holds one (a quantile of nothing is null), and figures made from one
+    would show NaN as if measured."""
+
+
+def _not_finite(token):
+    raise _NotFinite(token)
+
+
+def _finite(token):
+    """A JSON number with a fraction or exponent; one beyond a float's range (1e400) would
+    be read as an infinity."""
+    value = float(token)
+    if not math.isfinite(value):
+        raise _NotFinite(brief(token))
+    return value
+
+
+def _read_object(path, name, finite=True):
     """The JSON object in the file ``path`` of a raw folder, or RawFolderError naming
-    ``name``."""
+    ``name``; with ``finite``, one holding NaN or an infinity is refused too."""
     with open(path, "rb") as f:
         size = os.fstat(f.fileno()).st_size
         if size > RAW_FILE_MAX:
@@ -164,7 +183,11 @@ def _read_object(path, name):
                                  f"holds ({RAW_FILE_MAX})")
         data = f.read(RAW_FILE_MAX + 1)
     try:
-        value = json.loads(data.decode("utf-8"))
+        value = json.loads(data.decode("utf-8"), parse_constant=_not_finite,
+                           parse_float=_finite) if finite else json.loads(data.decode("utf-8"))
+    except _NotFinite as exc:
+        raise RawFolderError(f"--from-raw: {name}: {exc} is not a finite number (a summary "
+                             f"holds none)") from None
     except UnicodeDecodeError as exc:
         raise RawFolderError(f"--from-raw: {name}: not UTF-8 text (byte {exc.start})") \
             from None
@@ -178,9 +201,17 @@ def _read_object(path, name):
     return value
 
 
+#: The largest integer in a run's key (a seed, a count); math.isfinite of a larger one
+#: raises OverflowError instead of answering.
+KEY_INT_MAX = 2**64
+
+
 def _key_part_ok(x):
-    return isinstance(x, str) and len(x) <= 100 or \
-        isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+    if isinstance(x, bool):
+        return False
+    if isinstance(x, int):
+        return abs(x) <= KEY_INT_MAX
+    return isinstance(x, str) and len(x) <= 100 or isinstance(x, float) and math.isfinite(x)
 
 
 def _checked_key(key, name):
@@ -193,6 +224,16 @@ def _checked_key(key, name):
                              f"(an integer)")
     return tuple(key)
 
+
+#: The numbers of a run's summary the figures read that are counts, rates or fractions: a
+#: true/false, a text or a number beyond a float's range there is refused by name.
+MEASURES = frozenset((
+    "arrivals", "drops", "early_drops", "forced_drops", "saturated_drops", "marks",
+    "wire_losses", "loss_rate", "avg_queue_pkts", "avg_delay_s", "avg_flow_count",
+    "utilisation", "goodput_pkts_per_s", "goodput_fraction", "flows_total", "duration_s",
+    "warmup_s", "events"))
+#: The largest value of such a number (a float's range: a larger integer cannot be averaged)
+MEASURE_MAX = 1e300
 
 #: The saved field read last (file and key path), for an error the figures' code raises on a
 #: value it cannot use.
@@ -210,7 +251,13 @@ class _Saved(dict):
 
     def __getitem__(self, key):
         _LAST_READ[:] = [self.name, f"{self.where}{key}"]
-        return super().__getitem__(key)
+        value = super().__getitem__(key)
+        if key in MEASURES and not self.where and (
+                isinstance(value, bool) or not isinstance(value, (int, float)) or
+                not 0 <= value <= MEASURE_MAX):
+            raise RawFolderError(f"--from-raw: {self.name}: {key}: {brief(value)} must be a "
+                                 f"number in [0, {MEASURE_MAX:g}]")
+        return value
 
     def __missing__(self, key):
         raise RawFolderError(f"--from-raw: {self.name}: {self.where}{brief(key)}: missing "
@@ -241,7 +288,7 @@ def load_meta(raw):
     path = os.path.join(raw, "_meta.json")
     if not os.path.exists(path):
         raise RawFolderError(f"--from-raw: {path} is missing (no earlier run to rebuild)")
-    meta = _read_object(path, "_meta.json")
+    meta = _read_object(path, "_meta.json", finite=False)     # its fields checked by name
     if not isinstance(meta.get("where"), str) or not meta["where"].endswith("._"):
         raise RawFolderError(f"--from-raw: _meta.json: where: {brief(meta.get('where'))} must "
                              f"be the text of the run's closing line (ending in '._')")
