@@ -384,39 +384,17 @@ class RegisterFile(wiring.Component):
         # what makes a write bad, from each word's decode (write_setup below 2; registered
         # as a whole with 1) or from its registered hit and fit (2 and 3: "no word" then from
         # the hits' OR, not from the address), ORed and registered
-        bad_terms, hits, groups = [], [], {}
+        bad_terms, hits = [], []
         for r, w, lo_bit, hi_bit, hit in s.hits:
-            h, bad_term, early_terms = self._write_word(m, s, r, w, lo_bit, hi_bit, hit)
+            h, bad_term = self._write_word(m, s, r, w, lo_bit, hi_bit, hit)
             hits.append(h)
             if bad_term is not None:
                 bad_terms.append(bad_term)
-            group = groups.setdefault((r.offset // 4 + w) >> 4, ([], []))
-            group[0].append(early_terms[0])
-            if early_terms[1] is not None:
-                group[1].append(early_terms[1])
-        if self.write_setup >= 3:
-            bad = self._grouped_badness(m, s, groups)
-        else:
-            early = self.write_setup < 2
-            bad_terms.append(~s.mapped if early else ~Cat(s.table_hit, *hits).any())
-            bad = self._decode(m, Cat(*bad_terms).any(), "write_is_bad")
+        early = self.write_setup < 2
+        bad_terms.append(~s.mapped if early else ~Cat(s.table_hit, *hits).any())
+        bad = self._decode(m, Cat(*bad_terms).any(), "write_is_bad")
         with m.If(self._enable(m, s.bus.w_en & bad, "we_bad")):
             m.d.sync += s.bad_write.eq(1)
-
-    def _grouped_badness(self, m, s, groups):
-        """With ``write_setup`` 3: whether the write is bad, registered a clock ahead of
-        ``w_en``, in two registered stages. The words in groups of sixteen (one value of the
-        address's middle nibble): per group, whether the write hits a word of it and whether
-        it is bad for that word, registered beside the words' own hits (from the address's
-        one-hot lines and the value's bytes, as they are); then those flags ORed with "no
-        word". (One OR of every word's registered hit and badness is five LUT levels.)"""
-        hit_flags, bad_flags = [s.table_hit], []
-        for index, (hit_terms, bad_terms) in sorted(groups.items()):
-            hit_flags.append(_registered(m, Cat(*hit_terms).any(), f"w_group_{index}_hit"))
-            if bad_terms:
-                bad_flags.append(_registered(m, Cat(*bad_terms).any(),
-                                             f"w_group_{index}_bad"))
-        return _registered(m, Cat(*bad_flags).any() | ~Cat(*hit_flags).any(), "write_is_bad")
 
     def _decode(self, m, value, name):
         """``value``, or with ``write_setup`` that registered a clock ahead (``addr`` and
@@ -482,8 +460,7 @@ class RegisterFile(wiring.Component):
         """Word ``w`` of register ``r`` (its bits ``lo_bit`` .. ``hi_bit``, ``hit`` its case of
         the address): its decode and its write. Returns whether the write is to this word
         (for "no word": the address's case, or with ``write_setup`` 2 and 3 the registered
-        hit), what makes a write of it bad (None: nothing), and both of those a clock
-        earlier, unregistered (``_grouped_badness``)."""
+        hit) and what makes a write of it bad (None: nothing)."""
         # bits of the written word above the register's width: must be zero
         above = self._excess(s, hi_bit - lo_bit)
         top_of_config = r.kind == "config" and w == r.words - 1 and hi_bit - lo_bit < 32
@@ -492,20 +469,17 @@ class RegisterFile(wiring.Component):
         fit = self._decode(m, ~above, f"fit_{r.name}_{w}")
         h, misfit = (hit, above) if self.write_setup < 2 else (sel, ~fit)
         bad_term = None
-        # the same a clock earlier, from the decode as it is (``_grouped_badness``)
-        hit_now = self._word_hit(s, r.offset // 4 + w, hit)
-        bad_now = None
         if top_of_config or r.name == "control":
-            bad_term, bad_now = h & misfit, hit_now & above
+            bad_term = h & misfit
         elif not writable:
-            bad_term, bad_now = h, hit_now
+            bad_term = h
         if writable:
             # ``fit`` in the clock the write applies is the written value's: with
             # write_latency 1 (the clock after w_en) the register holds the fit of w_en's
             # clock's w_data (and of the per-byte flags of the clock before, in the promise)
             with m.If(self._enable(m, s.bus.w_en & sel, f"we_{r.name}_{w}")):
                 self._apply_write(m, s, r, lo_bit, hi_bit, fit, top_of_config)
-        return h, bad_term, (hit_now, bad_now)
+        return h, bad_term
 
     def _apply_write(self, m, s, r, lo_bit, hi_bit, fit, top_of_config):
         """What a write of register ``r``'s word (bits ``lo_bit`` .. ``hi_bit``) does, in the
