@@ -72,7 +72,7 @@ class DecisionLoops(wiring.Component):
     def __init__(self):
         super().__init__({
             "p": In(PROB.width), "p_zero": In(1), "u_load": In(RAND_BITS), "step": In(1),
-            "cand": In(1), "forced_if": In(2), "short_bytes_if": In(2), "short_pkts": In(1),
+            "cand": In(1), "cand_packets": In(1), "forced_if": In(2), "short_bytes_if": In(2), "short_pkts": In(1),
             "dv": In(1), "length": In(LENGTH_BITS), "dep": In(LENGTH_BITS),
             "grow": In(signed(LENGTH_BITS + 2)), "clear_max_queue": In(1),
             "red_hit": Out(1), "forced": Out(1), "dep_error": Out(1),
@@ -87,7 +87,8 @@ class DecisionLoops(wiring.Component):
                                                 self.step, separate_hit=True))
         forced, dep_error = admission(
             m, self.cand, tuple(self.forced_if), tuple(self.short_bytes_if), self.short_pkts,
-            self.dv, self.length, self.dep, self.grow, self.occ_pkts, self.occ_bytes)
+            self.dv, self.length, self.dep, self.grow, self.occ_pkts, self.occ_bytes,
+            cand_packets=self.cand_packets)
         m.d.comb += [self.forced.eq(forced), self.dep_error.eq(dep_error)]
         track_max(m, self.occ_pkts, self.clear_max_queue, self.max_queue)
         return m

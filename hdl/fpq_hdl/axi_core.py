@@ -592,6 +592,27 @@ def export_verilog(path, build, bus="axi-lite", name="fpq_core", package=True,
     include = keys_include(name, build, keys) if keys else None
     if keys:
         verilog = substitute_keys(verilog, name, keys)
+    header = _header_lines(build, bus, name, core, keys, embed_keys)
+    if include is not None:
+        header.append(include.rstrip("\n") if embed_keys else f'`include "{name}_keys.vh"')
+    files = {path: "\n".join(header) + "\n" + verilog}
+    if package:
+        files[os.path.join(os.path.dirname(path), f"{name}_pkg.sv")] = sv_package(build, name)
+    private = set()
+    if include is not None and not embed_keys:
+        files[keys_file(path, name)] = include
+        private.add(keys_file(path, name))
+    if (include is not None and embed_keys) or \
+            any(f in build.fixed_fields for f in SECRET_FIELDS):
+        private.add(path)
+    paths = write_files(files, private=private)     # every file complete, or none changed
+    return paths, sorted(private)
+
+
+def _header_lines(build, bus, name, core, keys, embed_keys):
+    """The exported Verilog's header comment, lines without their newline: what the core
+    is, its bus, streams, registers, where its power-on keys are, its fixed registers, its
+    ports and its streams' fields."""
     bus_text = {"axi-lite": "AXI4-Lite target s_axil_* (20-bit byte addresses, 32-bit data; "
                             "a write with wstrb != 4'hf answers SLVERR and writes nothing)",
                 "wishbone": "Wishbone B4 classic target wb_* (32-bit granularity, wb_adr the "
@@ -637,20 +658,7 @@ def export_verilog(path, build, bus="axi-lite", name="fpq_core", package=True,
         for fname, field in layout:
             header.append(f"//      [{field.offset + field.width - 1:3}:{field.offset:3}] "
                           f"{fname}")
-    if include is not None:
-        header.append(include.rstrip("\n") if embed_keys else f'`include "{name}_keys.vh"')
-    files = {path: "\n".join(header) + "\n" + verilog}
-    if package:
-        files[os.path.join(os.path.dirname(path), f"{name}_pkg.sv")] = sv_package(build, name)
-    private = set()
-    if include is not None and not embed_keys:
-        files[keys_file(path, name)] = include
-        private.add(keys_file(path, name))
-    if (include is not None and embed_keys) or \
-            any(f in build.fixed_fields for f in SECRET_FIELDS):
-        private.add(path)
-    paths = write_files(files, private=private)     # every file complete, or none changed
-    return paths, sorted(private)
+    return header
 
 
 def _sv_struct(type_name, layout, pad_to):
