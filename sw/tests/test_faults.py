@@ -315,8 +315,13 @@ def test_a_child_program_ends_with_the_command(signum):
     """A program a command runs (pytest in bad_inputs.py, ns-3 in the cross-check) ends
     when the command does, by a signal it handles or by SIGKILL, which it cannot."""
     from fault_kit import descendants, process_alive
+    # the signal's default action in the command, as a shell gives it: under ``nohup`` (or a
+    # runner that ignores SIGHUP) the test's process ignores SIGHUP, the command inherits
+    # that, and ``signals_as_exit`` leaves an ignored signal ignored, as it should
     parent = subprocess.Popen([sys.executable, "-c", _PARENT], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE)
+                              stderr=subprocess.PIPE,
+                              preexec_fn=None if signum == signal.SIGKILL else
+                              lambda: signal.signal(signum, signal.SIG_DFL))
     children = []
     try:
         deadline = time.monotonic() + 30
